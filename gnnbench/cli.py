@@ -1,0 +1,152 @@
+"""The ``gnnbench`` command: every workflow stage, usable without Snakemake.
+
+    gnnbench generate sbm_pattern --name PATTERN --seed 0 --set num_train=1000 --out results/datasets/PATTERN
+    gnnbench pe results/datasets/CSL --k 20 --out results/features/CSL/laplacian_pe_k20.parquet
+    gnnbench splits results/datasets/CSL --protocol stratified_kfold --folds 5 --out results/splits/CSL/splits.json
+    gnnbench train --dataset results/datasets/CSL --splits results/splits/CSL/splits.json --fold 0 \\
+        --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
+    gnnbench aggregate results/runs/CSL/*/*/*/metrics.json --out results/tables/CSL
+    gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
+    gnnbench presets
+
+Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import yaml
+
+from gnnbench.errors import ConfigError, GnnbenchError
+
+
+def _key_values(pairs: list[str] | None) -> dict:
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise ConfigError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set hidden_dim=64")
+        key, value = pair.split("=", 1)
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gnnbench", description="Reproducible GNN benchmarking.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("generate", help="generate a dataset (graphs.parquet + meta.json)")
+    p.add_argument("generator", help="sbm_pattern, sbm_cluster or csl")
+    p.add_argument("--name", required=True, help="dataset name recorded in meta.json")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="generator parameter")
+    p.add_argument("--out", required=True, help="output folder")
+
+    p = sub.add_parser("pe", help="Laplacian positional encodings of a dataset")
+    p.add_argument("dataset", help="dataset folder")
+    p.add_argument("--k", type=int, required=True)
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("splits", help="make a split file")
+    p.add_argument("dataset", help="dataset folder")
+    p.add_argument("--protocol", choices=["given", "stratified_kfold"], required=True)
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--val-fraction", type=float, default=0.25)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("train", help="train one run (model × seed × fold)")
+    p.add_argument("--dataset", required=True, help="dataset folder")
+    p.add_argument("--splits", required=True, help="split file")
+    p.add_argument("--fold", type=int, default=0)
+    p.add_argument("--pe", help="positional-encoding file (needed when pos_enc is true)")
+    p.add_argument("--preset", help="published config to start from")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
+    p.add_argument("--seed", type=int, help="overrides the config's seed")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--threads", type=int)
+    p.add_argument("--label", help="model label recorded in metrics.json")
+    p.add_argument("--out", required=True, help="run folder")
+
+    p = sub.add_parser("aggregate", help="summary tables from runs' metrics.json files")
+    p.add_argument("metrics", nargs="+")
+    p.add_argument("--out", required=True, help="output prefix: writes PREFIX.csv, .md and .parquet")
+
+    p = sub.add_parser("params", help="print the trainable-parameter count of a config")
+    p.add_argument("--preset", help="published config name")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
+    p.add_argument("--dataset", help="dataset whose input sizes to use (default: the preset's)")
+
+    sub.add_parser("presets", help="list the published configs")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> None:
+    if args.command == "generate":
+        from gnnbench.pipeline import generate_dataset
+
+        generate_dataset(args.generator, args.name, _key_values(args.set), args.seed, args.out)
+    elif args.command == "pe":
+        from gnnbench.pipeline import compute_pe
+
+        compute_pe(args.dataset, args.k, args.out)
+    elif args.command == "splits":
+        from gnnbench.pipeline import make_split_file
+
+        params = {"folds": args.folds, "val_fraction": args.val_fraction, "seed": args.seed}
+        make_split_file(args.dataset, args.protocol, params if args.protocol != "given" else {}, args.out)
+    elif args.command == "train":
+        from gnnbench.config.presets import run_config
+        from gnnbench.training.run import train_run
+
+        overrides = _key_values(args.set)
+        if args.seed is not None:
+            overrides["seed"] = args.seed
+        config = run_config(args.preset, overrides, where="--set")
+        results = train_run(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold, config=config,
+                            out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads,
+                            label=args.label)
+        print(f"test {results['metric']}: {results['test']['metric']:.4f}")
+    elif args.command == "aggregate":
+        from gnnbench.pipeline import aggregate_tables
+
+        aggregate_tables(args.metrics, f"{args.out}.csv", f"{args.out}.md", f"{args.out}.parquet")
+    elif args.command == "params":
+        from gnnbench.config.presets import get_preset, run_config
+        from gnnbench.data.catalog import describe_dataset
+        from gnnbench.models import build_model, count_parameters
+
+        dataset = args.dataset or (get_preset(args.preset)["dataset"] if args.preset else None)
+        if dataset is None:
+            raise ConfigError("params: give --preset, or --dataset with --set model=... and the model's keys")
+        config = run_config(args.preset, _key_values(args.set), where="--set")
+        print(count_parameters(build_model(config, describe_dataset(dataset))))
+    elif args.command == "presets":
+        from gnnbench.config.presets import all_presets
+
+        for name, preset in all_presets().items():
+            print(f"{name}\t{preset['model']}\t{preset['dataset']}\t{preset.get('total_params', '')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        _run(args)
+    except GnnbenchError as exc:
+        print(f"gnnbench: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # output piped into e.g. `head`
+        sys.stderr.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Configuration: the benchmark's published configs (presets), run configs and the workflow suite."""

@@ -1,0 +1,178 @@
+"""The workflow's suite configuration (``config/config.yaml``): datasets, benchmarks, and the runs they imply.
+
+Loading checks the config against ``workflow/schemas/config.schema.yaml`` and then semantically: known
+generators and parameters, benchmarks that name defined datasets, presets that exist, override keys and
+types, folds that exist, and that every model can be built for its dataset. Each problem is reported as one
+line naming the key and the fix, before anything is generated or trained.
+
+Output layout (paths relative to the working directory)::
+
+    results/datasets/{dataset}/graphs.parquet, meta.json
+    results/features/{dataset}/laplacian_pe_k{k}.parquet
+    results/splits/{dataset}/splits.json
+    results/runs/{dataset}/{model}/seed{seed}/fold{fold}/metrics.json, history.parquet, checkpoint.pt
+    results/tables/{dataset}.csv, .md, .parquet
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from gnnbench.config.presets import REPO_ROOT, run_config
+from gnnbench.data.generators import get_generator, resolve_params
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.errors import ConfigError, GnnbenchError
+
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+DATASET_DIR = "results/datasets/{dataset}"
+PE_FILE = "results/features/{dataset}/laplacian_pe_k{k}.parquet"
+SPLITS_FILE = "results/splits/{dataset}/splits.json"
+RUN_DIR = "results/runs/{dataset}/{model}/seed{seed}/fold{fold}"
+TABLE_FILE = "results/tables/{dataset}.{ext}"
+TABLE_FORMATS = ("csv", "md", "parquet")
+DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
+
+
+@dataclass
+class DatasetSpec:
+    name: str
+    generator: str
+    seed: int
+    params: dict
+    split: dict
+    meta: DatasetMeta  # described from the generator: no data needed
+
+    @property
+    def num_folds(self) -> int:
+        return self.split.get("folds", 1) if self.split["protocol"] == "stratified_kfold" else 1
+
+
+@dataclass
+class ModelSpec:
+    label: str
+    preset: str | None
+    config: dict  # resolved run config; the run's seed is filled in per run
+
+
+@dataclass
+class Benchmark:
+    dataset: str
+    seeds: list[int]
+    folds: list[int]
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+
+
+@dataclass
+class Suite:
+    device: str
+    threads_per_run: int
+    mem_mb_per_run: int
+    runtime_per_run: int
+    datasets: dict[str, DatasetSpec]
+    benchmarks: dict[str, Benchmark]
+
+    def run_config(self, dataset: str, model: str, seed: int) -> dict:
+        return {**self.benchmarks[dataset].models[model].config, "seed": int(seed)}
+
+    def pe_dim(self, dataset: str, model: str) -> int | None:
+        config = self.benchmarks[dataset].models[model].config
+        return config["pos_enc_dim"] if config.get("pos_enc") else None
+
+    def runs(self, dataset: str | None = None) -> list[dict]:
+        return [{"dataset": b.dataset, "model": label, "seed": seed, "fold": fold}
+                for b in self.benchmarks.values() if dataset in (None, b.dataset)
+                for label in b.models for seed in b.seeds for fold in b.folds]
+
+    def metrics_files(self, dataset: str | None = None) -> list[str]:
+        return [RUN_DIR.format(**run) + "/metrics.json" for run in self.runs(dataset)]
+
+    def table_files(self) -> list[str]:
+        return [TABLE_FILE.format(dataset=d, ext=ext) for d in self.benchmarks for ext in TABLE_FORMATS]
+
+
+def load_suite_file(path: str | os.PathLike) -> Suite:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist; pass an existing --configfile")
+    try:
+        config = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML ({str(exc).splitlines()[0]}); fix it") from None
+    return load_suite(config)
+
+
+def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH) -> Suite:
+    """Validate a workflow config (already parsed) and resolve it into a :class:`Suite`."""
+    _check_schema(config, Path(schema_path))
+    settings = {k: config.get(k, v) for k, v in DEFAULTS.items()}
+    datasets = {name: _dataset(name, entry) for name, entry in config["datasets"].items()}
+    benchmarks = {}
+    for name, entry in config["benchmarks"].items():
+        where = f"benchmarks.{name}"
+        if name not in datasets:
+            raise ConfigError(f"{where}: unknown dataset {name!r}; define it under datasets "
+                              f"(defined: {', '.join(datasets)})")
+        benchmarks[name] = _benchmark(datasets[name], entry, where)
+    return Suite(datasets=datasets, benchmarks=benchmarks, **settings)
+
+
+def _check_schema(config: object, schema_path: Path) -> None:
+    import jsonschema
+
+    schema = yaml.safe_load(schema_path.read_text())
+    if not isinstance(config, dict):
+        raise ConfigError("config: expected a mapping with keys datasets and benchmarks; see config/config.yaml")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "config"
+        message = error.message.splitlines()[0]
+        if error.validator == "oneOf":
+            message = f"{error.instance!r} must be a preset name or a mapping with keys preset and set"
+        raise ConfigError(f"{where}: {message}; fix it (schema: workflow/schemas/config.schema.yaml)")
+
+
+def _dataset(name: str, entry: dict) -> DatasetSpec:
+    where = f"datasets.{name}"
+    generator = get_generator(entry["generator"], f"{where}.generator")
+    params = resolve_params(generator, entry.get("params"), f"{where}.params")
+    seed = entry.get("seed", 0)
+    split = dict(entry.get("split") or generator.default_split)
+    if split["protocol"] == "stratified_kfold":
+        split = {"folds": 5, "val_fraction": 0.25, "seed": 0, **split}
+    meta = generator.describe(name, params, seed)
+    if split["protocol"] == "given" and not meta.split_sizes:
+        raise ConfigError(f"{where}.split.protocol: dataset {name} comes without a split; use stratified_kfold")
+    if split["protocol"] == "stratified_kfold" and meta.task != "graph_classification":
+        raise ConfigError(f"{where}.split.protocol: stratified_kfold needs graph labels but {name} is a "
+                          f"{meta.task} dataset; use given")
+    return DatasetSpec(name, generator.name, seed, params, split, meta)
+
+
+def _benchmark(dataset: DatasetSpec, entry: dict, where: str) -> Benchmark:
+    folds = entry.get("folds", list(range(dataset.num_folds)))
+    bad = [f for f in folds if f >= dataset.num_folds]
+    if bad:
+        raise ConfigError(f"{where}.folds: fold(s) {bad} do not exist; {dataset.name} has {dataset.num_folds} "
+                          f"fold(s), numbered from 0")
+    benchmark = Benchmark(dataset.name, list(entry["seeds"]), list(folds))
+    shared = entry.get("set") or {}
+    for label, model in entry["models"].items():
+        model_where = f"{where}.models.{label}"
+        preset, own = (model, {}) if isinstance(model, str) else (model.get("preset"), model.get("set") or {})
+        config = run_config(preset, {**shared, **own}, where=model_where)
+        _check_buildable(config, dataset.meta, model_where)
+        benchmark.models[label] = ModelSpec(label, preset, config)
+    return benchmark
+
+
+def _check_buildable(config: dict, meta: DatasetMeta, where: str) -> None:
+    from gnnbench.models import build_model
+
+    try:
+        build_model(config, meta)
+    except GnnbenchError as exc:
+        raise ConfigError(f"{where}: {exc}") from None

@@ -1,0 +1,161 @@
+"""Mini-batches built by vectorised gathers over a :class:`~gnnbench.data.store.GraphStore`.
+
+A batch of graph ids ``g`` becomes one disjoint-union graph: node rows are the concatenated ranges
+``node_ptr[g_i] : node_ptr[g_i + 1]``, edge rows likewise, and local edge indices are shifted by each
+graph's offset in the batch. All of it is a handful of tensor operations whatever the batch size; no
+per-graph Python objects are created.
+
+The result, :class:`GraphBatch`, carries the attribute names of ``torch_geometric.data.Batch`` (``x``,
+``edge_index``, ``edge_attr``, ``y``, ``batch``, ``ptr``, ``num_graphs``) plus ``pe`` (positional
+encodings), so PyG operators accept it as they are; :meth:`GraphBatch.to_pyg` makes a real ``Batch``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
+
+import torch
+
+from gnnbench.data.store import GraphStore
+
+
+def gather_ranges(starts: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Concatenation of ``arange(s, s + c)`` for every (s, c) pair, without a Python loop."""
+    total = int(counts.sum())
+    first_out = torch.cumsum(counts, 0) - counts  # where each range starts in the output
+    shift = torch.repeat_interleave(starts - first_out, counts, output_size=total)
+    return torch.arange(total, dtype=torch.int64, device=starts.device) + shift
+
+
+@dataclass
+class GraphBatch:
+    """A mini-batch of graphs as one disjoint union (``torch_geometric.data.Batch`` attribute names)."""
+
+    edge_index: torch.Tensor  # (2, E) int64, batch-global node indices
+    batch: torch.Tensor  # (N,) graph index of every node
+    ptr: torch.Tensor  # (B + 1,) node offsets of the graphs
+    num_graphs: int
+    x: torch.Tensor | None = None
+    edge_attr: torch.Tensor | None = None
+    y: torch.Tensor | None = None
+    pe: torch.Tensor | None = None  # (N, k) positional encodings
+
+    @property
+    def num_nodes(self) -> int:
+        return self.batch.numel()
+
+    @property
+    def num_edges(self) -> int:
+        return self.edge_index.shape[1]
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> GraphBatch:
+        moved = {
+            f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), torch.Tensor)
+        }
+        return replace(self, **moved)
+
+    def to_pyg(self):
+        """The same batch as a ``torch_geometric.data.Batch`` (PyG is imported only here)."""
+        from torch_geometric.data import Batch
+
+        attrs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "num_graphs"}
+        out = Batch(**{k: v for k, v in attrs.items() if v is not None})
+        out._num_graphs = self.num_graphs
+        return out
+
+
+def model_dtypes(store: GraphStore) -> GraphStore:
+    """Store whose feature/label tensors have the dtypes models expect: integers → int64, floats → float32.
+
+    Done once per run rather than per batch; ``edge_index`` stays int32 (it is the largest array and is
+    widened per batch).
+    """
+
+    def convert(t: torch.Tensor) -> torch.Tensor:
+        if t.is_floating_point():
+            return t.to(torch.float32)
+        return t.to(torch.int64)
+
+    return replace(
+        store,
+        node={k: convert(v) for k, v in store.node.items()},
+        edge={k: convert(v) for k, v in store.edge.items()},
+        graph={k: convert(v) for k, v in store.graph.items()},
+    )
+
+
+class GraphLoader:
+    """Iterates mini-batches over ``indices`` of a store; shuffling draws from ``generator``.
+
+    Store columns ``x`` (node), ``edge_attr`` (edge) and ``y`` (node- or graph-level) become the batch's
+    attributes of the same name; ``pe`` is an optional (num_nodes_total, k) tensor aligned with the store.
+    The last batch may be smaller (``drop_last=False``, as in the benchmark).
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        indices: torch.Tensor,
+        batch_size: int,
+        *,
+        shuffle: bool = False,
+        generator: torch.Generator | None = None,
+        pe: torch.Tensor | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be positive")
+        if shuffle and generator is None:
+            raise ValueError("shuffling needs an explicit torch.Generator (seeded) for reproducibility")
+        self.store = store
+        self.indices = torch.as_tensor(indices, dtype=torch.int64)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.generator = generator
+        self.pe = pe
+        self._num_nodes = store.num_nodes
+        self._num_edges = store.num_edges
+        self._node_y = "y" in store.node
+
+    def __len__(self) -> int:
+        return -(-self.indices.numel() // self.batch_size)
+
+    def __iter__(self) -> Iterator[GraphBatch]:
+        order = self.indices
+        if self.shuffle:
+            order = order[torch.randperm(order.numel(), generator=self.generator)]
+        for start in range(0, order.numel(), self.batch_size):
+            yield self.collate(order[start : start + self.batch_size])
+
+    def collate(self, graph_ids: torch.Tensor) -> GraphBatch:
+        """One batch made of the graphs ``graph_ids`` (in that order)."""
+        store = self.store
+        node_counts = self._num_nodes[graph_ids]
+        edge_counts = self._num_edges[graph_ids]
+        node_idx = gather_ranges(store.node_ptr[graph_ids], node_counts)
+        edge_idx = gather_ranges(store.edge_ptr[graph_ids], edge_counts)
+        num_graphs = graph_ids.numel()
+        ptr = torch.zeros(num_graphs + 1, dtype=torch.int64)
+        torch.cumsum(node_counts, 0, out=ptr[1:])
+        offsets = torch.repeat_interleave(ptr[:-1], edge_counts, output_size=edge_idx.numel())
+        edge_index = store.edge_index[:, edge_idx].to(torch.int64) + offsets
+        batch = torch.repeat_interleave(torch.arange(num_graphs), node_counts, output_size=node_idx.numel())
+
+        x = store.node.get("x")
+        edge_attr = store.edge.get("edge_attr")
+        if self._node_y:
+            y = store.node["y"][node_idx]
+        else:
+            y = store.graph["y"][graph_ids] if "y" in store.graph else None
+        return GraphBatch(
+            edge_index=edge_index,
+            batch=batch,
+            ptr=ptr,
+            num_graphs=num_graphs,
+            x=None if x is None else x[node_idx],
+            edge_attr=None if edge_attr is None else edge_attr[edge_idx],
+            y=y,
+            pe=None if self.pe is None else self.pe[node_idx],
+        )

@@ -1,0 +1,81 @@
+"""Registry of dataset generators.
+
+A generator turns (parameters, seed) into graphs in columnar form plus their :class:`DatasetMeta`.
+Every random draw comes from NumPy generators seeded from ``seed`` in a fixed order, so the same seed
+and parameters give byte-identical files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.data.store import GraphColumns
+from gnnbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Generator:
+    name: str
+    description: str
+    defaults: dict[str, Any]  # every parameter with its default; the default's type is the expected type
+    default_split: dict[str, Any]  # split protocol (and its parameters) used when the config names none
+    describe: Callable[[str, dict, int], DatasetMeta]  # metadata without generating (validation, counts)
+    build: Callable[[dict, int], GraphColumns]
+
+
+def _registry() -> dict[str, Generator]:
+    from gnnbench.data.generators import csl, sbm
+
+    return {g.name: g for g in (sbm.PATTERN, sbm.CLUSTER, csl.CSL)}
+
+
+def generator_names() -> list[str]:
+    return sorted(_registry())
+
+
+def get_generator(name: str, where: str = "generator") -> Generator:
+    registry = _registry()
+    if name not in registry:
+        raise ConfigError(f"{where}: unknown generator {name!r}; choose one of {', '.join(sorted(registry))}")
+    return registry[name]
+
+
+def resolve_params(generator: Generator, params: dict | None, where: str) -> dict:
+    """Defaults overridden by ``params``; unknown keys and wrong types raise a ConfigError naming them."""
+    resolved = dict(generator.defaults)
+    for key, value in (params or {}).items():
+        if key not in generator.defaults:
+            known = ", ".join(sorted(generator.defaults))
+            raise ConfigError(f"{where}.{key}: unknown parameter of generator {generator.name!r}; known: {known}")
+        resolved[key] = _check_type(value, generator.defaults[key], f"{where}.{key}")
+    return resolved
+
+
+def _check_type(value: Any, default: Any, where: str) -> Any:
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+        value = float(value)
+    elif isinstance(default, list):  # inclusive integer range [low, high]
+        ok = (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
+              and 1 <= value[0] <= value[1])
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        expected = {bool: "true or false", int: "a non-negative integer", float: "a probability in [0, 1]",
+                    list: "an inclusive range [low, high] of positive integers"}.get(type(default), type(default))
+        raise ConfigError(f"{where}: expected {expected}, got {value!r}; fix the value in the config")
+    return value
+
+
+def generate(generator: str, dataset: str, params: dict | None, seed: int) -> tuple[GraphColumns, DatasetMeta]:
+    """Run generator ``generator`` for dataset ``dataset``; returns columns and metadata (no statistics yet)."""
+    gen = get_generator(generator, f"datasets.{dataset}.generator")
+    resolved = resolve_params(gen, params, f"datasets.{dataset}.params")
+    return gen.build(resolved, seed), gen.describe(dataset, resolved, seed)

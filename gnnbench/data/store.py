@@ -1,0 +1,291 @@
+"""Graph store: a Parquet file with one row per graph.
+
+Columns
+    ``num_nodes``            int64
+    ``src``, ``dst``         large_list<int32>: local node indices of each edge u→v (src = u, dst = v)
+    node columns             large_list<T> or large_list<fixed_size_list<T, d>>: one entry per node
+    edge columns             as node columns, one entry per edge
+    graph columns            T or fixed_size_list<T, d>: one entry per graph
+
+The schema metadata key ``gnnbench`` holds ``{"format": 1, "node": [...], "edge": [...], "graph": [...]}``
+so that a reader knows which list columns are node- and which are edge-level. Any Arrow reader (pandas,
+polars, DuckDB) can open the file.
+
+In memory the same data lives in columnar form (:class:`GraphColumns`, NumPy): every node column
+concatenated over all graphs, with offset pointers ``node_ptr`` / ``edge_ptr``. Reading converts the list
+columns to that form in one pass (Arrow's list offsets *are* the pointers); :class:`GraphStore` is the torch
+twin used for training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from gnnbench.errors import DataError
+from gnnbench.io import atomic_path
+
+FORMAT_VERSION = 1
+METADATA_KEY = b"gnnbench"
+_ALLOWED_DTYPES = {
+    np.dtype(t)
+    for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
+}
+
+
+@dataclass
+class GraphColumns:
+    """Graphs in concatenated (columnar) NumPy form; the in-memory twin of a Parquet graph store."""
+
+    num_nodes: np.ndarray  # (G,) int64
+    num_edges: np.ndarray  # (G,) int64
+    src: np.ndarray  # (E,) int32, local index of each edge's source node
+    dst: np.ndarray  # (E,) int32, local index of each edge's destination node
+    node: dict[str, np.ndarray] = field(default_factory=dict)  # (N, ...) per column
+    edge: dict[str, np.ndarray] = field(default_factory=dict)  # (E, ...) per column
+    graph: dict[str, np.ndarray] = field(default_factory=dict)  # (G, ...) per column
+
+    @property
+    def num_graphs(self) -> int:
+        return int(self.num_nodes.shape[0])
+
+    @property
+    def node_ptr(self) -> np.ndarray:
+        return _pointers(self.num_nodes)
+
+    @property
+    def edge_ptr(self) -> np.ndarray:
+        return _pointers(self.num_edges)
+
+    def validate(self) -> None:
+        """Check shapes, dtypes and index ranges; raise ValueError on inconsistency (a programming error)."""
+        num_nodes, num_edges = int(self.num_nodes.sum()), int(self.num_edges.sum())
+        if self.src.shape != (num_edges,) or self.dst.shape != (num_edges,):
+            raise ValueError(f"src/dst must have shape ({num_edges},)")
+        for level, columns, length in (
+            ("node", self.node, num_nodes),
+            ("edge", self.edge, num_edges),
+            ("graph", self.graph, self.num_graphs),
+        ):
+            for name, values in columns.items():
+                if values.ndim not in (1, 2) or values.shape[0] != length:
+                    raise ValueError(f"{level} column {name!r} must have shape ({length},) or ({length}, d)")
+                if values.dtype not in _ALLOWED_DTYPES:
+                    raise ValueError(f"{level} column {name!r} has unsupported dtype {values.dtype}")
+        limit = np.repeat(self.num_nodes, self.num_edges)
+        if num_edges and (self.src.min() < 0 or self.dst.min() < 0 or (self.src >= limit).any()
+                          or (self.dst >= limit).any()):
+            raise ValueError("an edge refers to a node outside its graph")
+
+    def graph_at(self, i: int) -> dict[str, np.ndarray]:
+        """All columns of graph ``i`` (for inspection and tests, not for hot paths)."""
+        n0, n1 = self.node_ptr[i], self.node_ptr[i + 1]
+        e0, e1 = self.edge_ptr[i], self.edge_ptr[i + 1]
+        out = {"num_nodes": int(self.num_nodes[i]), "src": self.src[e0:e1], "dst": self.dst[e0:e1]}
+        out.update({k: v[n0:n1] for k, v in self.node.items()})
+        out.update({k: v[e0:e1] for k, v in self.edge.items()})
+        out.update({k: v[i] for k, v in self.graph.items()})
+        return out
+
+    @staticmethod
+    def concat(parts: list[GraphColumns]) -> GraphColumns:
+        """Concatenate graph sets with identical column layouts (e.g. chunks made by a generator)."""
+        first = parts[0]
+        cat = np.concatenate
+        return GraphColumns(
+            num_nodes=cat([p.num_nodes for p in parts]),
+            num_edges=cat([p.num_edges for p in parts]),
+            src=cat([p.src for p in parts]),
+            dst=cat([p.dst for p in parts]),
+            node={k: cat([p.node[k] for p in parts]) for k in first.node},
+            edge={k: cat([p.edge[k] for p in parts]) for k in first.edge},
+            graph={k: cat([p.graph[k] for p in parts]) for k in first.graph},
+        )
+
+
+def _pointers(counts: np.ndarray) -> np.ndarray:
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def _arrow_values(values: np.ndarray) -> pa.Array:
+    flat = pa.array(np.ascontiguousarray(values).reshape(-1))
+    if values.ndim == 2:
+        return pa.FixedSizeListArray.from_arrays(flat, values.shape[1])
+    return flat
+
+
+def arrow_lists(values: np.ndarray, ptr: np.ndarray) -> pa.Array:
+    return pa.LargeListArray.from_arrays(pa.array(ptr, type=pa.int64()), _arrow_values(values))
+
+
+def columns_to_table(columns: GraphColumns, extra_metadata: dict | None = None) -> pa.Table:
+    """Arrow table (one row per graph) for ``columns``; zero-copy where Arrow allows."""
+    columns.validate()
+    node_ptr, edge_ptr = columns.node_ptr, columns.edge_ptr
+    arrays = {
+        "num_nodes": pa.array(columns.num_nodes.astype(np.int64)),
+        "src": arrow_lists(columns.src.astype(np.int32, copy=False), edge_ptr),
+        "dst": arrow_lists(columns.dst.astype(np.int32, copy=False), edge_ptr),
+    }
+    layout = {"format": FORMAT_VERSION, "node": [], "edge": [], "graph": []}
+    for level, group, ptr in (("node", columns.node, node_ptr), ("edge", columns.edge, edge_ptr)):
+        for name, values in group.items():
+            _check_name(name, arrays)
+            arrays[name] = arrow_lists(values, ptr)
+            layout[level].append(name)
+    for name, values in columns.graph.items():
+        _check_name(name, arrays)
+        arrays[name] = _arrow_values(values)
+        layout["graph"].append(name)
+    metadata = {METADATA_KEY: json.dumps(layout).encode()}
+    if extra_metadata:
+        metadata[b"gnnbench_extra"] = json.dumps(extra_metadata, sort_keys=True).encode()
+    return pa.table(arrays).replace_schema_metadata(metadata)
+
+
+def _check_name(name: str, existing: dict) -> None:
+    if name in existing:
+        raise ValueError(f"column name {name!r} is used twice")
+
+
+def write_graph_store(path: str | os.PathLike, columns: GraphColumns, row_group_size: int = 1024) -> None:
+    """Write ``columns`` to a Parquet graph store at ``path`` atomically (zstd, no dictionary encoding)."""
+    table = columns_to_table(columns)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=False, row_group_size=row_group_size)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def read_parquet(path: Path, what: str) -> pa.Table:
+    if not path.is_file():
+        raise DataError(f"{what} {path} does not exist; run snakemake (or the gnnbench command) that creates it")
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        reason = str(exc).splitlines()[0][:200]
+        raise DataError(
+            f"{what} {path} is corrupt or truncated ({reason}); delete it and rerun snakemake to recreate it"
+        ) from None
+
+
+def _numpy(arr: pa.Array) -> np.ndarray:
+    out = arr.to_numpy(zero_copy_only=False)
+    return out if out.flags.writeable else out.copy()
+
+
+def _values(arr: pa.Array) -> np.ndarray:
+    if pa.types.is_fixed_size_list(arr.type):
+        width = arr.type.list_size
+        return _numpy(arr.flatten()).reshape(-1, width)
+    return _numpy(arr)
+
+
+def list_column(table: pa.Table, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values, pointers) of a list column; pointers start at 0."""
+    arr = table.column(name).combine_chunks()
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    return _values(arr.flatten()), offsets - offsets[0]
+
+
+def read_graph_columns(path: str | os.PathLike, what: str = "graph store") -> GraphColumns:
+    """Read a Parquet graph store into :class:`GraphColumns`, checking its layout and index ranges."""
+    path = Path(path)
+    table = read_parquet(path, what)
+    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise DataError(f"{what} {path} has no gnnbench layout metadata; it was not written by gnnbench — "
+                        "delete it and rerun snakemake to recreate it")
+    layout = json.loads(raw)
+    if layout.get("format") != FORMAT_VERSION:
+        raise DataError(f"{what} {path} has store format {layout.get('format')}, this gnnbench reads "
+                        f"{FORMAT_VERSION}; delete it and rerun snakemake to recreate it")
+    try:
+        num_nodes = _numpy(table.column("num_nodes").combine_chunks()).astype(np.int64)
+        src, edge_ptr = list_column(table, "src")
+        dst, dst_ptr = list_column(table, "dst")
+        node_ptr = _pointers(num_nodes)
+        node, edge, graph = {}, {}, {}
+        for name in layout["node"]:
+            node[name], ptr = list_column(table, name)
+            _same(ptr, node_ptr, path, what, name, "nodes")
+        for name in layout["edge"]:
+            edge[name], ptr = list_column(table, name)
+            _same(ptr, edge_ptr, path, what, name, "edges")
+        for name in layout["graph"]:
+            graph[name] = _values(table.column(name).combine_chunks())
+    except KeyError as exc:
+        raise DataError(f"{what} {path} lacks column {exc}; delete it and rerun snakemake to recreate it") from None
+    _same(dst_ptr, edge_ptr, path, what, "dst", "edges")
+    columns = GraphColumns(num_nodes, np.diff(edge_ptr), src.astype(np.int32, copy=False),
+                           dst.astype(np.int32, copy=False), node, edge, graph)
+    try:
+        columns.validate()
+    except ValueError as exc:
+        raise DataError(f"{what} {path} is inconsistent ({exc}); delete it and rerun snakemake") from None
+    return columns
+
+
+def _same(ptr: np.ndarray, expected: np.ndarray, path: Path, what: str, name: str, unit: str) -> None:
+    if ptr.shape != expected.shape or not np.array_equal(ptr, expected):
+        raise DataError(f"{what} {path}: column {name!r} does not have one entry per {unit[:-1]} "
+                        f"of each graph; delete it and rerun snakemake to recreate it")
+
+
+# ---------------------------------------------------------------------------------------------- torch
+
+
+@dataclass
+class GraphStore:
+    """All graphs of a dataset as contiguous torch tensors plus offset pointers (training-time form)."""
+
+    node_ptr: torch.Tensor  # (G+1,) int64
+    edge_ptr: torch.Tensor  # (G+1,) int64
+    edge_index: torch.Tensor  # (2, E) int32, local node indices
+    node: dict[str, torch.Tensor]
+    edge: dict[str, torch.Tensor]
+    graph: dict[str, torch.Tensor]
+
+    @property
+    def num_graphs(self) -> int:
+        return self.node_ptr.numel() - 1
+
+    @property
+    def num_nodes(self) -> torch.Tensor:
+        return self.node_ptr.diff()
+
+    @property
+    def num_edges(self) -> torch.Tensor:
+        return self.edge_ptr.diff()
+
+    @classmethod
+    def from_columns(cls, columns: GraphColumns) -> GraphStore:
+        def tensors(group: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+            return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in group.items()}
+
+        return cls(
+            node_ptr=torch.from_numpy(columns.node_ptr),
+            edge_ptr=torch.from_numpy(columns.edge_ptr),
+            edge_index=torch.from_numpy(np.stack([columns.src, columns.dst]).astype(np.int32, copy=False)),
+            node=tensors(columns.node),
+            edge=tensors(columns.edge),
+            graph=tensors(columns.graph),
+        )
+
+
+def load_graph_store(path: str | os.PathLike) -> GraphStore:
+    """Read a Parquet graph store straight into training-time tensors."""
+    return GraphStore.from_columns(read_graph_columns(path))

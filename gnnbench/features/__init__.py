@@ -1,0 +1,1 @@
+"""Node features derived from the graph structure (positional encodings)."""

@@ -1,0 +1,36 @@
+"""Graph pooling and the benchmark's MLP readout (spec benchmarking-gnns.md §2.1)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from gnnbench.models.scatter import scatter_max, scatter_mean, scatter_sum
+
+READOUTS = ("sum", "mean", "max")
+
+
+class MLPReadout(nn.Module):
+    """Linear(d → ⌊d/2⌋) → ReLU → Linear(⌊d/2⌋ → ⌊d/4⌋) → ReLU → Linear(⌊d/4⌋ → out), all with bias."""
+
+    def __init__(self, in_dim: int, out_dim: int, num_hidden: int = 2) -> None:
+        super().__init__()
+        widths = [in_dim // 2**i for i in range(num_hidden + 1)]
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True))
+        self.out = nn.Linear(widths[-1], out_dim)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            h = torch.relu(layer(h))
+        return self.out(h)
+
+
+def pool(h: torch.Tensor, batch: torch.Tensor, num_graphs: int, readout: str) -> torch.Tensor:
+    """Graph embeddings: sum, mean or max of each graph's node embeddings."""
+    if readout == "sum":
+        return scatter_sum(h, batch, num_graphs)
+    if readout == "mean":
+        return scatter_mean(h, batch, num_graphs)
+    if readout == "max":
+        return scatter_max(h, batch, num_graphs)
+    raise ValueError(f"unknown readout {readout!r}")

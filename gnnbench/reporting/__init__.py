@@ -1,0 +1,1 @@
+"""Reporting: per-dataset result tables from the runs' metrics files."""

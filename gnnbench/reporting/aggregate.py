@@ -1,0 +1,93 @@
+"""Aggregate runs into one table per dataset (spec protocols.md P1).
+
+One row per model label: number of runs, parameter count, mean ± std over seeds (and folds) of the
+test and train metric, epochs, seconds per epoch and total hours; with cross-validation splits also the
+minimum and maximum test score (CSL reports mean ± std, max, min over 5 folds × seeds). Standard
+deviations are population deviations (ddof = 0, NumPy's ``np.std``), as the original computes them.
+
+Written as CSV and Parquet (numbers) and Markdown (formatted "mean ± std").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from gnnbench.errors import DataError
+from gnnbench.io import atomic_path, read_json
+
+RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_protocol",
+               "test_metric", "val_metric", "train_metric", "test_loss", "num_params", "epochs",
+               "seconds_per_epoch", "total_hours", "stop_reason")
+
+
+def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
+    """One row per run, in the given order."""
+    rows = []
+    for path in metrics_files:
+        m = read_json(path, "run metrics file")
+        try:
+            rows.append({
+                "dataset": m["dataset"], "label": m["label"], "model": m["model"], "seed": m["seed"],
+                "fold": m["fold"], "metric": m["metric"], "higher_is_better": m["higher_is_better"],
+                "split_protocol": m["data"]["split_protocol"], "test_metric": m["test"]["metric"],
+                "val_metric": m["val"]["metric"], "train_metric": m["train"]["metric"],
+                "test_loss": m["test"]["loss"], "num_params": m["num_params"], "epochs": m["epochs"],
+                "seconds_per_epoch": m["seconds_per_epoch"], "total_hours": m["total_hours"],
+                "stop_reason": m["stop_reason"]})
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"run metrics file {path} lacks {exc}; delete it and rerun snakemake for that run") \
+                from None
+    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-label summary table (labels in order of first appearance)."""
+    if runs.empty:
+        raise DataError("no runs to aggregate; check the benchmark's models and seeds in the config")
+    extrema = bool((runs["split_protocol"] == "stratified_kfold").any())
+    rows = []
+    for label, group in runs.groupby("label", sort=False):
+        row = {"dataset": group["dataset"].iloc[0], "model": label, "architecture": group["model"].iloc[0],
+               "metric": group["metric"].iloc[0], "runs": len(group), "seeds": group["seed"].nunique(),
+               "folds": group["fold"].nunique(), "params": int(group["num_params"].iloc[0])}
+        for column in ("test_metric", "train_metric", "epochs", "seconds_per_epoch", "total_hours"):
+            row[f"{column}_mean"] = group[column].mean()
+            row[f"{column}_std"] = group[column].std(ddof=0)
+        if extrema:
+            row["test_metric_min"] = group["test_metric"].min()
+            row["test_metric_max"] = group["test_metric"].max()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """A Markdown table with "mean ± std" cells."""
+    metric = table["metric"].iloc[0]
+    headers = ["Model", "#Runs", "#Params", f"Test {metric}", f"Train {metric}", "Epochs", "s/epoch", "Total hrs"]
+    extrema = "test_metric_min" in table
+    if extrema:
+        headers[4:4] = ["Test min", "Test max"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for _, r in table.iterrows():
+        cells = [str(r["model"]), str(r["runs"]), f"{r['params']:,}",
+                 f"{r['test_metric_mean']:.3f} ± {r['test_metric_std']:.3f}",
+                 f"{r['train_metric_mean']:.3f} ± {r['train_metric_std']:.3f}",
+                 f"{r['epochs_mean']:.1f}", f"{r['seconds_per_epoch_mean']:.2f}", f"{r['total_hours_mean']:.4f}"]
+        if extrema:
+            cells[4:4] = [f"{r['test_metric_min']:.3f}", f"{r['test_metric_max']:.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(table: pd.DataFrame, csv: str | os.PathLike, markdown: str | os.PathLike,
+                 parquet: str | os.PathLike) -> None:
+    dataset = table["dataset"].iloc[0]
+    with atomic_path(csv) as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(parquet) as tmp:
+        table.to_parquet(tmp, index=False)
+    with atomic_path(markdown) as tmp:
+        Path(tmp).write_text(f"## {dataset}\n\n" + to_markdown(table))

@@ -1,0 +1,1 @@
+"""Training: losses, metrics, the epoch loop, checkpoints and one complete run."""

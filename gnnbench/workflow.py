@@ -1,0 +1,31 @@
+"""Glue for the Snakemake scripts: logging into the rule's log file and one-line user errors."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+
+from gnnbench.errors import GnnbenchError
+
+
+def run_step(smk, step: Callable[[], object]) -> None:
+    """Run ``step`` for the rule behind the ``snakemake`` object ``smk``.
+
+    Logs go to stderr and to the rule's ``log`` file; a user-fixable error is written there as one line and
+    the job exits with status 1 (Snakemake then removes the job's incomplete outputs).
+    """
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if smk.log:
+        handlers.append(logging.FileHandler(smk.log[0], mode="w"))
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if smk.threads:
+            import torch
+
+            torch.set_num_threads(smk.threads)
+        step()
+    except GnnbenchError as exc:
+        logging.getLogger("gnnbench").error("%s", exc)
+        sys.exit(1)

@@ -1,0 +1,14 @@
+rule dataset:
+    output:
+        graphs="results/datasets/{dataset}/graphs.parquet",
+        meta="results/datasets/{dataset}/meta.json",
+    params:
+        generator=lambda wc: SUITE.datasets[wc.dataset].generator,
+        params=lambda wc: SUITE.datasets[wc.dataset].params,
+        seed=lambda wc: SUITE.datasets[wc.dataset].seed,
+    log:
+        "results/logs/dataset/{dataset}.log",
+    resources:
+        mem_mb=8000,
+    script:
+        "../scripts/generate_dataset.py"

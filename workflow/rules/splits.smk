@@ -1,0 +1,11 @@
+rule splits:
+    input:
+        unpack(lambda wc: dataset_files(wc.dataset)),
+    output:
+        "results/splits/{dataset}/splits.json",
+    params:
+        split=lambda wc: SUITE.datasets[wc.dataset].split,
+    log:
+        "results/logs/splits/{dataset}.log",
+    script:
+        "../scripts/make_splits.py"

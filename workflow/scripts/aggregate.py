@@ -1,0 +1,7 @@
+"""Snakemake adapter for rule aggregate: gnnbench.pipeline.aggregate_tables."""
+
+from gnnbench.pipeline import aggregate_tables
+from gnnbench.workflow import run_step
+
+run_step(snakemake, lambda: aggregate_tables(list(snakemake.input), snakemake.output.csv, snakemake.output.md,
+                                             snakemake.output.parquet))

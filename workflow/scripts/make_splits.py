@@ -1,0 +1,10 @@
+"""Snakemake adapter for rule splits: gnnbench.pipeline.make_split_file."""
+
+from pathlib import Path
+
+from gnnbench.pipeline import make_split_file
+from gnnbench.workflow import run_step
+
+split = dict(snakemake.params.split)
+run_step(snakemake, lambda: make_split_file(Path(snakemake.input.meta).parent, split.pop("protocol"), split,
+                                            snakemake.output[0]))
