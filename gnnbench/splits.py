@@ -81,6 +81,10 @@ def _stratified_kfold(labels: np.ndarray, k: int, val_fraction: float, seed: int
 
     if labels is None:
         raise ConfigError("stratified_kfold needs graph labels")
+    smallest = int(np.bincount(labels.astype(np.int64)).min())
+    if smallest < k:
+        raise ConfigError(f"split: {k}-fold stratified cross-validation needs at least {k} graphs per class, the "
+                          f"smallest class has {smallest}; lower folds or make more graphs")
     folds = []
     outer = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     for fold, (rest, test) in enumerate(outer.split(np.zeros(len(labels)), labels)):

@@ -7,6 +7,7 @@ with the key's name instead of failing deep inside training.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from gnnbench.errors import ConfigError
@@ -32,7 +33,7 @@ _FRACTION = {"in_feat_dropout", "dropout"}
 def coerce(key: str, value: Any, where: str) -> Any:
     """Check (and, from strings such as ``--set`` values or YAML's ``1e-5``, convert) one config value."""
     if key not in KEY_TYPES:
-        close = [k for k in KEY_TYPES if k.lower() == key.lower() or k.startswith(key[:4])]
+        close = difflib.get_close_matches(key, KEY_TYPES, n=2, cutoff=0.7)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise ConfigError(f"{where}: unknown config key {key!r}{hint}; see the keys of config/presets/*.yaml")
     expected = KEY_TYPES[key]

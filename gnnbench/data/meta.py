@@ -23,6 +23,7 @@ GRAPHS_FILE = "graphs.parquet"
 META_FILE = "meta.json"
 
 TASKS = ("node_classification", "graph_classification", "graph_regression")
+SPLIT_ORDER = ("train", "val", "test")  # order of the graphs of a split that comes with the data
 PE_USAGES = ("add", "replace")
 
 
@@ -131,7 +132,8 @@ def dataset_statistics(columns: GraphColumns, meta: DatasetMeta) -> dict:
     stats = {"all": _part_statistics(columns, np.arange(columns.num_graphs), meta)}
     if meta.split_sizes:
         start = 0
-        for name, size in meta.split_sizes.items():
+        for name in SPLIT_ORDER:  # stored order; meta.json keeps keys sorted, so never rely on dict order
+            size = meta.split_sizes[name]
             stats[name] = _part_statistics(columns, np.arange(start, start + size), meta)
             start += size
     return stats

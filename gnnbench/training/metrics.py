@@ -30,9 +30,9 @@ def sbm_weighted_accuracy(scores: torch.Tensor, targets: torch.Tensor) -> torch.
     size = int(max(labels.max(), nb - 1)) + 1
     hits_by_label = torch.bincount(targets[preds == targets], minlength=size)
     count_by_label = torch.bincount(targets, minlength=size)
-    diag = hits_by_label[labels]  # CM[r, r] for the r-th present label
-    count = count_by_label[:nb]  # #(targets == r)
-    recall = torch.where(count > 0, diag / count.clamp(min=1), torch.zeros_like(diag, dtype=torch.float))
+    diag = hits_by_label[labels].double()  # CM[r, r] for the r-th present label
+    count = count_by_label[:nb].double()  # #(targets == r)
+    recall = torch.where(count > 0, diag / count.clamp(min=1), torch.zeros_like(diag))
     return 100.0 * recall.sum() / nb
 
 

@@ -7,5 +7,7 @@ rule aggregate:
         parquet="results/tables/{dataset}.parquet",
     log:
         "results/logs/tables/{dataset}.log",
+    conda:
+        "../envs/gnnbench.yaml"
     script:
         "../scripts/aggregate.py"

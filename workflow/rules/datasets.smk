@@ -10,5 +10,7 @@ rule dataset:
         "results/logs/dataset/{dataset}.log",
     resources:
         mem_mb=8000,
+    conda:
+        "../envs/gnnbench.yaml"
     script:
         "../scripts/generate_dataset.py"

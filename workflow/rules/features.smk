@@ -7,5 +7,7 @@ rule laplacian_pe:
         "results/logs/features/{dataset}_laplacian_pe_k{k}.log",
     resources:
         mem_mb=4000,
+    conda:
+        "../envs/gnnbench.yaml"
     script:
         "../scripts/laplacian_pe.py"

@@ -7,5 +7,7 @@ rule splits:
         split=lambda wc: SUITE.datasets[wc.dataset].split,
     log:
         "results/logs/splits/{dataset}.log",
+    conda:
+        "../envs/gnnbench.yaml"
     script:
         "../scripts/make_splits.py"

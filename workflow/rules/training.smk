@@ -13,5 +13,7 @@ rule train:
         runtime=SUITE.runtime_per_run,
     log:
         "results/logs/train/{dataset}/{model}/seed{seed}/fold{fold}.log",
+    conda:
+        "../envs/gnnbench.yaml"
     script:
         "../scripts/train.py"

@@ -24,6 +24,7 @@ class Generator:
     default_split: dict[str, Any]  # split protocol (and its parameters) used when the config names none
     describe: Callable[[str, dict, int], DatasetMeta]  # metadata without generating (validation, counts)
     build: Callable[[dict, int], GraphColumns]
+    check: Callable[[dict, str], None] | None = None  # constraints between parameters; raises ConfigError
 
 
 def _registry() -> dict[str, Generator]:
@@ -51,24 +52,26 @@ def resolve_params(generator: Generator, params: dict | None, where: str) -> dic
             known = ", ".join(sorted(generator.defaults))
             raise ConfigError(f"{where}.{key}: unknown parameter of generator {generator.name!r}; known: {known}")
         resolved[key] = _check_type(value, generator.defaults[key], f"{where}.{key}")
+    if generator.check is not None:
+        generator.check(resolved, where)
     return resolved
 
 
 def _check_type(value: Any, default: Any, where: str) -> Any:
     if isinstance(default, bool):
         ok = isinstance(value, bool)
-    elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    elif isinstance(default, int):  # every integer parameter is a count of at least one
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
     elif isinstance(default, float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
         value = float(value)
     elif isinstance(default, list):  # inclusive integer range [low, high]
-        ok = (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
-              and 1 <= value[0] <= value[1])
+        ok = (isinstance(value, list) and len(value) == 2
+              and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and 1 <= value[0] <= value[1])
     else:
         ok = isinstance(value, type(default))
     if not ok:
-        expected = {bool: "true or false", int: "a non-negative integer", float: "a probability in [0, 1]",
+        expected = {bool: "true or false", int: "a positive integer", float: "a probability in [0, 1]",
                     list: "an inclusive range [low, high] of positive integers"}.get(type(default), type(default))
         raise ConfigError(f"{where}: expected {expected}, got {value!r}; fix the value in the config")
     return value

@@ -34,6 +34,7 @@ import numpy as np
 from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
+from gnnbench.errors import ConfigError
 
 CHUNK = 128  # graphs sampled together; part of the seeding scheme (changing it changes the data)
 SPLITS = ("train", "val", "test")
@@ -175,6 +176,13 @@ def _build_pattern(params: dict, seed: int) -> GraphColumns:
     return GraphColumns.concat(parts)
 
 
+def _check_pattern(params: dict, where: str) -> None:
+    for split in SPLITS:
+        if params[f"num_{split}"] < params["num_patterns"]:
+            raise ConfigError(f"{where}.num_{split}: {params[f'num_{split}']} graphs cannot hold one graph of each of "
+                              f"the {params['num_patterns']} pattern instances; raise it or lower num_patterns")
+
+
 PATTERN = Generator(
     name="sbm_pattern",
     description="SBM PATTERN: find a fixed pattern subgraph planted in an SBM graph (node classification)",
@@ -186,6 +194,7 @@ PATTERN = Generator(
     default_split={"protocol": "given"},
     describe=_describe_pattern,
     build=_build_pattern,
+    check=_check_pattern,
 )
 
 

@@ -1,0 +1,85 @@
+"""Shared fixtures: small graph sets built directly in columnar form, and generated datasets on disk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from gnnbench.data.batching import GraphLoader, model_dtypes
+from gnnbench.data.meta import DatasetMeta, FeatureSpec
+from gnnbench.data.store import GraphColumns, GraphStore
+from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
+
+
+def random_graphs(num_graphs: int, seed: int = 0, min_nodes: int = 3, max_nodes: int = 12, edge_prob: float = 0.4,
+                  directed: bool = False) -> GraphColumns:
+    """Random graphs with categorical node ('x', vocab 5) and edge ('edge_attr', vocab 4) features."""
+    rng = np.random.default_rng(seed)
+    num_nodes = rng.integers(min_nodes, max_nodes + 1, num_graphs)
+    srcs, dsts, num_edges = [], [], []
+    for n in num_nodes:  # test fixture, not a hot path
+        adj = rng.random((n, n)) < edge_prob
+        np.fill_diagonal(adj, False)
+        if not directed:
+            adj = np.triu(adj, 1)
+            adj = adj | adj.T
+        s, d = np.nonzero(adj)
+        srcs.append(s)
+        dsts.append(d)
+        num_edges.append(len(s))
+    total_nodes, total_edges = int(num_nodes.sum()), int(sum(num_edges))
+    return GraphColumns(
+        num_nodes=num_nodes.astype(np.int64), num_edges=np.asarray(num_edges, dtype=np.int64),
+        src=np.concatenate(srcs).astype(np.int32), dst=np.concatenate(dsts).astype(np.int32),
+        node={"x": rng.integers(0, 5, total_nodes).astype(np.int16)},
+        edge={"edge_attr": rng.integers(0, 4, total_edges).astype(np.int16)},
+    )
+
+
+def meta_for(task: str, num_outputs: int, pe_usage: str = "add", edge_features: bool = True) -> DatasetMeta:
+    loss, metric = {"node_classification": ("weighted_cross_entropy", "weighted_accuracy"),
+                    "graph_classification": ("cross_entropy", "accuracy"),
+                    "graph_regression": ("l1", "mae")}[task]
+    return DatasetMeta(name=f"test-{task}", task=task, loss=loss, metric=metric, num_outputs=num_outputs,
+                       num_graphs=0, node_features=FeatureSpec("categorical", 5),
+                       edge_features=FeatureSpec("categorical", 4) if edge_features else None,
+                       pe_usage=pe_usage, split_sizes=None)
+
+
+def labelled(columns: GraphColumns, task: str, num_outputs: int, seed: int = 0) -> GraphColumns:
+    """Attach learnable labels: a function of the node features so that training can reduce the loss."""
+    x = columns.node["x"].astype(np.int64)
+    if task == "node_classification":
+        columns.node["y"] = (x % num_outputs).astype(np.int16)
+    else:
+        graph_of_node = np.repeat(np.arange(columns.num_graphs), columns.num_nodes)
+        counts = np.bincount(graph_of_node, weights=(x >= 3), minlength=columns.num_graphs)
+        if task == "graph_classification":
+            columns.graph["y"] = (counts > np.median(counts)).astype(np.int16)
+        else:
+            columns.graph["y"] = (counts / columns.num_nodes).astype(np.float32)
+    return columns
+
+
+def one_batch(columns: GraphColumns, pe: torch.Tensor | None = None):
+    store = model_dtypes(GraphStore.from_columns(columns))
+    return GraphLoader(store, torch.arange(store.num_graphs), store.num_graphs, pe=pe).collate(
+        torch.arange(store.num_graphs))
+
+
+@pytest.fixture(scope="session")
+def datasets(tmp_path_factory) -> dict:
+    """Tiny generated CSL (with PE and 5-fold splits) and PATTERN (given split) datasets on disk."""
+    root = tmp_path_factory.mktemp("datasets")
+    generate_dataset("csl", "CSL", {"copies_per_class": 5}, 3, root / "CSL")
+    compute_pe(root / "CSL", 20, root / "CSL_pe20.parquet")
+    make_split_file(root / "CSL", "stratified_kfold", {"folds": 5, "val_fraction": 0.25, "seed": 0},
+                    root / "CSL_splits.json")
+    generate_dataset("sbm_pattern", "PATTERN", {"num_train": 12, "num_val": 4, "num_test": 4, "num_patterns": 2},
+                     3, root / "PATTERN")
+    compute_pe(root / "PATTERN", 2, root / "PATTERN_pe2.parquet")
+    make_split_file(root / "PATTERN", "given", {}, root / "PATTERN_splits.json")
+    return {"root": root, "CSL": root / "CSL", "CSL_pe": root / "CSL_pe20.parquet",
+            "CSL_splits": root / "CSL_splits.json", "PATTERN": root / "PATTERN",
+            "PATTERN_pe": root / "PATTERN_pe2.parquet", "PATTERN_splits": root / "PATTERN_splits.json"}

@@ -1,0 +1,197 @@
+"""The training protocol: determinism, stopping rules, last-epoch reporting, outputs, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from gnnbench.config.presets import run_config
+from gnnbench.errors import ConfigError, DataError
+from gnnbench.training import loop
+from gnnbench.training.run import train_run
+
+SMALL = {"L": 2, "hidden_dim": 32, "out_dim": 32, "batch_size": 8}
+TIMING = ("seconds", "seconds_per_epoch", "total_seconds", "total_hours")
+
+
+def csl_run(datasets, out, preset="CSL_graph_classification_GCN_CSL_PE_100k", fold=0, **overrides):
+    config = run_config(preset, {**SMALL, "epochs": 4, **overrides})
+    return train_run(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=fold, config=config,
+                     out_dir=out, pe_path=datasets["CSL_pe"] if config.get("pos_enc") else None, threads=1)
+
+
+def scores(metrics: dict) -> dict:
+    return {k: metrics[k] for k in ("train", "val", "test", "epochs", "stop_reason", "num_params")}
+
+
+def history(run_dir) -> list[dict]:
+    rows = pq.read_table(run_dir / "history.parquet").to_pylist()
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def test_same_seed_same_metrics_different_seed_different(datasets, tmp_path):
+    a = csl_run(datasets, tmp_path / "a", seed=7)
+    b = csl_run(datasets, tmp_path / "b", seed=7)
+    csl_run(datasets, tmp_path / "c", seed=8)
+    assert scores(a) == scores(b) and history(tmp_path / "a") == history(tmp_path / "b")
+    assert history(tmp_path / "a") != history(tmp_path / "c")
+
+
+def test_outputs_and_last_epoch_reporting(datasets, tmp_path):
+    m = csl_run(datasets, tmp_path / "run", epochs=5, seed=3)
+    on_disk = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert on_disk == m
+    assert m["dataset"] == "CSL" and m["label"] == "GCN" and m["metric"] == "accuracy" and m["higher_is_better"]
+    assert m["num_params"] == sum(p.numel() for p in torch.load(tmp_path / "run" / "checkpoint.pt",
+                                                                  weights_only=True)["model"].values()
+                                  if p.dtype.is_floating_point) - 2 * 2 * 32  # minus BN running stats
+    assert m["epochs"] == 5 and m["stop_reason"] == "max_epochs"
+    assert m["config"]["seed"] == 3 and m["config"]["hidden_dim"] == 32 and m["fold"] == 0
+    assert set(m["versions"]) >= {"python", "torch", "numpy", "gnnbench"} and m["device"].startswith("cpu")
+    assert m["data"]["split_protocol"] == "stratified_kfold" and m["time_limit_hours"] == pytest.approx(12 / 10)
+    assert m["total_hours"] == pytest.approx(m["total_seconds"] / 3600) and m["seconds_per_epoch"] > 0
+    rows = history(tmp_path / "run")
+    assert [r["epoch"] for r in rows] == list(range(5))
+    assert set(rows[0]) == {"epoch", "lr", "train_loss", "train_metric", "val_loss", "val_metric", "test_loss",
+                            "test_metric"}
+    # the reported test score is the last epoch's (re-evaluated), not the best validation epoch's
+    assert m["test"]["metric"] == pytest.approx(rows[-1]["test_metric"])
+    assert m["val"]["metric"] == pytest.approx(rows[-1]["val_metric"])
+    assert m["test"]["loss"] == pytest.approx(rows[-1]["test_loss"])
+
+
+def _plateau_stop_epoch(val_losses, init_lr, factor, patience, min_lr):
+    """Independent model of ReduceLROnPlateau(mode='min', threshold=1e-4 rel) + the stop rule lr < min_lr."""
+    lr, best, bad = init_lr, float("inf"), 0
+    for epoch, loss in enumerate(val_losses):
+        if loss < best * (1 - 1e-4):
+            best, bad = loss, 0
+        else:
+            bad += 1
+        if bad > patience:
+            lr, bad = lr * factor, 0
+        if lr < min_lr:
+            return epoch
+    return None
+
+
+def test_stops_when_the_learning_rate_falls_below_min_lr(datasets, tmp_path):
+    m = csl_run(datasets, tmp_path / "run", preset="CSL_graph_classification_MLP_CSL_100k", epochs=200,
+                init_lr=1e-3, lr_reduce_factor=0.5, lr_schedule_patience=1, min_lr=2e-4)
+    rows = history(tmp_path / "run")
+    assert m["stop_reason"] == "min_lr" and m["epochs"] < 200
+    assert _plateau_stop_epoch([r["val_loss"] for r in rows], 1e-3, 0.5, 1, 2e-4) == len(rows) - 1
+    lrs = [r["lr"] for r in rows]
+    assert lrs[0] == 1e-3 and min(lrs) >= 2e-4 and sorted(lrs, reverse=True) == lrs
+
+
+def test_stops_at_the_time_limit(datasets, tmp_path):
+    m = csl_run(datasets, tmp_path / "run", epochs=50, max_time=1e-9)
+    assert m["stop_reason"] == "max_time" and m["epochs"] == 1
+
+
+def test_positional_encodings_are_flipped_in_training_only(datasets, tmp_path, monkeypatch):
+    calls = []
+    original = loop.random_sign_flip
+    monkeypatch.setattr(loop, "random_sign_flip", lambda pe: calls.append(pe.shape) or original(pe))
+    m = csl_run(datasets, tmp_path / "run", epochs=2)
+    train_batches = -(-30 // 8)  # 50 graphs × 0.8 × 0.75 = 30 training graphs per fold
+    assert len(calls) == 2 * train_batches and all(shape[1] == 20 for shape in calls)
+    assert m["epochs"] == 2
+
+
+def test_finished_checkpoint_is_not_resumed_and_unreadable_one_is_ignored(datasets, tmp_path):
+    first = csl_run(datasets, tmp_path / "run", seed=5)
+    again = csl_run(datasets, tmp_path / "run", seed=5)  # finished checkpoint: trains afresh, same result
+    assert scores(again) == scores(first)
+    (tmp_path / "run" / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    assert scores(csl_run(datasets, tmp_path / "run", seed=5)) == scores(first)
+
+
+def _checkpoint_epochs(path) -> int:
+    try:
+        return len(torch.load(path, weights_only=True)["history"])
+    except (FileNotFoundError, RuntimeError, EOFError):
+        return 0
+
+
+def test_killed_run_resumes_and_matches_an_uninterrupted_run(datasets, tmp_path):
+    overrides = {"epochs": 40, "seed": 11, "lr_schedule_patience": 1000}
+    reference = csl_run(datasets, tmp_path / "reference", **overrides)
+    run_dir = tmp_path / "killed"
+    command = [sys.executable, "-m", "gnnbench.cli", "train", "--dataset", str(datasets["CSL"]),
+               "--splits", str(datasets["CSL_splits"]), "--fold", "0", "--pe", str(datasets["CSL_pe"]),
+               "--preset", "CSL_graph_classification_GCN_CSL_PE_100k", "--threads", "1", "--label", "GCN",
+               "--out", str(run_dir)]
+    command += [f"--set={k}={v}" for k, v in {**SMALL, **overrides}.items()]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while _checkpoint_epochs(run_dir / "checkpoint.pt") < 3 and process.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    os.kill(process.pid, signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run finished before it could be killed"
+    done = _checkpoint_epochs(run_dir / "checkpoint.pt")
+    assert 3 <= done < 40 and not (run_dir / "metrics.json").exists()
+    assert not [p for p in run_dir.iterdir() if ".tmp-" in p.name]  # no half-written files
+
+    resumed = subprocess.run(command, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {run_dir / 'checkpoint.pt'} after epoch {done}" in resumed.stderr
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert scores(metrics) == scores(reference)
+    assert history(run_dir) == history(tmp_path / "reference")
+
+
+# ------------------------------------------------------------------------------------------------ errors
+
+
+def test_bad_inputs_raise_clear_errors_and_write_nothing(datasets, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(DataError, match="split file .*missing.json does not exist"):
+        train_run(dataset_dir=datasets["CSL"], splits_path=tmp_path / "missing.json", fold=0,
+                  config=run_config("CSL_graph_classification_GCN_CSL_100k"), out_dir=out)
+    with pytest.raises(ConfigError, match="fold 7 does not exist"):
+        csl_run(datasets, out, fold=7)
+    with pytest.raises(ConfigError, match="pos_enc is true but no positional-encoding file"):
+        train_run(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0,
+                  config=run_config("CSL_graph_classification_GCN_CSL_PE_100k"), out_dir=out)
+    with pytest.raises(DataError, match="different dataset"):
+        train_run(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0,
+                  config=run_config("CSL_graph_classification_GCN_CSL_PE_100k", {"pos_enc_dim": 2}),
+                  out_dir=out, pe_path=datasets["PATTERN_pe"])
+    with pytest.raises(DataError, match="made for a different version of dataset"):
+        train_run(dataset_dir=datasets["CSL"], splits_path=datasets["PATTERN_splits"], fold=0,
+                  config=run_config("CSL_graph_classification_GCN_CSL_100k"), out_dir=out)
+    with pytest.raises(ConfigError, match="training needs config key"):
+        train_run(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0,
+                  config={"model": "GCN"}, out_dir=out)
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="no CUDA GPU"):
+            train_run(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0,
+                      config=run_config("CSL_graph_classification_GCN_CSL_100k"), out_dir=out, device="cuda")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_cli_reports_a_corrupt_dataset_in_one_line(datasets, tmp_path):
+    broken = tmp_path / "CSL"
+    broken.mkdir()
+    (broken / "meta.json").write_bytes((datasets["CSL"] / "meta.json").read_bytes())
+    data = (datasets["CSL"] / "graphs.parquet").read_bytes()
+    (broken / "graphs.parquet").write_bytes(data[: len(data) // 2])
+    out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "--dataset", str(broken), "--splits",
+                          str(datasets["CSL_splits"]), "--preset", "CSL_graph_classification_GCN_CSL_100k",
+                          "--out", str(tmp_path / "run")], capture_output=True, text=True)
+    assert out.returncode == 1
+    errors = [line for line in out.stderr.splitlines() if "error" in line.lower()]
+    assert errors == [f"gnnbench: error: graph store {broken / 'graphs.parquet'} is corrupt or truncated "
+                      + errors[0].split("corrupt or truncated ", 1)[1]]
+    assert "delete it and rerun snakemake" in errors[0] and "Traceback" not in out.stderr
+    assert not (tmp_path / "run").exists()
