@@ -164,7 +164,8 @@ def write_graph_store(path: str | os.PathLike, columns: GraphColumns, row_group_
     """Write ``columns`` to a Parquet graph store at ``path`` atomically (zstd, no dictionary encoding)."""
     table = columns_to_table(columns)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=False, row_group_size=row_group_size)
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=False, row_group_size=row_group_size,
+                       write_page_checksum=True)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -173,9 +174,9 @@ def write_graph_store(path: str | os.PathLike, columns: GraphColumns, row_group_
 def read_parquet(path: Path, what: str) -> pa.Table:
     if not path.is_file():
         raise DataError(f"{what} {path} does not exist; run snakemake (or the gnnbench command) that creates it")
-    try:
-        return pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:
+    try:  # page checksums (CRC32) catch corrupted bytes that would otherwise decode to wrong values
+        return pq.read_table(path, page_checksum_verification=True)
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         reason = str(exc).splitlines()[0][:200]
         raise DataError(
             f"{what} {path} is corrupt or truncated ({reason}); delete it and rerun snakemake to recreate it"
@@ -209,7 +210,13 @@ def read_graph_columns(path: str | os.PathLike, what: str = "graph store") -> Gr
     if raw is None:
         raise DataError(f"{what} {path} has no gnnbench layout metadata; it was not written by gnnbench — "
                         "delete it and rerun snakemake to recreate it")
-    layout = json.loads(raw)
+    try:
+        layout = json.loads(raw)
+        if not isinstance(layout, dict) or not all(isinstance(layout.get(k), list) for k in ("node", "edge", "graph")):
+            raise ValueError("not a layout")
+    except (ValueError, UnicodeDecodeError):
+        raise DataError(f"{what} {path} has unreadable gnnbench layout metadata; delete it and rerun snakemake to "
+                        "recreate it") from None
     if layout.get("format") != FORMAT_VERSION:
         raise DataError(f"{what} {path} has store format {layout.get('format')}, this gnnbench reads "
                         f"{FORMAT_VERSION}; delete it and rerun snakemake to recreate it")

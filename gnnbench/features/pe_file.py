@@ -30,14 +30,17 @@ def write_pe(path: str | os.PathLike, pe: np.ndarray, num_nodes: np.ndarray, dat
     info = {"format": 1, "kind": kind, "k": int(pe.shape[1]), "dataset_checksum": dataset_checksum}
     table = table.replace_schema_metadata({_KEY: json.dumps(info).encode()})
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=False)
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=False, write_page_checksum=True)
 
 
 def read_pe(path: str | os.PathLike, num_nodes: torch.Tensor, dataset_checksum: str) -> torch.Tensor:
     """(total nodes, k) float32 tensor; checks it belongs to the dataset with ``dataset_checksum``."""
     path = Path(path)
     table = read_parquet(path, "positional-encoding file")
-    info = json.loads((table.schema.metadata or {}).get(_KEY, b"{}"))
+    try:
+        info = json.loads((table.schema.metadata or {}).get(_KEY, b"{}"))
+    except (ValueError, UnicodeDecodeError):
+        info = {}
     if info.get("dataset_checksum") != dataset_checksum:
         raise DataError(f"positional-encoding file {path} was computed from a different dataset file; "
                         "delete it and rerun snakemake to recompute it")
