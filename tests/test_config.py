@@ -79,6 +79,8 @@ BAD_CONFIGS = [
      "has no edge features"),
     ("benchmarks.CSL.models.GAT", "CSL_graph_classification_GAT_CSL_100k", "unknown preset"),
     ("benchmarks.CSL.models.GCN", {"set": {"L": 2}}, "benchmarks.CSL.models.GCN: no model given"),
+    ("benchmarks.CSL.models.GCN", {"preset": "CSL_graph_classification_GCN_CSL_100k", "set": {"model": "GIN"}},
+     "benchmarks.CSL.models.GCN: model: unknown model 'GIN'; choose one of MLP, GCN, GatedGCN"),
     ("datasets.PATTERN.split", {"protocol": "stratified_kfold"},
      "datasets.PATTERN.split.protocol: stratified_kfold needs graph labels"),
     ("datasets.CSL.split", {"protocol": "given"}, "datasets.CSL.split.protocol: dataset CSL comes without a split"),

@@ -11,6 +11,7 @@ rule train:
     resources:
         mem_mb=SUITE.mem_mb_per_run,
         runtime=SUITE.runtime_per_run,
+        gpu=1 if SUITE.device == "cuda" else 0,
     log:
         "results/logs/train/{dataset}/{model}/seed{seed}/fold{fold}.log",
     conda:
