@@ -65,12 +65,14 @@ def _eigenvectors(n: int, batch: int, graph: torch.Tensor, src: torch.Tensor, ds
     d_inv_sqrt = adj.sum(dim=1).clamp(min=1.0).pow(-0.5)  # in-degree = column sum of A[src, dst]
     lap = torch.eye(n, dtype=torch.float64) - d_inv_sqrt[:, :, None] * adj * d_inv_sqrt[:, None, :]
     keep = min(k, n - 1)
-    if torch.equal(adj, adj.transpose(1, 2)):
-        _, vectors = torch.linalg.eigh(lap)  # ascending eigenvalues
-    else:
-        values, vectors = torch.linalg.eig(lap)
+    symmetric = (adj == adj.transpose(1, 2)).flatten(1).all(dim=1)  # decided per graph, not per group
+    vectors = torch.empty(batch, n, n, dtype=torch.float64)
+    if symmetric.any():
+        vectors[symmetric] = torch.linalg.eigh(lap[symmetric]).eigenvectors  # ascending eigenvalues
+    if not symmetric.all():
+        values, general = torch.linalg.eig(lap[~symmetric])
         order = values.real.argsort(dim=-1, stable=True)
-        vectors = torch.take_along_dim(vectors.real, order[:, None, :], dim=-1)
+        vectors[~symmetric] = torch.take_along_dim(general.real, order[:, None, :], dim=-1)
     return vectors[:, :, 1 : keep + 1].to(torch.float32).numpy()
 
 
@@ -79,6 +81,8 @@ def random_sign_flip(pe: torch.Tensor, generator: torch.Generator | None = None)
 
     Draws ``torch.rand(k)`` and flips where the draw is < 0.5, as the benchmark's training loops do.
     """
-    signs = torch.rand(pe.shape[1], generator=generator, device=pe.device if generator is None else "cpu")
+    # Without a generator the draw comes from the global CPU RNG (as the original's torch.rand(k)), whose state
+    # the training checkpoint saves, so resumed runs draw the same signs on any device.
+    signs = torch.rand(pe.shape[1], generator=generator, device=generator.device if generator is not None else "cpu")
     signs = torch.where(signs >= 0.5, 1.0, -1.0).to(device=pe.device, dtype=pe.dtype)
     return pe * signs
