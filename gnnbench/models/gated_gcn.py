@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.blocks import post_aggregation, stack_widths
 from gnnbench.models.scatter import scatter_sum
 
 
@@ -57,19 +58,11 @@ class GatedGCNLayer(nn.Module):
         sigma = torch.sigmoid(e_hat)
         numerator = scatter_sum(sigma * Bh.index_select(0, src), dst, h.shape[0])
         denominator = scatter_sum(sigma, dst, h.shape[0])
-        h_new = _post(Ah + numerator / (denominator + 1e-6), h, self.bn_node_h, self)
-        e_new = _post(e_hat, e, self.bn_node_e, self) if edge_output else None
+        tail = {"batch_norm": self.batch_norm, "residual": self.residual, "dropout": self.dropout,
+                "training": self.training}
+        h_new = post_aggregation(Ah + numerator / (denominator + 1e-6), h, self.bn_node_h, **tail)
+        e_new = post_aggregation(e_hat, e, self.bn_node_e, **tail) if edge_output else None
         return h_new, e_new
-
-
-def _post(x: torch.Tensor, residual_input: torch.Tensor, bn: nn.BatchNorm1d, layer: GatedGCNLayer) -> torch.Tensor:
-    """BN (if) → ReLU → residual (if) → dropout."""
-    if layer.batch_norm:
-        x = bn(x)
-    x = torch.relu_(x) if layer.batch_norm else torch.relu(x)  # in place only on BN's own output
-    if layer.residual:
-        x = residual_input + x
-    return F.dropout(x, layer.dropout, layer.training) if layer.dropout > 0 else x
 
 
 class GatedGCN(nn.Module):
@@ -83,9 +76,8 @@ class GatedGCN(nn.Module):
     def __init__(self, hidden_dim: int, out_dim: int, num_layers: int, dropout: float, batch_norm: bool,
                  residual: bool) -> None:
         super().__init__()
-        widths = [hidden_dim] * num_layers + [out_dim]
         self.layers = nn.ModuleList(GatedGCNLayer(a, b, dropout, batch_norm, residual)
-                                    for a, b in zip(widths[:-1], widths[1:], strict=True))
+                                    for a, b in stack_widths(hidden_dim, out_dim, num_layers))
         self.input_width, self.out_width = hidden_dim, out_dim
 
     @classmethod

@@ -19,10 +19,10 @@ a message per edge and scattering it back).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.blocks import post_aggregation, stack_widths
 from gnnbench.models.scatter import SparseAdjacency, degree
 
 
@@ -56,13 +56,8 @@ class GCNLayer(nn.Module):
             x = adjacency.propagate(h @ self.weight) + self.bias
         else:
             x = torch.addmm(self.bias, adjacency.propagate(h), self.weight)
-        if self.batch_norm:
-            x = self.batchnorm_h(x)
-        if self.activation:
-            x = torch.relu_(x) if self.batch_norm else torch.relu(x)
-        if self.residual:
-            x = h + x
-        return F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
+        return post_aggregation(x, h, self.batchnorm_h, batch_norm=self.batch_norm, residual=self.residual,
+                                dropout=self.dropout, training=self.training, activation=self.activation)
 
 
 class GCN(nn.Module):
@@ -76,9 +71,8 @@ class GCN(nn.Module):
     def __init__(self, hidden_dim: int, out_dim: int, num_layers: int, dropout: float, batch_norm: bool,
                  residual: bool, self_loop: bool = False) -> None:
         super().__init__()
-        widths = [hidden_dim] * num_layers + [out_dim]
         self.layers = nn.ModuleList(GCNLayer(a, b, dropout, batch_norm, residual)
-                                    for a, b in zip(widths[:-1], widths[1:], strict=True))
+                                    for a, b in stack_widths(hidden_dim, out_dim, num_layers))
         self.self_loop = self_loop
         self.input_width, self.out_width = hidden_dim, out_dim
 
