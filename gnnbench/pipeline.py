@@ -11,6 +11,7 @@ from pathlib import Path
 from gnnbench.data.generators import generate
 from gnnbench.data.meta import GRAPHS_FILE, DatasetMeta, read_meta, write_dataset
 from gnnbench.data.store import read_graph_columns
+from gnnbench.errors import DataError
 from gnnbench.features.laplacian_pe import laplacian_pe
 from gnnbench.features.pe_file import write_pe
 from gnnbench.io import sha256_file
@@ -35,8 +36,6 @@ def _load_checked(dataset_dir: Path):
     graphs = dataset_dir / GRAPHS_FILE
     columns = read_graph_columns(graphs)
     if sha256_file(graphs) != meta.checksum:
-        from gnnbench.errors import DataError
-
         raise DataError(f"{graphs} does not match the checksum in its meta.json; delete {dataset_dir} and rerun "
                         "snakemake to regenerate the dataset")
     return meta, columns
