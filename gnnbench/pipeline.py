@@ -6,15 +6,11 @@ from __future__ import annotations
 import logging
 import os
 import time
-from pathlib import Path
 
 from gnnbench.data.generators import generate
-from gnnbench.data.meta import GRAPHS_FILE, DatasetMeta, read_meta, write_dataset
-from gnnbench.data.store import read_graph_columns
-from gnnbench.errors import DataError
+from gnnbench.data.meta import DatasetMeta, read_dataset, write_dataset
 from gnnbench.features.laplacian_pe import laplacian_pe
 from gnnbench.features.pe_file import write_pe
-from gnnbench.io import sha256_file
 from gnnbench.reporting.aggregate import aggregate, load_runs, write_tables
 from gnnbench.splits import make_splits, write_splits
 
@@ -31,20 +27,10 @@ def generate_dataset(generator: str, name: str, params: dict | None, seed: int,
     return meta
 
 
-def _load_checked(dataset_dir: Path):
-    meta = read_meta(dataset_dir)
-    graphs = dataset_dir / GRAPHS_FILE
-    columns = read_graph_columns(graphs)
-    if sha256_file(graphs) != meta.checksum:
-        raise DataError(f"{graphs} does not match the checksum in its meta.json; delete {dataset_dir} and rerun "
-                        "snakemake to regenerate the dataset")
-    return meta, columns
-
-
 def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -> None:
     """Laplacian positional encodings (k per node) of every graph of a dataset."""
     start = time.perf_counter()
-    meta, columns = _load_checked(Path(dataset_dir))
+    meta, columns = read_dataset(dataset_dir)
     pe = laplacian_pe(columns, k)
     write_pe(out, pe, columns.num_nodes, meta.checksum)
     log.info("Laplacian PE (k=%d) of %s: %d graphs in %.1fs", k, meta.name, meta.num_graphs,
@@ -52,7 +38,7 @@ def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -
 
 
 def make_split_file(dataset_dir: str | os.PathLike, protocol: str, params: dict, out: str | os.PathLike) -> None:
-    meta, columns = _load_checked(Path(dataset_dir))
+    meta, columns = read_dataset(dataset_dir)
     labels = columns.graph.get("y")
     write_splits(out, make_splits(meta, labels, protocol, params))
 

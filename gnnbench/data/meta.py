@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.store import GraphColumns, write_graph_store
+from gnnbench.data.store import GraphColumns, read_graph_columns, write_graph_store
 from gnnbench.errors import DataError
 from gnnbench.io import read_json, sha256_file, write_json
 
@@ -88,6 +88,18 @@ class DatasetMeta:
 def read_meta(dataset_dir: str | os.PathLike) -> DatasetMeta:
     path = Path(dataset_dir) / META_FILE
     return DatasetMeta.from_json(read_json(path, "dataset metadata"), path)
+
+
+def read_dataset(dataset_dir: str | os.PathLike) -> tuple[DatasetMeta, GraphColumns]:
+    """``meta.json`` and ``graphs.parquet`` of a dataset folder, checking the graphs against the recorded checksum."""
+    dataset_dir = Path(dataset_dir)
+    meta = read_meta(dataset_dir)
+    graphs = dataset_dir / GRAPHS_FILE
+    columns = read_graph_columns(graphs)
+    if sha256_file(graphs) != meta.checksum:
+        raise DataError(f"{graphs} does not match the checksum in its meta.json; delete {dataset_dir} and rerun "
+                        "snakemake to regenerate the dataset")
+    return meta, columns
 
 
 def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: DatasetMeta) -> DatasetMeta:

@@ -33,8 +33,8 @@ import torch
 
 from gnnbench.config.keys import TRAIN_KEYS, coerce_all
 from gnnbench.data.batching import GraphLoader, model_dtypes
-from gnnbench.data.meta import GRAPHS_FILE, read_meta
-from gnnbench.data.store import load_graph_store
+from gnnbench.data.meta import read_dataset
+from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.features.pe_file import read_pe
 from gnnbench.io import atomic_path, sha256_file, sha256_json, write_json
@@ -93,12 +93,8 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
         raise ConfigError(f"training needs config key(s) {', '.join(missing)}; add them (or use a preset)")
     dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
 
-    meta = read_meta(dataset_dir)
-    graphs_path = dataset_dir / GRAPHS_FILE
-    store = model_dtypes(load_graph_store(graphs_path))
-    if sha256_file(graphs_path) != meta.checksum:
-        raise DataError(f"{graphs_path} does not match the checksum in its meta.json; delete {dataset_dir} and "
-                        "rerun snakemake to regenerate the dataset")
+    meta, columns = read_dataset(dataset_dir)
+    store = model_dtypes(GraphStore.from_columns(columns))
     splits = read_splits(splits_path, meta)
     parts = {k: torch.from_numpy(v) for k, v in splits.fold(fold).items()}
     pe = None
