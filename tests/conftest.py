@@ -37,29 +37,62 @@ def random_graphs(num_graphs: int, seed: int = 0, min_nodes: int = 3, max_nodes:
     )
 
 
-def meta_for(task: str, num_outputs: int, pe_usage: str = "add", edge_features: bool = True) -> DatasetMeta:
-    loss, metric = {"node_classification": ("weighted_cross_entropy", "weighted_accuracy"),
-                    "graph_classification": ("cross_entropy", "accuracy"),
-                    "graph_regression": ("l1", "mae")}[task]
-    return DatasetMeta(name=f"test-{task}", task=task, loss=loss, metric=metric, num_outputs=num_outputs,
-                       num_graphs=0, node_features=FeatureSpec("categorical", 5),
+TASK_LOSS_METRIC = {
+    "node_classification": ("weighted_cross_entropy", "weighted_accuracy"),
+    "graph_classification": ("cross_entropy", "accuracy"),
+    "graph_regression": ("l1", "mae"),
+    "edge_classification": ("cross_entropy", "f1"),
+    "link_prediction": ("link_bce", "hits@50"),
+    "multitask_regression": ("multitask_mse", "log10_mse"),
+}
+# every task with a number of outputs that exercises it (multitask: 3 node + 3 graph targets)
+TASK_OUTPUTS = {"node_classification": 3, "graph_classification": 2, "graph_regression": 1,
+                "edge_classification": 2, "link_prediction": 1, "multitask_regression": 3}
+
+
+def meta_for(task: str, num_outputs: int | None = None, pe_usage: str = "add", edge_features: bool = True,
+             node_features: FeatureSpec | None = FeatureSpec("categorical", 5)) -> DatasetMeta:
+    loss, metric = TASK_LOSS_METRIC[task]
+    return DatasetMeta(name=f"test-{task}", task=task, loss=loss, metric=metric,
+                       num_outputs=TASK_OUTPUTS[task] if num_outputs is None else num_outputs,
+                       num_graphs=0, node_features=node_features,
                        edge_features=FeatureSpec("categorical", 4) if edge_features else None,
-                       pe_usage=pe_usage, split_sizes=None)
+                       pe_usage=pe_usage, split_sizes=None,
+                       num_graph_outputs=3 if task == "multitask_regression" else 0)
 
 
-def labelled(columns: GraphColumns, task: str, num_outputs: int, seed: int = 0) -> GraphColumns:
-    """Attach learnable labels: a function of the node features so that training can reduce the loss."""
+def labelled(columns: GraphColumns, task: str, num_outputs: int | None = None, seed: int = 0) -> GraphColumns:
+    """Attach learnable labels: a function of the node features so that training can reduce the loss.
+
+    Link prediction gets no stored labels: :func:`with_pairs` adds scored pairs and their labels to a batch."""
+    num_outputs = TASK_OUTPUTS[task] if num_outputs is None else num_outputs
     x = columns.node["x"].astype(np.int64)
+    graph_of_node = np.repeat(np.arange(columns.num_graphs), columns.num_nodes)
+    counts = np.bincount(graph_of_node, weights=(x >= 3), minlength=columns.num_graphs)
     if task == "node_classification":
         columns.node["y"] = (x % num_outputs).astype(np.int16)
-    else:
-        graph_of_node = np.repeat(np.arange(columns.num_graphs), columns.num_nodes)
-        counts = np.bincount(graph_of_node, weights=(x >= 3), minlength=columns.num_graphs)
-        if task == "graph_classification":
-            columns.graph["y"] = (counts > np.median(counts)).astype(np.int16)
-        else:
-            columns.graph["y"] = (counts / columns.num_nodes).astype(np.float32)
+    elif task == "edge_classification":
+        offsets = np.repeat(np.cumsum(columns.num_nodes) - columns.num_nodes, columns.num_edges)
+        src_x, dst_x = x[columns.src + offsets], x[columns.dst + offsets]
+        columns.edge["y"] = ((src_x + dst_x) % num_outputs).astype(np.int16)
+    elif task == "multitask_regression":
+        columns.node["y"] = np.stack([x / 4, (x % 2), x ** 2 / 16], axis=1).astype(np.float32)
+        fraction = counts / columns.num_nodes
+        columns.graph["y"] = np.stack([fraction, 1 - fraction, columns.num_nodes / 12], axis=1).astype(np.float32)
+    elif task == "graph_classification":
+        columns.graph["y"] = (counts > np.median(counts)).astype(np.int16)
+    elif task == "graph_regression":
+        columns.graph["y"] = (counts / columns.num_nodes).astype(np.float32)
     return columns
+
+
+def with_pairs(batch, seed: int = 0):
+    """Link prediction: score every edge of the batch (label 1) and as many random node pairs (label 0)."""
+    gen = torch.Generator().manual_seed(seed)
+    negatives = torch.randint(0, batch.num_nodes, batch.edge_index.shape, generator=gen)
+    batch.pairs = torch.cat([batch.edge_index, negatives], dim=1)
+    batch.y = torch.cat([torch.ones(batch.num_edges), torch.zeros(negatives.shape[1])])
+    return batch
 
 
 def one_batch(columns: GraphColumns, pe: torch.Tensor | None = None):

@@ -49,6 +49,8 @@ class GraphBatch:
     edge_attr: torch.Tensor | None = None
     y: torch.Tensor | None = None
     pe: torch.Tensor | None = None  # (N, k) positional encodings
+    y_graph: torch.Tensor | None = None  # graph-level targets of a multitask dataset (``y`` is node-level)
+    pairs: torch.Tensor | None = None  # (2, P) node pairs to score (link prediction)
 
     @property
     def num_nodes(self) -> int:
@@ -103,8 +105,9 @@ def model_dtypes(store: GraphStore) -> GraphStore:
 class GraphLoader:
     """Iterates mini-batches over ``indices`` of a store; shuffling draws from ``generator``.
 
-    Store columns ``x`` (node), ``edge_attr`` (edge) and ``y`` (node- or graph-level) become the batch's
-    attributes of the same name; ``pe`` is an optional (num_nodes_total, k) tensor aligned with the store.
+    Store columns ``x`` (node), ``edge_attr`` (edge) and ``y`` (node-, edge- or graph-level) become the batch's
+    attributes of the same name (a dataset with both node and graph ``y`` — multitask — also gets
+    ``y_graph``); ``pe`` is an optional (num_nodes_total, k) tensor aligned with the store.
     The last batch may be smaller (``drop_last=False``, as in the benchmark).
     """
 
@@ -161,10 +164,14 @@ class GraphLoader:
 
         x = store.node.get("x")
         edge_attr = store.edge.get("edge_attr")
+        graph_y = store.graph["y"].index_select(0, graph_ids) if "y" in store.graph else None
+        y_graph = None
         if self._node_y:
-            y = store.node["y"].index_select(0, node_idx)
+            y, y_graph = store.node["y"].index_select(0, node_idx), graph_y
+        elif "y" in store.edge:
+            y = store.edge["y"].index_select(0, edge_idx)
         else:
-            y = store.graph["y"].index_select(0, graph_ids) if "y" in store.graph else None
+            y = graph_y
         return GraphBatch(
             edge_index=edge_index,
             batch=batch,
@@ -174,4 +181,5 @@ class GraphLoader:
             edge_attr=None if edge_attr is None else edge_attr.index_select(0, edge_idx),
             y=y,
             pe=None if self.pe is None else self.pe.index_select(0, node_idx),
+            y_graph=y_graph,
         )

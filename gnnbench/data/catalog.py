@@ -1,8 +1,25 @@
 """What each dataset named by a preset looks like to a model (inputs, outputs, task), without its data.
 
-Used to count a preset's parameters (``gnnbench params``). Generated datasets describe themselves through
-their generator (default parameters); downloaded ones are listed with the sizes the spec states
-(benchmarking-gnns.md §1.1): ZINC 28 atom / 4 bond types, AQSOL 65 / 5.
+Used to count a preset's parameters (``gnnbench params``) and to fit parameter budgets. Generated datasets
+describe themselves through their generator (default parameters); the others are listed with the input and
+output sizes the spec states (benchmarking-gnns.md §1.1 and §2.4):
+
+=================  ====================  ==========================  ==========================  =========
+dataset            task                  node input                  edge input                  outputs
+=================  ====================  ==========================  ==========================  =========
+ZINC / AQSOL       graph regression      28 / 65 atom types          4 / 5 bond types            1
+MNIST / CIFAR10    graph classification  3 / 5 floats                1 float (affinity)          10
+TSP                edge classification   2 floats (coordinates)      1 float (distance)          2
+ENZYMES/DD/PROT.   graph classification  18 / 89 / 29 floats         ones of the node width      6 / 2 / 2
+CYCLES             graph classification  1 float (1.0)               1 float (1.0)               2
+GraphTheoryProp    multitask regression  2 floats                    none                        3 + 3
+WikiCS             node classification   300 floats                  none                        10
+OGBL-COLLAB        link prediction       128 floats                  2 floats (weight, year)     1
+=================  ====================  ==========================  ==========================  =========
+
+TU edges: the original TU loader gives every edge an all-ones feature as wide as the node features, which
+GatedGCN projects with ``Linear(in_dim, hidden)``; it is described here as a continuous edge feature of
+that width (always used through the constant ``ones`` path, since the configs set ``edge_feat`` false).
 """
 
 from __future__ import annotations
@@ -13,16 +30,54 @@ from gnnbench.errors import ConfigError
 
 _GENERATED = {"SBM_PATTERN": "sbm_pattern", "SBM_CLUSTER": "sbm_cluster", "CSL": "csl"}
 
+_CLASSIFICATION = {"loss": "cross_entropy", "metric": "accuracy"}
 
-def _molecules(name: str, atoms: int, bonds: int, sizes: dict[str, int]) -> DatasetMeta:
-    return DatasetMeta(name=name, task="graph_regression", loss="l1", metric="mae", num_outputs=1,
-                       num_graphs=sum(sizes.values()), node_features=FeatureSpec("categorical", atoms),
-                       edge_features=FeatureSpec("categorical", bonds), pe_usage="add", split_sizes=sizes)
+
+def _meta(name: str, task: str, outputs: int, node: FeatureSpec | None, edge: FeatureSpec | None,
+          sizes: dict[str, int] | None, *, loss: str, metric: str, pe_usage: str = "add",
+          graph_outputs: int = 0) -> DatasetMeta:
+    num_graphs = sum(sizes.values()) if sizes else 1
+    return DatasetMeta(name=name, task=task, loss=loss, metric=metric, num_outputs=outputs, num_graphs=num_graphs,
+                       node_features=node, edge_features=edge, pe_usage=pe_usage, split_sizes=sizes,
+                       num_graph_outputs=graph_outputs)
+
+
+def _split(train: int, val: int, test: int) -> dict[str, int]:
+    return {"train": train, "val": val, "test": test}
+
+
+def _cont(width: int) -> FeatureSpec:
+    return FeatureSpec("continuous", width)
+
+
+def _cat(vocabulary: int) -> FeatureSpec:
+    return FeatureSpec("categorical", vocabulary)
+
+
+def _tu(name: str, width: int, classes: int) -> DatasetMeta:
+    return _meta(name, "graph_classification", classes, _cont(width), _cont(width), None, **_CLASSIFICATION)
 
 
 _EXTERNAL = {
-    "ZINC": _molecules("ZINC", 28, 4, {"train": 10000, "val": 1000, "test": 1000}),
-    "AQSOL": _molecules("AQSOL", 65, 5, {"train": 7831, "val": 996, "test": 996}),
+    "ZINC": _meta("ZINC", "graph_regression", 1, _cat(28), _cat(4), _split(10000, 1000, 1000),
+                  loss="l1", metric="mae"),
+    "AQSOL": _meta("AQSOL", "graph_regression", 1, _cat(65), _cat(5), _split(7831, 996, 996), loss="l1", metric="mae"),
+    "MNIST": _meta("MNIST", "graph_classification", 10, _cont(3), _cont(1), _split(55000, 5000, 10000),
+                   **_CLASSIFICATION),
+    "CIFAR10": _meta("CIFAR10", "graph_classification", 10, _cont(5), _cont(1), _split(45000, 5000, 10000),
+                     **_CLASSIFICATION),
+    "TSP": _meta("TSP", "edge_classification", 2, _cont(2), _cont(1), _split(10000, 1000, 1000),
+                 loss="cross_entropy", metric="f1"),
+    "ENZYMES": _tu("ENZYMES", 18, 6),
+    "DD": _tu("DD", 89, 2),
+    "PROTEINS_full": _tu("PROTEINS_full", 29, 2),
+    "CYCLES": _meta("CYCLES", "graph_classification", 2, _cont(1), _cont(1), _split(9000, 1000, 10000),
+                    pe_usage="replace", **_CLASSIFICATION),
+    "GraphTheoryProp": _meta("GraphTheoryProp", "multitask_regression", 3, _cont(2), None, _split(5120, 640, 1280),
+                             loss="multitask_mse", metric="log10_mse", graph_outputs=3),
+    "WikiCS": _meta("WikiCS", "node_classification", 10, _cont(300), None, None, **_CLASSIFICATION),
+    "OGBL-COLLAB": _meta("OGBL-COLLAB", "link_prediction", 1, _cont(128), _cont(2), None,
+                         loss="link_bce", metric="hits@50"),
 }
 
 
@@ -34,3 +89,7 @@ def describe_dataset(name: str) -> DatasetMeta:
         return _EXTERNAL[name]
     known = ", ".join(sorted([*_GENERATED, *_EXTERNAL]))
     raise ConfigError(f"dataset {name!r} is not known to gnnbench; known: {known}")
+
+
+def known_datasets() -> list[str]:
+    return sorted([*_GENERATED, *_EXTERNAL])

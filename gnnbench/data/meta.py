@@ -22,7 +22,8 @@ META_FORMAT = 1
 GRAPHS_FILE = "graphs.parquet"
 META_FILE = "meta.json"
 
-TASKS = ("node_classification", "graph_classification", "graph_regression")
+TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification",
+         "link_prediction", "multitask_regression")
 SPLIT_ORDER = ("train", "val", "test")  # order of the graphs of a split that comes with the data
 PE_USAGES = ("add", "replace")
 
@@ -46,7 +47,7 @@ class DatasetMeta:
     task: str
     loss: str
     metric: str
-    num_outputs: int  # classes (classification) or targets (regression)
+    num_outputs: int  # classes (classification) or targets (regression); node targets for multitask
     num_graphs: int
     node_features: FeatureSpec | None
     edge_features: FeatureSpec | None
@@ -55,6 +56,7 @@ class DatasetMeta:
     source: dict = field(default_factory=dict)
     statistics: dict = field(default_factory=dict)
     checksum: str = ""  # SHA-256 of graphs.parquet
+    num_graph_outputs: int = 0  # graph-level targets of a multitask dataset (node and graph "y" columns)
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -64,7 +66,10 @@ class DatasetMeta:
 
     @property
     def label_level(self) -> str:
-        return "node" if self.task.startswith("node") else "graph"
+        """Where the ``y`` column lives: node, edge or graph (multitask: node, plus a graph-level ``y``)."""
+        if self.task.startswith(("node", "multitask")):
+            return "node"
+        return "edge" if self.task.startswith(("edge", "link")) else "graph"
 
     def to_json(self) -> dict:
         return {"format": META_FORMAT, **asdict(self)}
@@ -127,9 +132,11 @@ def _part_statistics(columns: GraphColumns, graph_ids: np.ndarray, meta: Dataset
         "edges_per_graph": _summary(columns.num_edges[graph_ids]),
     }
     if meta.task.endswith("classification"):
+        in_part = np.isin(np.arange(columns.num_graphs), graph_ids)
         if meta.label_level == "node":
-            node_mask = np.repeat(np.isin(np.arange(columns.num_graphs), graph_ids), columns.num_nodes)
-            labels = columns.node["y"][node_mask]
+            labels = columns.node["y"][np.repeat(in_part, columns.num_nodes)]
+        elif meta.label_level == "edge":
+            labels = columns.edge["y"][np.repeat(in_part, columns.num_edges)]
         else:
             labels = columns.graph["y"][graph_ids]
         counts = np.bincount(labels.astype(np.int64), minlength=meta.num_outputs)

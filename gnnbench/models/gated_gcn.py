@@ -12,7 +12,7 @@ The edge stream carries the pre-sigmoid ê. Residuals apply only when input and 
 
 Speed: A, B, D and E are applied in one matrix product; gathers use ``index_select`` and sums
 ``index_add_``; a constant edge input (the benchmark's ``ones``) is transformed once, not per edge; and the
-edge update of the last layer is skipped when nothing reads it (node- and graph-level heads) — its result
+edge update of the last layer is skipped (no head reads the edge stream) — its result
 would be discarded, so outputs are unchanged.
 
 Node-level tasks: the benchmark's SBM GatedGCN keeps every layer at ``hidden_dim`` and ignores
@@ -25,7 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.blocks import post_aggregation, stack_widths
 from gnnbench.models.scatter import scatter_sum
 
@@ -65,12 +67,10 @@ class GatedGCNLayer(nn.Module):
         return h_new, e_new
 
 
-class GatedGCN(nn.Module):
+class GatedGCN(Architecture):
     """L GatedGCN layers: hidden → hidden (L − 1 times), then hidden → out_dim."""
 
     uses_edges = True
-    project_continuous = True
-    readout = None
     required = ("L", "hidden_dim", "out_dim", "residual", "batch_norm", "dropout")
 
     def __init__(self, hidden_dim: int, out_dim: int, num_layers: int, dropout: float, batch_norm: bool,
@@ -86,9 +86,8 @@ class GatedGCN(nn.Module):
         out_dim = cfg["hidden_dim"] if node_task else cfg["out_dim"]  # the benchmark ignores out_dim there
         return cls(cfg["hidden_dim"], out_dim, cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"])
 
-    def forward(self, h: torch.Tensor, edge_index: torch.Tensor, e: torch.Tensor | None = None,
-                edge_output: bool = False):
+    def forward(self, h: torch.Tensor, e: torch.Tensor, batch: GraphBatch) -> Representation:
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
-            h, e = layer(h, e, edge_index, edge_output=edge_output or i < last)
-        return h, e
+            h, e = layer(h, e, batch.edge_index, edge_output=i < last)
+        return Representation(h)

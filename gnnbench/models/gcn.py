@@ -21,7 +21,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.blocks import post_aggregation, stack_widths
 from gnnbench.models.scatter import SparseAdjacency, degree
 
@@ -60,12 +62,9 @@ class GCNLayer(nn.Module):
                                 dropout=self.dropout, training=self.training, activation=self.activation)
 
 
-class GCN(nn.Module):
+class GCN(Architecture):
     """L GCN layers: hidden → hidden (L − 1 times), then hidden → out_dim."""
 
-    uses_edges = False
-    project_continuous = True
-    readout = None
     required = ("L", "hidden_dim", "out_dim", "residual", "batch_norm", "dropout")
 
     def __init__(self, hidden_dim: int, out_dim: int, num_layers: int, dropout: float, batch_norm: bool,
@@ -81,12 +80,12 @@ class GCN(nn.Module):
         return cls(cfg["hidden_dim"], cfg["out_dim"], cfg["L"], cfg["dropout"], cfg["batch_norm"],
                    cfg["residual"], cfg.get("self_loop", False))
 
-    def forward(self, h: torch.Tensor, edge_index: torch.Tensor, e: torch.Tensor | None = None,
-                edge_output: bool = False):
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        edge_index = batch.edge_index
         if self.self_loop:  # dgl.add_self_loop: one extra edge v→v per node
             loops = torch.arange(h.shape[0], device=h.device).expand(2, -1)
             edge_index = torch.cat([edge_index, loops], dim=1)
         adjacency = gcn_adjacency(edge_index, h.shape[0])
         for layer in self.layers:
             h = layer(h, adjacency)
-        return h, e
+        return Representation(h)

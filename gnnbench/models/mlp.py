@@ -14,11 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.base import Architecture, Representation
 
 
-class MLP(nn.Module):
-    uses_edges = False
+class MLP(Architecture):
     project_continuous = False
     required = ("L", "hidden_dim", "dropout", "gated")
 
@@ -39,12 +40,11 @@ class MLP(nn.Module):
         in_dim = feature.size if raw_input else cfg["hidden_dim"]
         return cls(in_dim, cfg["hidden_dim"], cfg["L"], cfg["dropout"], cfg["gated"])
 
-    def forward(self, h: torch.Tensor, edge_index: torch.Tensor, e: torch.Tensor | None = None,
-                edge_output: bool = False):
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
         for layer in self.layers:
             h = torch.relu_(layer(h))
             if self.dropout > 0:
                 h = F.dropout(h, self.dropout, self.training)
         if self.gate is not None:
             h = torch.sigmoid(self.gate(h)) * h
-        return h, e
+        return Representation(h)

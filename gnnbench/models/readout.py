@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gnnbench.models.scatter import scatter_max, scatter_mean, scatter_sum
+from gnnbench.models.scatter import scatter_max, scatter_mean, scatter_sum, segment_softmax
 
 READOUTS = ("sum", "mean", "max")
 
@@ -34,3 +34,23 @@ def pool(h: torch.Tensor, batch: torch.Tensor, num_graphs: int, readout: str) ->
     if readout == "max":
         return scatter_max(h, batch, num_graphs)
     raise ValueError(f"unknown readout {readout!r}")
+
+
+class Set2Set(nn.Module):
+    """Set2Set(d, processing_steps=1) (Vinyals et al.; the benchmark's GraphTheoryProp graph readout, same
+    algorithm as PyG's): q = LSTM(q* = 0); α = softmax over each graph's nodes of ⟨h_v, q⟩; r = Σ α h;
+    output [q ‖ r] (2d)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+        self.lstm = nn.LSTM(2 * dim, dim)
+
+    def forward(self, h: torch.Tensor, batch: torch.Tensor, num_graphs: int) -> torch.Tensor:
+        q_star = h.new_zeros(1, num_graphs, 2 * self.dim)
+        q, _ = self.lstm(q_star)  # zero initial state
+        q = q.squeeze(0)
+        scores = (h * q.index_select(0, batch)).sum(dim=-1)
+        alpha = segment_softmax(scores, batch, num_graphs)
+        r = scatter_sum(alpha.unsqueeze(-1) * h, batch, num_graphs)
+        return torch.cat([q, r], dim=-1)

@@ -71,3 +71,11 @@ class _SpMM(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         return None, None, ctx.transpose @ grad
+
+
+def segment_softmax(scores: torch.Tensor, index: torch.Tensor, dim_size: int) -> torch.Tensor:
+    """Softmax of ``scores`` (rows; any trailing shape) within each segment of ``index`` (e.g. the in-edges of
+    every node, or the nodes of every graph). Shifted by the segment maximum for stability."""
+    shift = scatter_max(scores.detach(), index, dim_size).index_select(0, index)
+    weights = torch.exp(scores - shift)
+    return weights / scatter_sum(weights, index, dim_size).index_select(0, index)

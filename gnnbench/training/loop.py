@@ -10,7 +10,7 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.features.laplacian_pe import random_sign_flip
 from gnnbench.training.metrics import Metric
 
-Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Loss = Callable[[torch.Tensor, GraphBatch], torch.Tensor]
 
 
 def train_epoch(model: torch.nn.Module, batches: Iterable[GraphBatch], optimizer: torch.optim.Optimizer,
@@ -28,12 +28,12 @@ def train_epoch(model: torch.nn.Module, batches: Iterable[GraphBatch], optimizer
             batch.pe = random_sign_flip(batch.pe)
         optimizer.zero_grad(set_to_none=True)
         scores = model(batch)
-        loss = loss_fn(scores, batch.y)
+        loss = loss_fn(scores, batch)
         loss.backward()
         optimizer.step()
         total_loss += loss.detach().double().cpu()
         num_batches += 1
-        metric.update(scores.detach(), batch.y)
+        metric.update(_detach(scores), batch)
     return float(total_loss / max(num_batches, 1)), metric.compute()
 
 
@@ -47,7 +47,11 @@ def evaluate(model: torch.nn.Module, batches: Iterable[GraphBatch], loss_fn: Los
     for batch in batches:
         batch = batch.to(device, non_blocking=True)
         scores = model(batch)
-        total_loss += loss_fn(scores, batch.y).double().cpu()
+        total_loss += loss_fn(scores, batch).double().cpu()
         num_batches += 1
-        metric.update(scores, batch.y)
+        metric.update(scores, batch)
     return float(total_loss / max(num_batches, 1)), metric.compute()
+
+
+def _detach(scores):
+    return tuple(s.detach() for s in scores) if isinstance(scores, tuple) else scores.detach()

@@ -11,6 +11,15 @@ evaluation batch size exactly as in the paper:
   are 0..nb−1, i.e. in practice always. Reproduced literally.)
 * ``accuracy`` (graph classification, %, global): 100 · #correct / #graphs.
 * ``mae`` (regression, mean over batches of the batch's mean absolute error).
+* ``f1`` (TSP edges, mean over batches): per batch, binary F1 of the positive class (edge in the tour) of
+  argmax predictions, as sklearn's ``f1_score(average='binary')`` (0 when there are no true and no
+  predicted positives). A fraction, not a percentage, as in the original.
+* ``log10_mse`` (GraphTheoryProp): log10 of the epoch mean of the multitask loss (mean of its six values).
+  ``per_task()`` gives log10 of each task's epoch mean.
+* ``hits@50`` (COLLAB): fraction of positive pairs scored above the 50th highest negative score (OGB's
+  Hits@K), over the whole evaluation set.
+
+Every metric is updated as ``update(scores, batch)``.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from abc import ABC, abstractmethod
 
 import torch
 
+from gnnbench.data.batching import GraphBatch
 from gnnbench.errors import ConfigError
 
 
@@ -50,7 +60,7 @@ class Metric(ABC):
         self._count = 0
 
     @abstractmethod
-    def update(self, scores: torch.Tensor, y: torch.Tensor) -> None:
+    def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
         """Add one batch's predictions."""
 
     def compute(self) -> float:
@@ -60,15 +70,16 @@ class Metric(ABC):
 class WeightedAccuracy(Metric):
     name, higher_is_better = "weighted_accuracy", True
 
-    def update(self, scores: torch.Tensor, y: torch.Tensor) -> None:
-        self._sum = self._sum + sbm_weighted_accuracy(scores, y).double().cpu()
+    def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        self._sum = self._sum + sbm_weighted_accuracy(scores, batch.y).double().cpu()
         self._count += 1  # mean over batches
 
 
 class Accuracy(Metric):
     name, higher_is_better = "accuracy", True
 
-    def update(self, scores: torch.Tensor, y: torch.Tensor) -> None:
+    def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        y = batch.y
         self._sum = self._sum + 100.0 * (scores.argmax(dim=1) == y).sum().double().cpu()
         self._count += y.numel()  # global over graphs
 
@@ -76,15 +87,80 @@ class Accuracy(Metric):
 class MAE(Metric):
     name, higher_is_better = "mae", False
 
-    def update(self, scores: torch.Tensor, y: torch.Tensor) -> None:
-        self._sum = self._sum + (scores - y).abs().mean().double().cpu()
+    def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        self._sum = self._sum + (scores - batch.y).abs().mean().double().cpu()
         self._count += 1  # mean over batches
 
 
-METRICS: dict[str, type[Metric]] = {m.name: m for m in (WeightedAccuracy, Accuracy, MAE)}
+def binary_f1(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """F1 of class 1 for argmax predictions of one batch (0-d tensor; 0 when it is undefined, as sklearn)."""
+    preds = scores.argmax(dim=1)
+    true_pos = ((preds == 1) & (targets == 1)).sum()
+    denominator = (preds == 1).sum() + (targets == 1).sum()
+    return torch.where(denominator > 0, 2.0 * true_pos / denominator.clamp(min=1), torch.zeros(()))
 
 
-def get_metric(name: str) -> Metric:
+class F1(Metric):
+    name, higher_is_better = "f1", True
+
+    def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        self._sum = self._sum + binary_f1(scores, batch.y).double().cpu()
+        self._count += 1  # mean over batches
+
+
+class Log10MSE(Metric):
+    name, higher_is_better = "log10_mse", False
+
+    def __init__(self, batch_size: int = 1) -> None:
+        self.batch_size = batch_size
+        super().__init__()
+
+    def reset(self) -> None:
+        self._parts = torch.zeros(6, dtype=torch.float64)
+        self._count = 0
+
+    def update(self, scores, batch: GraphBatch) -> None:
+        from gnnbench.training.losses import multitask_parts
+
+        self._parts = self._parts + multitask_parts(scores, batch, self.batch_size).detach().double().cpu()
+        self._count += 1
+
+    def per_task(self) -> list[float]:
+        return torch.log10(self._parts / max(self._count, 1)).tolist()
+
+    def compute(self) -> float:
+        return float(torch.log10(self._parts.mean() / max(self._count, 1)))
+
+
+class HitsAtK(Metric):
+    """OGB's Hits@K over the evaluation set: positives (``batch.y`` = 1) scored above the K-th best negative."""
+
+    k = 50
+    name, higher_is_better = "hits@50", True
+
+    def reset(self) -> None:
+        self._pos: list[torch.Tensor] = []
+        self._neg: list[torch.Tensor] = []
+
+    def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        positive = batch.y.bool()
+        self._pos.append(scores[positive].detach().cpu())
+        self._neg.append(scores[~positive].detach().cpu())
+
+    def compute(self) -> float:
+        pos, neg = torch.cat(self._pos), torch.cat(self._neg)
+        if neg.numel() < self.k:
+            return 1.0
+        threshold = torch.topk(neg, self.k).values[-1]
+        return float((pos > threshold).double().mean())
+
+
+METRICS: dict[str, type[Metric]] = {m.name: m for m in (WeightedAccuracy, Accuracy, MAE, F1, Log10MSE, HitsAtK)}
+
+
+def get_metric(name: str, config: dict | None = None) -> Metric:
     if name not in METRICS:
         raise ConfigError(f"dataset metadata names unknown metric {name!r}; known: {', '.join(METRICS)}")
+    if name == "log10_mse":
+        return Log10MSE((config or {}).get("batch_size", 1))
     return METRICS[name]()

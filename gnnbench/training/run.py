@@ -123,7 +123,7 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
         "val": GraphLoader(store, parts["val"], batch_size, pe=pe),
         "test": GraphLoader(store, parts["test"], batch_size, pe=pe),
     }
-    loss_fn, metric = get_loss(meta.loss), get_metric(meta.metric)
+    loss_fn, metric = get_loss(meta.loss, cfg), get_metric(meta.metric, cfg)
     key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds), "fold": fold,
                        "pe": None if pe_path is None else sha256_file(pe_path)})
     time_limit_s = cfg["max_time"] * 3600 / (FOLD_TIME_DIVISOR if splits.protocol == "stratified_kfold" else 1)
