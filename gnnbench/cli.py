@@ -7,6 +7,7 @@
         --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
     gnnbench aggregate results/runs/CSL/*/*/*/metrics.json --out results/tables/CSL
     gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
+    gnnbench fit-budget --dataset ZINC --model GAT --layers 4 --budget 100000
     gnnbench presets
 
 Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1.
@@ -83,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
     p.add_argument("--dataset", help="dataset whose input sizes to use (default: the preset's)")
 
+    p = sub.add_parser("fit-budget", help="print the hidden width closest to a parameter budget, and its count")
+    p.add_argument("--dataset", required=True, help="dataset whose input sizes to use (e.g. ZINC, SBM_PATTERN)")
+    p.add_argument("--model", required=True)
+    p.add_argument("--layers", type=int, help="number of layers L (default: the base config's)")
+    p.add_argument("--budget", type=int, required=True, help="target number of trainable parameters")
+    p.add_argument("--preset", help="base config (default: the model's published config for the dataset)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override of the base config")
+
     sub.add_parser("presets", help="list the published configs")
     return parser
 
@@ -127,6 +136,13 @@ def _run(args: argparse.Namespace) -> None:
             raise ConfigError("params: give --preset, or --dataset with --set model=... and the model's keys")
         config = run_config(args.preset, _key_values(args.set), where="--set")
         print(count_parameters(build_model(config, describe_dataset(dataset))))
+    elif args.command == "fit-budget":
+        from gnnbench.config.budget import fit_preset
+        from gnnbench.data.catalog import describe_dataset
+
+        fit = fit_preset(args.dataset, args.model, args.budget, args.layers, describe_dataset(args.dataset),
+                         args.preset, _key_values(args.set))
+        print(f"{fit.hidden_dim} {fit.total_params}")
     elif args.command == "presets":
         from gnnbench.config.presets import all_presets
 

@@ -23,10 +23,11 @@ TRAIN_KEYS: dict[str, type] = {
     "seed": int, "epochs": int, "batch_size": int, "init_lr": float, "lr_reduce_factor": float,
     "lr_schedule_patience": int, "min_lr": float, "weight_decay": float, "max_time": float,
 }
-OTHER_KEYS: dict[str, type] = {"model": str}
+OTHER_KEYS: dict[str, type] = {"model": str, "dense_schedule": str}
+CHOICES = {"dense_schedule": ("minibatch", "original")}
 KEY_TYPES: dict[str, type] = {**NET_KEYS, **TRAIN_KEYS, **OTHER_KEYS}
 
-_POSITIVE = {"L", "hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel"}
+_POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel"}
 _FRACTION = {"in_feat_dropout", "dropout"}
 
 
@@ -41,6 +42,10 @@ def coerce(key: str, value: Any, where: str) -> Any:
         value = _convert(expected, value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {key} must be {_describe(expected)}, got {value!r}; fix the value") from None
+    if key in CHOICES and value not in CHOICES[key]:
+        raise ConfigError(f"{where}: {key} must be one of {', '.join(CHOICES[key])}, got {value!r}; fix the value")
+    if key == "L" and value < 0:  # 0 is valid: MF has no message-passing layers
+        raise ConfigError(f"{where}: L must not be negative, got {value!r}; fix the value")
     if key in _POSITIVE and value < 1:
         raise ConfigError(f"{where}: {key} must be at least 1, got {value!r}; fix the value")
     if key in _FRACTION and not 0 <= value < 1:

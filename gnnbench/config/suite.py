@@ -162,11 +162,33 @@ def _benchmark(dataset: DatasetSpec, entry: dict, where: str) -> Benchmark:
     shared = entry.get("set") or {}
     for label, model in entry["models"].items():
         model_where = f"{where}.models.{label}"
-        preset, own = (model, {}) if isinstance(model, str) else (model.get("preset"), model.get("set") or {})
-        config = run_config(preset, {**shared, **own}, where=model_where)
+        model = {"preset": model} if isinstance(model, str) else model
+        preset, own = model.get("preset"), {**shared, **(model.get("set") or {})}
+        if "model" in model:
+            own["model"] = model["model"]
+        if "budget" in model:
+            config = _fit(dataset, preset, own, model, model_where)
+        else:
+            config = run_config(preset, own, where=model_where)
         _check_buildable(config, dataset.meta, model_where)
         benchmark.models[label] = ModelSpec(label, preset, config)
     return benchmark
+
+
+def _fit(dataset: DatasetSpec, preset: str | None, overrides: dict, entry: dict, where: str) -> dict:
+    """Run config of a model entry that names a parameter budget: the fitted hidden width (and out_dim)."""
+    from gnnbench.config.budget import base_preset, fit_budget
+    from gnnbench.data.catalog import published_name
+
+    model = overrides.get("model") or (run_config(preset, where=where)["model"] if preset else None)
+    if model is None:
+        raise ConfigError(f"{where}: a budget needs the model (e.g. model: GCN) or a preset to start from")
+    base = preset or base_preset(published_name(dataset.generator, dataset.name), model)
+    config = run_config(base, overrides, where=where)
+    try:
+        return fit_budget(config, dataset.meta, entry["budget"], entry.get("layers")).config
+    except GnnbenchError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _check_buildable(config: dict, meta: DatasetMeta, where: str) -> None:

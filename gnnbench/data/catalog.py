@@ -91,5 +91,10 @@ def describe_dataset(name: str) -> DatasetMeta:
     raise ConfigError(f"dataset {name!r} is not known to gnnbench; known: {known}")
 
 
+def published_name(generator: str, default: str) -> str:
+    """The benchmark's name for the dataset a generator makes (e.g. sbm_pattern → SBM_PATTERN)."""
+    return {g: name for name, g in _GENERATED.items()}.get(generator, default)
+
+
 def known_datasets() -> list[str]:
     return sorted([*_GENERATED, *_EXTERNAL])

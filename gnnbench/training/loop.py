@@ -37,6 +37,35 @@ def train_epoch(model: torch.nn.Module, batches: Iterable[GraphBatch], optimizer
     return float(total_loss / max(num_batches, 1)), metric.compute()
 
 
+def train_epoch_accumulated(model: torch.nn.Module, graphs: Iterable[GraphBatch], optimizer: torch.optim.Optimizer,
+                            loss_fn: Loss, metric: Metric, device: torch.device, accumulate: int,
+                            flip_pe: bool = True) -> tuple[float, float]:
+    """The original dense-model schedule (RingGNN/3WLGNN, spec §1.4): one graph per forward pass; gradients
+    are zeroed once at the start of the epoch, every graph's loss is back-propagated, and the optimizer steps
+    (then zeroes) whenever the 0-based graph counter is a multiple of ``accumulate`` (the config's batch
+    size). The first update therefore uses one graph, later ones the *sum* of ``accumulate`` graphs'
+    gradients, and the epoch's leftover gradients are discarded. ``graphs`` must yield one graph per batch.
+    """
+    model.train()
+    metric.reset()
+    optimizer.zero_grad(set_to_none=True)
+    total_loss, num_graphs = torch.zeros((), dtype=torch.float64), 0
+    for step, graph in enumerate(graphs):
+        graph = graph.to(device, non_blocking=True)
+        if flip_pe and graph.pe is not None:
+            graph.pe = random_sign_flip(graph.pe)
+        scores = model(graph)
+        loss = loss_fn(scores, graph)
+        loss.backward()
+        if step % accumulate == 0:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        total_loss += loss.detach().double().cpu()
+        num_graphs += 1
+        metric.update(_detach(scores), graph)
+    return float(total_loss / max(num_graphs, 1)), metric.compute()
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, batches: Iterable[GraphBatch], loss_fn: Loss, metric: Metric,
              device: torch.device) -> tuple[float, float]:

@@ -8,6 +8,13 @@ cross-validation, as the original does for TU/CSL), or at ``epochs``. The report
 the model after the **last** epoch — no best-validation selection — re-evaluated on train (eval mode),
 val and test.
 
+Dense WL-GNNs (RingGNN, 3WLGNN): the original trains them one graph per forward pass and emulates the batch
+size by a peculiar gradient-accumulation schedule (:func:`~gnnbench.training.loop.train_epoch_accumulated`).
+gnnbench's default is true mini-batching on padded dense batches (``dense_schedule: minibatch``: one optimizer
+step per ``batch_size`` graphs, gradients averaged by the loss like every other model);
+``dense_schedule: original`` reproduces the original schedule, evaluating one graph at a time as it does
+(batch-averaged metrics then average over graphs). The option applies to any model.
+
 Decisions: the final train score is computed on the training set in stored order (the original uses its
 shuffled loader, which moves batch-averaged metrics slightly); ``epochs`` in the results is the number of
 epochs trained (the original prints the 0-based index of the last one). Same seed and thread count give
@@ -41,7 +48,7 @@ from gnnbench.io import atomic_path, sha256_file, sha256_json, write_json
 from gnnbench.models import build_model, count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE, load_resumable, restore_rng, rng_state, save_checkpoint
-from gnnbench.training.loop import evaluate, train_epoch
+from gnnbench.training.loop import evaluate, train_epoch, train_epoch_accumulated
 from gnnbench.training.losses import get_loss
 from gnnbench.training.metrics import get_metric
 
@@ -116,7 +123,8 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode="min", factor=cfg["lr_reduce_factor"], patience=cfg["lr_schedule_patience"])
     shuffle = torch.Generator().manual_seed(cfg["seed"])
-    batch_size = cfg["batch_size"]
+    original_schedule = cfg.get("dense_schedule", "minibatch") == "original"
+    batch_size = 1 if original_schedule else cfg["batch_size"]
     loaders = {
         "train": GraphLoader(store, parts["train"], batch_size, shuffle=True, generator=shuffle, pe=pe),
         "train_eval": GraphLoader(store, parts["train"], batch_size, pe=pe),
@@ -150,7 +158,11 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     while stop_reason is None and len(history) < cfg["epochs"]:
         start = time.perf_counter()
         lr = optimizer.param_groups[0]["lr"]
-        train_loss, train_score = train_epoch(model, loaders["train"], optimizer, loss_fn, metric, dev)
+        if original_schedule:
+            train_loss, train_score = train_epoch_accumulated(model, loaders["train"], optimizer, loss_fn, metric, dev,
+                                                              accumulate=cfg["batch_size"])
+        else:
+            train_loss, train_score = train_epoch(model, loaders["train"], optimizer, loss_fn, metric, dev)
         val_loss, val_score = evaluate(model, loaders["val"], loss_fn, metric, dev)
         test_loss, test_score = evaluate(model, loaders["test"], loss_fn, metric, dev)
         scheduler.step(val_loss)

@@ -1,0 +1,93 @@
+"""Automatic parameter budgets: the hidden width whose trainable-parameter count is closest to a budget.
+
+The benchmark compares models at fixed budgets (100k, 500k parameters) by hand-tuning each config's
+``hidden_dim``. :func:`fit_budget` does it automatically: starting from a base config (by default the
+model's published config for the dataset, see :func:`base_preset`), it sets ``L`` and searches the hidden
+width whose count — built exactly like ``gnnbench params`` — is closest to the budget (ties: the smaller
+width). Width constraints follow the published configs: ``out_dim`` = ``hidden_dim`` for every model that
+has it, except GAT, whose ``hidden_dim`` is the per-head width and ``out_dim`` = ``hidden_dim · n_heads``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gnnbench.config.presets import all_presets, run_config
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.errors import ConfigError
+
+MIN_WIDTH = 4  # below it the benchmark's MLPReadout (widths d/2, d/4) has empty layers
+MAX_WIDTH = 1 << 14
+
+
+@dataclass(frozen=True)
+class Fit:
+    hidden_dim: int
+    out_dim: int | None
+    total_params: int
+    config: dict
+
+
+def base_preset(dataset: str, model: str) -> str:
+    """The published config a fit starts from: the model's config for ``dataset`` (else for any dataset),
+    preferring the plain 100k/40k budget over PE, L8 and edge-analysis variants."""
+    presets = all_presets()
+    same_model = [n for n, p in presets.items() if p["model"] == model]
+    if not same_model:
+        raise ConfigError(f"fit-budget: no published config uses model {model!r}; models: "
+                          f"{', '.join(sorted({p['model'] for p in presets.values()}))}")
+    on_dataset = [n for n in same_model if presets[n]["dataset"] == dataset] or same_model
+
+    def rank(name: str) -> tuple:
+        return ("_PE" in name, "L8" in name, any(v in name for v in ("edgefeat", "edgereprfeat", "isotropic")),
+                "500k" in name, name)
+
+    return min(on_dataset, key=rank)
+
+
+def _with_width(config: dict, width: int) -> dict:
+    out = {**config, "hidden_dim": width}
+    if "out_dim" in config:
+        out["out_dim"] = width * config["n_heads"] if config["model"] == "GAT" else width
+    return out
+
+
+def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None = None) -> Fit:
+    """Hidden width (and out_dim) of ``config`` whose parameter count is closest to ``budget``."""
+    from gnnbench.models import build_model, count_parameters
+
+    if budget < 1:
+        raise ConfigError(f"fit-budget: budget must be a positive number of parameters, got {budget}")
+    if layers is not None:
+        config = {**config, "L": layers}
+    cache: dict[int, int] = {}
+
+    def count(width: int) -> int:
+        if width not in cache:
+            cache[width] = count_parameters(build_model(_with_width(config, width), meta))
+        return cache[width]
+
+    # exponential then binary search for the smallest width reaching the budget (counts grow with the width)
+    high = MIN_WIDTH
+    while count(high) < budget and high < MAX_WIDTH:
+        high *= 2
+    low = max(high // 2, MIN_WIDTH)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if count(mid) >= budget:
+            high = mid
+        else:
+            low = mid
+    candidates = [low, high]
+    best = min(candidates, key=lambda w: (abs(count(w) - budget), w))
+    fitted = _with_width(config, best)
+    return Fit(best, fitted.get("out_dim"), count(best), fitted)
+
+
+def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: DatasetMeta,
+               preset: str | None = None, overrides: dict | None = None) -> Fit:
+    name = preset or base_preset(dataset, model)
+    config = run_config(name, overrides or {}, where="fit-budget")
+    if config["model"] != model:
+        raise ConfigError(f"fit-budget: preset {name} is a {config['model']} config, not {model}")
+    return fit_budget(config, meta, budget, layers)

@@ -1,0 +1,1 @@
+"""Graph datasets: columnar storage, metadata, mini-batching, generators and the catalog of published datasets."""
