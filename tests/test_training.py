@@ -195,3 +195,51 @@ def test_cli_reports_a_corrupt_dataset_in_one_line(datasets, tmp_path):
                       + errors[0].split("corrupt or truncated ", 1)[1]]
     assert "delete it and rerun snakemake" in errors[0] and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_original_dense_schedule_steps_on_multiples_of_the_batch_size_with_summed_gradients():
+    """Spec §1.4: zero_grad once per epoch, backward every graph, step (then zero) when the 0-based graph counter
+    is a multiple of B: the first update uses graph 0 alone, the next ones the sum of graphs 1..B, B+1..2B, ...;
+    the leftover graphs' gradients are never applied."""
+    from conftest import labelled, meta_for, random_graphs
+
+    from gnnbench.data.batching import GraphLoader, model_dtypes
+    from gnnbench.data.store import GraphStore
+    from gnnbench.models import build_model
+    from gnnbench.training.loop import train_epoch_accumulated
+    from gnnbench.training.losses import get_loss
+    from gnnbench.training.metrics import get_metric
+
+    columns = labelled(random_graphs(8, seed=5), "graph_regression")
+    store = model_dtypes(GraphStore.from_columns(columns))
+    meta = meta_for("graph_regression")
+    torch.manual_seed(0)
+    net = build_model(dict(model="GCN", L=1, hidden_dim=4, out_dim=4, residual=False, batch_norm=False,
+                           dropout=0.0, readout="mean"), meta)
+    loss_fn = get_loss("l1")
+    loader = GraphLoader(store, torch.arange(8), 1)
+
+    def gradient() -> torch.Tensor:  # unused parameters (batchnorm_h without batch_norm) have no gradient
+        return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in net.parameters()])
+
+    per_graph = []  # independent gradients of every graph (parameters never change: lr 0)
+    for graph in loader:
+        net.zero_grad()
+        loss_fn(net(graph), graph).backward()
+        per_graph.append(gradient().clone())
+
+    class Recorder(torch.optim.SGD):
+        def __init__(self, params):
+            super().__init__(params, lr=0.0)
+            self.seen = []
+
+        def step(self, closure=None):
+            self.seen.append(gradient().clone())
+            return super().step(closure)
+
+    optimizer = Recorder(net.parameters())
+    train_epoch_accumulated(net, loader, optimizer, loss_fn, get_metric("mae"), torch.device("cpu"), accumulate=3)
+    expected = [per_graph[0], sum(per_graph[1:4]), sum(per_graph[4:7])]  # graph 7 is left over
+    assert len(optimizer.seen) == 3
+    for got, want in zip(optimizer.seen, expected, strict=True):
+        torch.testing.assert_close(got, want)

@@ -40,7 +40,7 @@ def base_preset(dataset: str, model: str) -> str:
 
     def rank(name: str) -> tuple:
         return ("_PE" in name, "L8" in name, any(v in name for v in ("edgefeat", "edgereprfeat", "isotropic")),
-                "500k" in name, name)
+                "100k" not in name, name)
 
     return min(on_dataset, key=rank)
 

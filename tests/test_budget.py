@@ -1,0 +1,68 @@
+"""Automatic parameter budgets: every published model/dataset pair at 100k and 500k is fitted within 2% of the
+budget and never further from it than the published width."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gnnbench.config.budget import base_preset, fit_budget
+from gnnbench.config.presets import all_presets, run_config
+from gnnbench.data.catalog import describe_dataset
+from gnnbench.errors import ConfigError
+from gnnbench.models import build_model, count_parameters
+
+
+def _budget_presets() -> list[tuple[str, int]]:
+    """Every published config of a 100k or 500k budget (the plain, PE and L8 ones; not the edge analyses)."""
+    out = []
+    for name in all_presets():
+        for tag, budget in (("100k", 100_000), ("500k", 500_000)):
+            if name.endswith(tag) and not any(v in name for v in ("edgefeat", "edgereprfeat", "isotropic")):
+                out.append((name, budget))
+    return out
+
+
+CASES = _budget_presets()
+
+
+def test_every_budget_config_is_covered():
+    assert len(CASES) >= 150
+    assert {all_presets()[n]["model"] for n, _ in CASES} == {
+        "MLP", "GCN", "GraphSage", "GAT", "MoNet", "GIN", "GatedGCN", "RingGNN", "3WLGNN"}
+
+
+@pytest.mark.parametrize(("preset", "budget"), CASES, ids=[n for n, _ in CASES])
+def test_fit_is_within_two_percent_and_no_worse_than_the_published_width(preset, budget):
+    config = run_config(preset)
+    meta = describe_dataset(all_presets()[preset]["dataset"])
+    published = count_parameters(build_model(config, meta))
+    fit = fit_budget(config, meta, budget)
+    assert fit.config["L"] == config["L"]
+    assert abs(fit.total_params - budget) <= 0.02 * budget, (fit.hidden_dim, fit.total_params)
+    assert abs(fit.total_params - budget) <= abs(published - budget), (fit.hidden_dim, config["hidden_dim"])
+    assert count_parameters(build_model(fit.config, meta)) == fit.total_params
+    if config["model"] == "GAT":  # hidden_dim is per head; the output keeps hidden · heads
+        assert fit.out_dim == fit.hidden_dim * config["n_heads"]
+
+
+def test_fit_budget_command_prints_width_and_count():
+    out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "fit-budget", "--dataset", "ZINC", "--model", "GCN",
+                          "--layers", "4", "--budget", "100000"], capture_output=True, text=True, check=True)
+    width, total = map(int, out.stdout.split())
+    config = {**run_config("molecules_graph_regression_GCN_ZINC_100k"), "hidden_dim": width, "out_dim": width}
+    assert total == count_parameters(build_model(config, describe_dataset("ZINC")))
+    for other in (width - 1, width + 1):
+        worse = count_parameters(build_model({**config, "hidden_dim": other, "out_dim": other},
+                                             describe_dataset("ZINC")))
+        assert abs(worse - 100000) >= abs(total - 100000)
+
+
+def test_base_preset_prefers_the_plain_config_of_the_dataset():
+    assert base_preset("ZINC", "GatedGCN") == "molecules_graph_regression_GatedGCN_ZINC_100k"
+    assert base_preset("SBM_PATTERN", "GatedGCN") == "SBMs_node_clustering_GatedGCN_PATTERN_100k"
+    assert base_preset("some-new-dataset", "GIN").startswith("CSL_graph_classification_GIN")  # first by name
+    with pytest.raises(ConfigError, match="no published config uses model 'Transformer'"):
+        base_preset("ZINC", "Transformer")

@@ -1,0 +1,84 @@
+"""Every model of the zoo trains end to end through Snakemake on every task the generated datasets offer:
+node classification (PATTERN), graph classification (CSL, with and without PE), edge classification (TSP)
+and multitask regression (GraphTheoryProp), plus a budget-fitted model and the original dense schedule."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from gnnbench.config.presets import REPO_ROOT
+from gnnbench.config.suite import load_suite
+from gnnbench.data.catalog import describe_dataset
+from gnnbench.models import build_model, count_parameters
+
+pytestmark = pytest.mark.slow
+
+MODELS = ["MLP", "GCN", "GraphSage", "GAT", "MoNet", "GIN", "GatedGCN", "RingGNN", "3WLGNN"]
+SUITE = {
+    "threads_per_run": 1,
+    "datasets": {
+        "CSL": {"generator": "csl", "seed": 2, "params": {"copies_per_class": 5}},
+        "PATTERN": {"generator": "sbm_pattern", "seed": 2,
+                    "params": {"num_train": 4, "num_val": 2, "num_test": 2, "num_patterns": 2}},
+    },
+    "benchmarks": {
+        "CSL": {"seeds": [1], "folds": [0], "set": {"epochs": 1},
+                "models": {**{m: f"CSL_graph_classification_{m}_CSL_100k" for m in MODELS},
+                           **{f"{m}-PE": f"CSL_graph_classification_{m}_CSL_PE_100k" for m in ("GIN", "RingGNN")},
+                           "GIN-fit": {"model": "GIN", "budget": 20000, "layers": 2},
+                           "3WLGNN-original": {"preset": "CSL_graph_classification_3WLGNN_CSL_100k",
+                                               "set": {"dense_schedule": "original"}}}},
+        "PATTERN": {"seeds": [1], "set": {"epochs": 1},
+                    "models": {m: f"SBMs_node_clustering_{m}_PATTERN_100k" for m in MODELS}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("zoo")
+    (workdir / "suite.yaml").write_text(yaml.safe_dump(SUITE))
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(workdir / "suite.yaml"), "--cores", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+def test_every_model_trains_on_every_task_through_the_workflow(run):
+    suite = load_suite(SUITE)
+    for spec in suite.runs():
+        metrics = json.loads((run / "results" / "runs" / spec["dataset"] / spec["model"] / f"seed{spec['seed']}"
+                              / f"fold{spec['fold']}" / "metrics.json").read_text())
+        assert metrics["epochs"] == 1 and math.isfinite(metrics["test"]["metric"]), spec
+        assert math.isfinite(metrics["train"]["loss"]), spec
+        config = suite.run_config(spec["dataset"], spec["model"], spec["seed"])
+        meta = suite.datasets[spec["dataset"]].meta
+        assert metrics["num_params"] == count_parameters(build_model(config, meta)), spec
+    for dataset, benchmark in suite.benchmarks.items():
+        table = pd.read_csv(run / "results" / "tables" / f"{dataset}.csv")
+        assert sorted(table["model"]) == sorted(benchmark.models)
+
+
+def test_budget_entry_trains_the_fitted_width(run):
+    metrics = json.loads((run / "results/runs/CSL/GIN-fit/seed1/fold0/metrics.json").read_text())
+    assert metrics["config"]["L"] == 2 and abs(metrics["num_params"] - 20000) / 20000 < 0.05
+    wider = {**metrics["config"], "hidden_dim": metrics["config"]["hidden_dim"] + 1}
+    narrower = {**metrics["config"], "hidden_dim": metrics["config"]["hidden_dim"] - 1}
+    meta = describe_dataset("CSL")
+    for other in (wider, narrower):
+        assert abs(count_parameters(build_model(other, meta)) - 20000) >= abs(metrics["num_params"] - 20000)
+
+
+def test_original_dense_schedule_is_recorded_and_differs_from_minibatching(run):
+    original = json.loads((run / "results/runs/CSL/3WLGNN-original/seed1/fold0/metrics.json").read_text())
+    minibatch = json.loads((run / "results/runs/CSL/3WLGNN/seed1/fold0/metrics.json").read_text())
+    assert original["config"]["dense_schedule"] == "original" and "dense_schedule" not in minibatch["config"]
+    assert original["train"]["loss"] != minibatch["train"]["loss"]
