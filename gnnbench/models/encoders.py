@@ -67,5 +67,5 @@ class EdgeEncoder(nn.Module):
         if self.use_features:
             return self.layer(edge_attr)
         # Linear(ones) is the same vector for every edge: compute it once and broadcast.
-        ones = torch.ones(1, self.layer.in_features, device=self.layer.weight.device)
+        ones = torch.ones(1, self.layer.in_features, dtype=self.layer.weight.dtype, device=self.layer.weight.device)
         return self.layer(ones).expand(num_edges, -1)

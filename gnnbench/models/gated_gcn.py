@@ -1,6 +1,6 @@
-"""GatedGCN (Bresson & Laurent) with the edge stream of the benchmark (spec benchmarking-gnns.md §2.2).
+"""GatedGCN (Bresson & Laurent) with the edge stream of the benchmark (spec benchmarking-gnns.md §2.2, §2.4).
 
-For every edge u→v (sums over the in-edges of v):
+Standard layer (``layer_type`` "edgereprfeat" or absent), for every edge u→v (sums over the in-edges of v):
 
     ê_uv = C e_uv + D h_u + E h_v
     σ_uv = sigmoid(ê_uv)
@@ -10,13 +10,32 @@ For every edge u→v (sums over the in-edges of v):
 The edge stream carries the pre-sigmoid ê. Residuals apply only when input and output widths agree.
 ``bn_node_e`` is always created, like the original (it counts in the parameter total).
 
-Speed: A, B, D and E are applied in one matrix product; gathers use ``index_select`` and sums
-``index_add_``; a constant edge input (the benchmark's ``ones``) is transformed once, not per edge; and the
-edge update of the last layer is skipped (no head reads the edge stream) — its result
-would be discarded, so outputs are unchanged.
+Edge-analysis variants of TSP/COLLAB (``layer_type``), with the same BN/ReLU/residual/dropout tail on h:
 
-Node-level tasks: the benchmark's SBM GatedGCN keeps every layer at ``hidden_dim`` and ignores
-``out_dim``; :meth:`GatedGCN.from_config` reproduces that for node tasks.
+* "edgefeat" (``GatedGCNLayerEdgeFeatOnly``): no C, no ``bn_node_e``; ê_uv = D h_u + E h_v gates the same
+  normalised sum; the edge input is returned unchanged.
+* "isotropic" (``GatedGCNLayerIsotropic``): only A, B and ``bn_node_h``; h'_v = A h_v + Σ_u B h_u (no gate);
+  the edge input is returned unchanged.
+
+The edge encoder is built for every variant (the original creates ``embedding_e`` even where the layers never
+read it, and it counts in the parameter total).
+
+``use_gru`` (GraphTheoryProp): after every layer h ← GRU(input = h_prev, h0 = h_layer) — the previous state
+is the GRU *input* and the layer output its *initial hidden state* (the original's argument order); the
+GRU's final hidden state is the new h. One ``nn.GRU(hidden, hidden)`` is shared by all layers.
+
+Speed: A, B, D and E are applied in one matrix product; gathers use ``index_select`` and sums
+``index_add_``; a constant edge input (the benchmark's ``ones``) is transformed once, not per edge; the
+edge update of the last layer is skipped (no head reads the edge stream) — its result would be discarded,
+so outputs are unchanged; the isotropic sum is one sparse–dense product with the adjacency built once per
+forward pass.
+
+Node-level tasks: the benchmark's SBM and WikiCS GatedGCN (and GraphTheoryProp's) keep every layer at
+``hidden_dim`` and ignore ``out_dim``; :meth:`GatedGCN.from_config` reproduces that for node and multitask
+tasks. WikiCS: the original's WikiCS net embeds the edges with ``Embedding(1, hidden)`` on an all-zero edge
+type (a learned constant edge vector, no bias) instead of the usual ``Linear(1, hidden)`` on ones; on the
+dataset named WikiCS (without edge features) the model owns that table and broadcasts its row to every
+edge (the original's (E, 1, hidden) shape quirk, which breaks its layer, is not reproduced).
 """
 
 from __future__ import annotations
@@ -29,23 +48,35 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.blocks import post_aggregation, stack_widths
-from gnnbench.models.scatter import scatter_sum
+from gnnbench.models.scatter import SparseAdjacency, scatter_sum
 
 
-class GatedGCNLayer(nn.Module):
+class _LayerBase(nn.Module):
+    """Shared settings of the three layer types (the BN/ReLU/residual/dropout tail)."""
+
     def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
         super().__init__()
-        self.A, self.B, self.C, self.D, self.E = (nn.Linear(in_dim, out_dim) for _ in range(5))
-        self.bn_node_h = nn.BatchNorm1d(out_dim)
-        self.bn_node_e = nn.BatchNorm1d(out_dim)
         self.dropout, self.batch_norm = dropout, batch_norm
         self.residual = residual and in_dim == out_dim
 
     def reset_parameters(self) -> None:
-        for module in (self.A, self.B, self.C, self.D, self.E, self.bn_node_h, self.bn_node_e):
+        for module in self.children():
             module.reset_parameters()
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True):
+    def _tail(self) -> dict:
+        return {"batch_norm": self.batch_norm, "residual": self.residual, "dropout": self.dropout,
+                "training": self.training}
+
+
+class GatedGCNLayer(_LayerBase):
+    def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
+        super().__init__(in_dim, out_dim, dropout, batch_norm, residual)
+        self.A, self.B, self.C, self.D, self.E = (nn.Linear(in_dim, out_dim) for _ in range(5))
+        self.bn_node_h = nn.BatchNorm1d(out_dim)
+        self.bn_node_e = nn.BatchNorm1d(out_dim)
+
+    def forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True,
+                adjacency: SparseAdjacency | None = None):
         src, dst = edge_index
         linears = (self.A, self.B, self.D, self.E)
         weight = torch.cat([m.weight for m in linears])
@@ -60,11 +91,63 @@ class GatedGCNLayer(nn.Module):
         sigma = torch.sigmoid(e_hat)
         numerator = scatter_sum(sigma * Bh.index_select(0, src), dst, h.shape[0])
         denominator = scatter_sum(sigma, dst, h.shape[0])
-        tail = {"batch_norm": self.batch_norm, "residual": self.residual, "dropout": self.dropout,
-                "training": self.training}
+        tail = self._tail()
         h_new = post_aggregation(Ah + numerator / (denominator + 1e-6), h, self.bn_node_h, **tail)
         e_new = post_aggregation(e_hat, e, self.bn_node_e, **tail) if edge_output else None
         return h_new, e_new
+
+
+class GatedGCNLayerEdgeFeatOnly(_LayerBase):
+    """"edgefeat": the gate comes from the nodes only (ê_uv = D h_u + E h_v); no C, no ``bn_node_e``; the
+    edge input is returned unchanged."""
+
+    def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
+        super().__init__(in_dim, out_dim, dropout, batch_norm, residual)
+        self.A, self.B, self.D, self.E = (nn.Linear(in_dim, out_dim) for _ in range(4))
+        self.bn_node_h = nn.BatchNorm1d(out_dim)
+
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor, edge_output: bool = True,
+                adjacency: SparseAdjacency | None = None):
+        src, dst = edge_index
+        linears = (self.A, self.B, self.D, self.E)
+        weight = torch.cat([m.weight for m in linears])
+        bias = torch.cat([m.bias for m in linears])
+        Ah, Bh, Dh, Eh = F.linear(h, weight, bias).split(self.A.out_features, dim=1)
+        sigma = torch.sigmoid(Dh.index_select(0, src) + Eh.index_select(0, dst))
+        numerator = scatter_sum(sigma * Bh.index_select(0, src), dst, h.shape[0])
+        denominator = scatter_sum(sigma, dst, h.shape[0])
+        h_new = post_aggregation(Ah + numerator / (denominator + 1e-6), h, self.bn_node_h, **self._tail())
+        return h_new, e
+
+
+class GatedGCNLayerIsotropic(_LayerBase):
+    """"isotropic": h'_v = A h_v + Σ_u B h_u (no gate); only A, B and ``bn_node_h``; the edge input is
+    returned unchanged."""
+
+    def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
+        super().__init__(in_dim, out_dim, dropout, batch_norm, residual)
+        self.A, self.B = nn.Linear(in_dim, out_dim), nn.Linear(in_dim, out_dim)
+        self.bn_node_h = nn.BatchNorm1d(out_dim)
+
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor, edge_output: bool = True,
+                adjacency: SparseAdjacency | None = None):
+        if adjacency is None:
+            adjacency = unit_adjacency(edge_index, h.shape[0], h.dtype)
+        weight = torch.cat([self.A.weight, self.B.weight])
+        bias = torch.cat([self.A.bias, self.B.bias])
+        Ah, Bh = F.linear(h, weight, bias).split(self.A.out_features, dim=1)
+        h_new = post_aggregation(Ah + adjacency.propagate(Bh), h, self.bn_node_h, **self._tail())
+        return h_new, e
+
+
+def unit_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype = torch.float32) -> SparseAdjacency:
+    """M[v, u] = number of edges u→v: ``propagate`` sums the in-neighbours' rows."""
+    return SparseAdjacency(edge_index, torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device),
+                           num_nodes)
+
+
+LAYER_TYPES = {"edgereprfeat": GatedGCNLayer, "edgefeat": GatedGCNLayerEdgeFeatOnly,
+               "isotropic": GatedGCNLayerIsotropic}
 
 
 class GatedGCN(Architecture):
@@ -74,20 +157,45 @@ class GatedGCN(Architecture):
     required = ("L", "hidden_dim", "out_dim", "residual", "batch_norm", "dropout")
 
     def __init__(self, hidden_dim: int, out_dim: int, num_layers: int, dropout: float, batch_norm: bool,
-                 residual: bool) -> None:
+                 residual: bool, layer_type: str = "edgereprfeat", use_gru: bool = False,
+                 edge_table: bool = False) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(GatedGCNLayer(a, b, dropout, batch_norm, residual)
+        if layer_type not in LAYER_TYPES:
+            # the original silently falls back to the standard layer; a typo is more likely than intent here
+            raise ValueError(f"layer_type must be one of {', '.join(LAYER_TYPES)}, got {layer_type!r}")
+        layer_cls = LAYER_TYPES[layer_type]
+        self.layers = nn.ModuleList(layer_cls(a, b, dropout, batch_norm, residual)
                                     for a, b in stack_widths(hidden_dim, out_dim, num_layers))
+        if use_gru and out_dim != hidden_dim:
+            raise ValueError(f"use_gru needs out_dim = hidden_dim (GRU({hidden_dim}, {hidden_dim})), got {out_dim}")
+        self.gru = nn.GRU(hidden_dim, hidden_dim) if use_gru else None
+        self.isotropic = layer_cls is GatedGCNLayerIsotropic
+        # WikiCS: Embedding(1, hidden) edge table owned here instead of an edge encoder (see module docstring)
+        self.edge_table = nn.Embedding(1, hidden_dim) if edge_table else None
+        self.uses_edges = not edge_table
         self.input_width, self.out_width = hidden_dim, out_dim
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> GatedGCN:
-        node_task = meta.task.startswith("node")
-        out_dim = cfg["hidden_dim"] if node_task else cfg["out_dim"]  # the benchmark ignores out_dim there
-        return cls(cfg["hidden_dim"], out_dim, cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"])
+        node_level = meta.task in ("node_classification", "multitask_regression")
+        out_dim = cfg["hidden_dim"] if node_level else cfg["out_dim"]  # the benchmark ignores out_dim there
+        edge_table = meta.name == "WikiCS" and meta.edge_features is None
+        return cls(cfg["hidden_dim"], out_dim, cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"],
+                   cfg.get("layer_type", "edgereprfeat"), cfg.get("use_gru", False), edge_table)
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor, batch: GraphBatch) -> Representation:
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        edge_index = batch.edge_index
+        if self.edge_table is not None:
+            e = self.edge_table.weight.expand(edge_index.shape[1], -1)  # the same row for every edge
+        adjacency = unit_adjacency(edge_index, h.shape[0], h.dtype) if self.isotropic else None
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
-            h, e = layer(h, e, batch.edge_index, edge_output=i < last)
+            h_layer, e = layer(h, e, edge_index, edge_output=i < last, adjacency=adjacency)
+            h = h_layer if self.gru is None else gru_update(self.gru, h, h_layer)
         return Representation(h)
+
+
+def gru_update(gru: nn.GRU, h_prev: torch.Tensor, h_layer: torch.Tensor) -> torch.Tensor:
+    """The benchmark's GraphTheoryProp step ``gru(h_prev, h_layer)[1]``: one GRU step whose *input* is the
+    previous node state and whose *initial hidden state* is the layer's output; returns the final hidden."""
+    return gru(h_prev.unsqueeze(0), h_layer.unsqueeze(0))[1].squeeze(0)

@@ -1,0 +1,144 @@
+"""GIN (Xu et al.) as the benchmark's ``GINLayer`` inside its per-layer readout (spec benchmarking-gnns.md §2.2, §2.4).
+
+For every node v (sums over the in-edges u→v):
+
+    h'_v = MLP((1 + ε) h_v + AGG_{u→v} h_u)          AGG = sum (all configs), mean or max
+    h    ← Dropout(h + ReLU(BN_h(h')))                 (BN only with batch_norm; residual only with residual)
+
+``MLP`` has ``n_mlp_GIN`` linear layers, hidden → hidden: Linear → BN → ReLU → … → Linear (linear output; the
+inner BNs are used whatever ``batch_norm`` says; one layer = a single Linear). ε starts at 0 and is a
+learnable scalar with ``learn_eps_GIN`` (all configs), else a buffer (not counted). ``bn_node_h`` is always
+created. Mean and max give 0 to nodes without in-edges, like DGL's builtin reducers. Every layer is
+hidden → hidden; ``out_dim`` is ignored, as in the original.
+
+Readout (the heads' ``per_layer`` style): the representation is [h^0 (the input embedding), h^1, …, h^L]
+and every task head sums one score per layer — Linear(h^ℓ) per node, Linear(pool(h^ℓ)) per graph with the
+config's ``readout`` (sum, mean or max; anything else is refused, as the original raises), the TSP edge MLP on
+[h^ℓ_u ‖ h^ℓ_v], and for GraphTheoryProp Linear(h^ℓ) per node plus Linear(Set2Set(h^ℓ)) per graph. Link
+prediction (COLLAB) is the exception: the original scores pairs from the last layer only with the MLP head.
+
+``use_gru`` (GraphTheoryProp): after every layer h ← GRU(input = h_prev, h0 = h_layer) — the *previous*
+state is the GRU input and the layer output its initial hidden state (the original's argument order); the
+GRU's final hidden state is the new h, and that is what the readout sees. One ``nn.GRU(hidden, hidden)`` is
+shared by all layers.
+
+Speed: the neighbour sum (and mean) is one sparse–dense product with the batch's adjacency, built once per
+forward pass and shared by all layers (much faster on CPU than gathering a message per edge and scattering
+it back); max gathers the source rows and reduces them with ``scatter_reduce``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from gnnbench.data.batching import GraphBatch
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.base import Architecture, Representation
+from gnnbench.models.blocks import post_aggregation
+from gnnbench.models.gated_gcn import gru_update, unit_adjacency
+from gnnbench.models.scatter import SparseAdjacency, degree, scatter_max
+
+AGGREGATORS = ("sum", "mean", "max")
+GRAPH_READOUTS = ("sum", "mean", "max")
+
+
+class GINMLP(nn.Module):
+    """The original ``MLP(num_layers, d, d, d)``: (Linear → BN → ReLU) × (num_layers − 1) → Linear."""
+
+    def __init__(self, num_layers: int, dim: int) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"n_mlp_GIN must be at least 1, got {num_layers}")
+        self.linears = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_layers))
+        self.batch_norms = nn.ModuleList(nn.BatchNorm1d(dim) for _ in range(num_layers - 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for linear, bn in zip(self.linears, self.batch_norms, strict=False):
+            x = torch.relu_(bn(linear(x)))  # in place on BN's own output: autograd does not need it
+        return self.linears[-1](x)
+
+
+class NeighbourAggregation:
+    """Σ, mean or max of the in-neighbours' rows for every node of a batch (0 for nodes without in-edges).
+
+    Built once per batch and shared by the layers: sum and mean are one CSR product with unit (sum) or
+    1/in-degree (mean) weights; parallel edges count once per edge, as in DGL."""
+
+    def __init__(self, edge_index: torch.Tensor, num_nodes: int, aggregator: str,
+                 dtype: torch.dtype = torch.float32) -> None:
+        if aggregator not in AGGREGATORS:
+            raise ValueError(f"neighbor_aggr_GIN must be one of {', '.join(AGGREGATORS)}, got {aggregator!r}")
+        self.aggregator, self.num_nodes = aggregator, num_nodes
+        self.src, self.dst = edge_index
+        if aggregator == "max":
+            return
+        if aggregator == "sum":
+            self.adjacency = unit_adjacency(edge_index, num_nodes, dtype)
+        else:  # mean: weight 1 / in-degree(v) on every edge u→v
+            weights = degree(self.dst, num_nodes, dtype).clamp_(min=1).reciprocal_().index_select(0, self.dst)
+            self.adjacency = SparseAdjacency(edge_index, weights, num_nodes)
+
+    def __call__(self, h: torch.Tensor) -> torch.Tensor:
+        if self.aggregator == "max":
+            return scatter_max(h.index_select(0, self.src), self.dst, self.num_nodes)
+        return self.adjacency.propagate(h)
+
+
+class GINLayer(nn.Module):
+    def __init__(self, dim: int, n_mlp: int, dropout: float, batch_norm: bool, residual: bool,
+                 learn_eps: bool, init_eps: float = 0.0) -> None:
+        super().__init__()
+        self.mlp = GINMLP(n_mlp, dim)
+        eps = torch.tensor([float(init_eps)])
+        if learn_eps:
+            self.eps = nn.Parameter(eps)
+        else:
+            self.register_buffer("eps", eps)
+        self.bn_node_h = nn.BatchNorm1d(dim)
+        self.dropout, self.batch_norm, self.residual = dropout, batch_norm, residual
+
+    def forward(self, h: torch.Tensor, aggregate: NeighbourAggregation) -> torch.Tensor:
+        x = torch.addcmul(aggregate(h), h, 1 + self.eps)  # (1 + ε) h_v + AGG_u h_u
+        return post_aggregation(self.mlp(x), h, self.bn_node_h, batch_norm=self.batch_norm,
+                                residual=self.residual, dropout=self.dropout, training=self.training)
+
+
+class GIN(Architecture):
+    """L GIN layers, hidden → hidden; per-layer readout over [h^0, …, h^L] (last layer only for links)."""
+
+    required = ("L", "hidden_dim", "residual", "batch_norm", "dropout", "n_mlp_GIN", "learn_eps_GIN",
+                "neighbor_aggr_GIN")
+
+    def __init__(self, hidden_dim: int, num_layers: int, dropout: float, batch_norm: bool, residual: bool,
+                 n_mlp: int = 2, learn_eps: bool = True, aggregator: str = "sum", use_gru: bool = False) -> None:
+        super().__init__()
+        if aggregator not in AGGREGATORS:
+            raise ValueError(f"neighbor_aggr_GIN must be one of {', '.join(AGGREGATORS)}, got {aggregator!r}")
+        self.layers = nn.ModuleList(GINLayer(hidden_dim, n_mlp, dropout, batch_norm, residual, learn_eps)
+                                    for _ in range(num_layers))
+        self.gru = nn.GRU(hidden_dim, hidden_dim) if use_gru else None
+        self.aggregator = aggregator
+        self.input_width = self.out_width = hidden_dim
+        self.layer_widths = [hidden_dim] * (num_layers + 1)
+
+    @classmethod
+    def from_config(cls, cfg: dict, meta: DatasetMeta) -> GIN:
+        if meta.task in ("graph_classification", "graph_regression"):
+            readout = cfg.get("readout", "mean")
+            if readout not in GRAPH_READOUTS:  # the original raises NotImplementedError
+                raise ValueError(f"GIN pools graphs with readout sum, mean or max, not {readout!r}")
+        return cls(cfg["hidden_dim"], cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"],
+                   cfg["n_mlp_GIN"], cfg["learn_eps_GIN"], cfg["neighbor_aggr_GIN"], cfg.get("use_gru", False))
+
+    def head_style(self, task: str) -> str:
+        return "mlp" if task == "link_prediction" else "per_layer"
+
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        aggregate = NeighbourAggregation(batch.edge_index, h.shape[0], self.aggregator, h.dtype)
+        hidden = [h]
+        for layer in self.layers:
+            h_layer = layer(h, aggregate)
+            h = gru_update(self.gru, h, h_layer) if self.gru is not None else h_layer
+            hidden.append(h)
+        return Representation(h, layers=hidden)
