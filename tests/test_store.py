@@ -433,11 +433,17 @@ def test_duplicate_column_name_is_rejected(tmp_path):
     columns.node["src"] = columns.node["x"]
     with pytest.raises(ValueError, match="'src'"):
         write_graph_store(tmp_path / "dup.parquet", columns)
-    columns = to_columns(random_graphs(17))
-    columns.graph["x"] = columns.graph["y"]
-    with pytest.raises(ValueError, match="'x'"):
-        write_graph_store(tmp_path / "dup.parquet", columns)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_graph_column_may_share_a_node_column_name(tmp_path):
+    """Multitask datasets have node-level and graph-level targets both called ``y``."""
+    columns = to_columns(random_graphs(17))
+    columns.graph["x"] = columns.graph["y"] * 2
+    write_graph_store(tmp_path / "both.parquet", columns)
+    back = read_graph_columns(tmp_path / "both.parquet")
+    np.testing.assert_array_equal(back.graph["x"], columns.graph["x"])
+    np.testing.assert_array_equal(back.node["x"], columns.node["x"])
 
 
 def test_concat_and_graph_at():

@@ -1,7 +1,7 @@
 """What each dataset named by a preset looks like to a model (inputs, outputs, task), without its data.
 
 Used to count a preset's parameters (``gnnbench params``) and to fit parameter budgets. Generated datasets
-describe themselves through their generator (default parameters); the others are listed with the input and
+describe themselves through their generator (default parameters: SBM PATTERN/CLUSTER, CSL, TSP, GraphTheoryProp); the others are listed with the input and
 output sizes the spec states (benchmarking-gnns.md §1.1 and §2.4):
 
 =================  ====================  ==========================  ==========================  =========
@@ -9,10 +9,8 @@ dataset            task                  node input                  edge input 
 =================  ====================  ==========================  ==========================  =========
 ZINC / AQSOL       graph regression      28 / 65 atom types          4 / 5 bond types            1
 MNIST / CIFAR10    graph classification  3 / 5 floats                1 float (affinity)          10
-TSP                edge classification   2 floats (coordinates)      1 float (distance)          2
 ENZYMES/DD/PROT.   graph classification  18 / 89 / 29 floats         ones of the node width      6 / 2 / 2
 CYCLES             graph classification  1 float (1.0)               1 float (1.0)               2
-GraphTheoryProp    multitask regression  2 floats                    none                        3 + 3
 WikiCS             node classification   300 floats                  none                        10
 OGBL-COLLAB        link prediction       128 floats                  2 floats (weight, year)     1
 =================  ====================  ==========================  ==========================  =========
@@ -28,7 +26,8 @@ from gnnbench.data.generators import get_generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.errors import ConfigError
 
-_GENERATED = {"SBM_PATTERN": "sbm_pattern", "SBM_CLUSTER": "sbm_cluster", "CSL": "csl"}
+_GENERATED = {"SBM_PATTERN": "sbm_pattern", "SBM_CLUSTER": "sbm_cluster", "CSL": "csl", "TSP": "tsp",
+              "GraphTheoryProp": "graph_theory_prop"}
 
 _CLASSIFICATION = {"loss": "cross_entropy", "metric": "accuracy"}
 
@@ -66,15 +65,11 @@ _EXTERNAL = {
                    **_CLASSIFICATION),
     "CIFAR10": _meta("CIFAR10", "graph_classification", 10, _cont(5), _cont(1), _split(45000, 5000, 10000),
                      **_CLASSIFICATION),
-    "TSP": _meta("TSP", "edge_classification", 2, _cont(2), _cont(1), _split(10000, 1000, 1000),
-                 loss="cross_entropy", metric="f1"),
     "ENZYMES": _tu("ENZYMES", 18, 6),
     "DD": _tu("DD", 89, 2),
     "PROTEINS_full": _tu("PROTEINS_full", 29, 2),
     "CYCLES": _meta("CYCLES", "graph_classification", 2, _cont(1), _cont(1), _split(9000, 1000, 10000),
                     pe_usage="replace", **_CLASSIFICATION),
-    "GraphTheoryProp": _meta("GraphTheoryProp", "multitask_regression", 3, _cont(2), None, _split(5120, 640, 1280),
-                             loss="multitask_mse", metric="log10_mse", graph_outputs=3),
     "WikiCS": _meta("WikiCS", "node_classification", 10, _cont(300), None, None, **_CLASSIFICATION),
     "OGBL-COLLAB": _meta("OGBL-COLLAB", "link_prediction", 1, _cont(128), _cont(2), None,
                          loss="link_bce", metric="hits@50"),

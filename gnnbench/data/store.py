@@ -146,13 +146,20 @@ def columns_to_table(columns: GraphColumns, extra_metadata: dict | None = None) 
             arrays[name] = arrow_lists(values, ptr)
             layout[level].append(name)
     for name, values in columns.graph.items():
-        _check_name(name, arrays)
-        arrays[name] = _arrow_values(values)
+        column = graph_column_name(name, layout)
+        _check_name(column, arrays)
+        arrays[column] = _arrow_values(values)
         layout["graph"].append(name)
     metadata = {METADATA_KEY: json.dumps(layout).encode()}
     if extra_metadata:
         metadata[b"gnnbench_extra"] = json.dumps(extra_metadata, sort_keys=True).encode()
     return pa.table(arrays).replace_schema_metadata(metadata)
+
+
+def graph_column_name(name: str, layout: dict) -> str:
+    """Parquet column of the graph-level column ``name``: ``graph.<name>`` when a node or edge column has the same
+    name (a multitask dataset has node-level and graph-level targets, both called ``y``), else ``name``."""
+    return f"graph.{name}" if name in layout["node"] or name in layout["edge"] else name
 
 
 def _check_name(name: str, existing: dict) -> None:
@@ -233,7 +240,7 @@ def read_graph_columns(path: str | os.PathLike, what: str = "graph store") -> Gr
             edge[name], ptr = list_column(table, name)
             _same(ptr, edge_ptr, path, what, name, "edges")
         for name in layout["graph"]:
-            graph[name] = _values(table.column(name).combine_chunks())
+            graph[name] = _values(table.column(graph_column_name(name, layout)).combine_chunks())
     except KeyError as exc:
         raise DataError(f"{what} {path} lacks column {exc}; delete it and rerun snakemake to recreate it") from None
     _same(dst_ptr, edge_ptr, path, what, "dst", "edges")

@@ -28,9 +28,10 @@ class Generator:
 
 
 def _registry() -> dict[str, Generator]:
-    from gnnbench.data.generators import csl, sbm
+    from gnnbench.data.generators import csl, graph_theory_prop, sbm, tsp
 
-    return {g.name: g for g in (sbm.PATTERN, sbm.CLUSTER, csl.CSL)}
+    generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP)
+    return {g.name: g for g in generators}
 
 
 def generator_names() -> list[str]:
