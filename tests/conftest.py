@@ -50,8 +50,11 @@ TASK_OUTPUTS = {"node_classification": 3, "graph_classification": 2, "graph_regr
                 "edge_classification": 2, "link_prediction": 1, "multitask_regression": 3}
 
 
+CATEGORICAL_5 = FeatureSpec("categorical", 5)
+
+
 def meta_for(task: str, num_outputs: int | None = None, pe_usage: str = "add", edge_features: bool = True,
-             node_features: FeatureSpec | None = FeatureSpec("categorical", 5)) -> DatasetMeta:
+             node_features: FeatureSpec | None = CATEGORICAL_5) -> DatasetMeta:
     loss, metric = TASK_LOSS_METRIC[task]
     return DatasetMeta(name=f"test-{task}", task=task, loss=loss, metric=metric,
                        num_outputs=TASK_OUTPUTS[task] if num_outputs is None else num_outputs,

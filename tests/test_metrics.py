@@ -21,7 +21,6 @@ from gnnbench.training.metrics import (
 )
 
 
-
 class Y:
     """Stands in for a GraphBatch: losses and metrics read ``batch.y``."""
 

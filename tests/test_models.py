@@ -5,22 +5,20 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
-from conftest import labelled, meta_for, one_batch, random_graphs
+from conftest import meta_for, one_batch, random_graphs
 
 from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.meta import FeatureSpec
-from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError
 from gnnbench.models import build_model, count_parameters
 from gnnbench.models.gated_gcn import GatedGCNLayer
 from gnnbench.models.gcn import GCNLayer, gcn_adjacency
 from gnnbench.models.readout import MLPReadout
 from gnnbench.models.scatter import scatter_max, scatter_mean, scatter_sum
-from gnnbench.training.losses import get_loss
+
 
 def count(preset: str, overrides: dict | None = None) -> int:
     dataset = describe_dataset(all_presets()[preset]["dataset"])

@@ -1,8 +1,8 @@
 """What each dataset named by a preset looks like to a model (inputs, outputs, task), without its data.
 
 Used to count a preset's parameters (``gnnbench params``) and to fit parameter budgets. Generated datasets
-describe themselves through their generator (default parameters: SBM PATTERN/CLUSTER, CSL, TSP, GraphTheoryProp); the others are listed with the input and
-output sizes the spec states (benchmarking-gnns.md §1.1 and §2.4):
+describe themselves through their generator (default parameters: SBM PATTERN/CLUSTER, CSL, TSP,
+GraphTheoryProp); the others are listed with the input and output sizes the spec states (benchmarking-gnns.md §1.1 and §2.4):
 
 =================  ====================  ==========================  ==========================  =========
 dataset            task                  node input                  edge input                  outputs

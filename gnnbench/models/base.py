@@ -12,7 +12,8 @@ An architecture turns encoded inputs into a :class:`Representation`:
   ``Representation.graph_layers``: per-layer graph vectors of widths ``graph_layer_widths`` where a model
   pools its own way (3WLGNN's diagonal/off-diagonal max); otherwise heads pool ``layers``.
 
-Class (or, where the config decides, instance) attributes: ``required`` (config keys the model reads), ``uses_edges`` (build an edge encoder),
+Class (or, where the config decides, instance) attributes: ``required`` (config keys the model reads),
+``uses_edges`` (build an edge encoder),
 ``project_continuous`` (encode continuous node features with a Linear; False = raw features reach the
 model), ``own_input``, ``readout`` (a fixed graph readout, or None to follow the config), ``tasks`` (the
 tasks the model supports; others are refused with a reason).
