@@ -2,7 +2,7 @@
 
 Used to count a preset's parameters (``gnnbench params``) and to fit parameter budgets. Generated datasets
 describe themselves through their generator (default parameters: SBM PATTERN/CLUSTER, CSL, TSP,
-GraphTheoryProp); the others are listed with the input and output sizes the spec states (benchmarking-gnns.md §1.1 and §2.4):
+GraphTheoryProp); the others are listed with the input and output sizes the spec states (§1.1, §2.4):
 
 =================  ====================  ==========================  ==========================  =========
 dataset            task                  node input                  edge input                  outputs
