@@ -255,3 +255,14 @@ def test_bad_model_configs_raise_one_line_config_errors(cfg, message):
 def test_edge_features_requested_on_a_dataset_without_them():
     with pytest.raises(ConfigError, match="edge_feat is true but the dataset has no edge features"):
         build_model(SMALL["GatedGCN"], meta_for("graph_regression", 1, edge_features=False))
+
+
+def test_3wlgnn_per_block_scorers_are_xavier_with_zero_bias_and_gin_keeps_the_default():
+    torch.manual_seed(0)
+    wl = build_model(run_config("molecules_graph_regression_3WLGNN_ZINC_100k"), describe_dataset("ZINC"))
+    gin = build_model(run_config("molecules_graph_regression_GIN_ZINC_100k"), describe_dataset("ZINC"))
+    for linear in wl.head.linears:
+        assert torch.count_nonzero(linear.bias) == 0
+        fan_in, fan_out = linear.weight.shape[1], linear.weight.shape[0]
+        assert linear.weight.abs().max() <= (6 / (fan_in + fan_out)) ** 0.5
+    assert all(torch.count_nonzero(linear.bias) > 0 for linear in gin.head.linears)  # PyTorch default init

@@ -44,6 +44,7 @@ class Architecture(nn.Module):
     readout: str | None = None
     tasks: tuple[str, ...] = TASKS
     unsupported_reason = ""  # why the tasks outside ``tasks`` make no sense for this model
+    per_layer_init: str | None = None  # "xavier": per-layer head linears Xavier-uniform, bias 0 (3WLGNN)
 
     input_width: int
     out_width: int

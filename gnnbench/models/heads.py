@@ -154,6 +154,16 @@ class MultiTaskHead(nn.Module):
 
 
 def make_head(task: str, arch: Architecture, num_outputs: int, readout: str, num_graph_outputs: int = 0) -> nn.Module:
+    head = _make_head(task, arch, num_outputs, readout, num_graph_outputs)
+    if arch.head_style(task) == "per_layer" and arch.per_layer_init == "xavier":
+        for module in head.modules():  # the original 3WLGNN's per-block scorers
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
+    return head
+
+
+def _make_head(task: str, arch: Architecture, num_outputs: int, readout: str, num_graph_outputs: int) -> nn.Module:
     style = arch.head_style(task)
     if task == "node_classification":
         return NodeHead(arch, style, num_outputs)
