@@ -1,0 +1,209 @@
+"""MoNet (Monti et al.): the benchmark's ``GMMLayer`` with degree-based pseudo-coordinates (spec
+benchmarking-gnns.md §2.2).
+
+Pseudo-coordinates, with deg = in-degree: every edge u→v gets p_uv = (1/√(deg(u)+1), 1/√(deg(v)+1)), and
+layer ℓ sees its own projection Tanh(Linear_ℓ(2 → dim)) of it (``pseudo_proj[ℓ]``). With K Gaussian kernels
+(μ_k, inv_sigma_k ∈ R^dim) and fc Linear(d_in → K·d_out, no bias):
+
+    w_k(u→v) = exp(−½ Σ_d (p_uv,d − μ_k,d)² · inv_sigma_k,d²)
+    x_v      = Σ_k Σ_{u→v} w_k(u→v) · (fc h_u)_k            (sum aggregation; 0 without in-edges)
+    h'       = Dropout(h + ReLU(BN(x)) + bias)               BN if batch_norm, + h if residual
+
+Quirks kept: the bias is added *after* the residual; ``bn_node_h`` is always created (it counts in the
+parameter total even when batch_norm is false); the residual is off when input and output widths differ;
+no input dropout in the original (the generic ``in_feat_dropout`` is 0 in every config). Initialisation as
+the original: fc xavier-normal with gain √2, μ ~ N(0, 0.1²), inv_sigma = 1, bias 0; the projections keep
+PyTorch's Linear default.
+
+Speed: the K weighted adjacencies are one CSR matrix M (N × N·K) with M[v, u·K + k] = w_k(u→v), so the
+aggregation is a single sparse–dense product with fc(h) viewed as (N·K, d_out) — no (E, K, d_out) message
+tensor. Its backward (:class:`_KernelSpMM`) uses a prebuilt transpose for the features and a sampled
+dense–dense product (SDDMM) for the kernel weights: on a PATTERN-sized batch >10× faster than gathering
+messages per edge and scattering them back (and ~30× faster than autograd through a CSR tensor), and far
+lighter on memory. The kernel weights are computed once per distinct (deg(u), deg(v)) pair
+(:class:`DegreePairs`) and gathered per edge: identical numbers, without (E, K, dim) element-wise work.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gnnbench.data.batching import GraphBatch
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.base import Architecture, Representation
+from gnnbench.models.blocks import post_aggregation, stack_widths
+from gnnbench.models.graphsage import InEdges, lexsort_pairs
+
+
+def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": CSR @ dense and SDDMM are tested here
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, col, values, shape, check_invariants=False)
+
+
+def _offsets(counts: torch.Tensor) -> torch.Tensor:
+    crow = counts.new_zeros(counts.numel() + 1)
+    torch.cumsum(counts, 0, out=crow[1:])
+    return crow
+
+
+class KernelAdjacency:
+    """The sparsity pattern of M (N × N·K), M[v, u·K + k] = w_k(u→v), and of its transpose, for one batch.
+
+    Entries of M follow the sorted edges of :class:`InEdges` (kernel index fastest), so M's values are
+    ``w.reshape(-1)`` for kernel weights ``w`` (E, K) in that edge order. Mᵀ's values are the same weights
+    gathered by ``transpose_index``.
+    """
+
+    def __init__(self, edges: InEdges, kernels: int) -> None:
+        n, k = edges.num_nodes, kernels
+        kernel = torch.arange(k, device=edges.src.device)
+        self.shape = (n, n * k)
+        self.crow = _offsets(edges.in_degree * k)
+        self.col = (edges.src.unsqueeze(1) * k + kernel).reshape(-1)
+        # Mᵀ row u·K + k lists the out-edges of u (sorted by destination) with their weight w_k
+        by_src = lexsort_pairs(edges.src, edges.dst, n)  # positions in the sorted edge order
+        src = edges.src.index_select(0, by_src)
+        out_degree = torch.bincount(src, minlength=n)
+        start = _offsets(out_degree)[:-1].index_select(0, src)
+        local = torch.arange(src.numel(), device=src.device) - start
+        slot = (start * k + local).unsqueeze(1) + kernel * out_degree.index_select(0, src).unsqueeze(1)
+        self.transpose_index = torch.empty_like(self.col)
+        self.transpose_index[slot.reshape(-1)] = (by_src.unsqueeze(1) * k + kernel).reshape(-1)
+        self.transpose_col = torch.empty_like(self.col)
+        self.transpose_col[slot.reshape(-1)] = edges.dst.index_select(0, by_src).repeat_interleave(k)
+        self.transpose_crow = _offsets(out_degree.repeat_interleave(k))
+
+    def propagate(self, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """M @ x for kernel weights (E, K) and x (N·K, d); differentiable in both."""
+        return _KernelSpMM.apply(weights, x, self)
+
+
+class _KernelSpMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, weights: torch.Tensor, x: torch.Tensor, adj: KernelAdjacency) -> torch.Tensor:
+        matrix = _csr(adj.crow, adj.col, weights.reshape(-1), adj.shape)
+        ctx.save_for_backward(weights, x)
+        ctx.adj, ctx.matrix = adj, matrix
+        return matrix @ x
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        weights, x = ctx.saved_tensors
+        adj = ctx.adj
+        grad_weights = grad_x = None
+        grad = grad.contiguous()
+        if ctx.needs_input_grad[0]:  # ∂L/∂w_k(u→v) = ⟨grad_v, x_{u·K+k}⟩ on M's pattern only
+            sampled = torch.sparse.sampled_addmm(ctx.matrix, grad, x.t(), beta=0.0)
+            grad_weights = sampled.values().view(weights.shape)
+        if ctx.needs_input_grad[1]:
+            values = weights.reshape(-1).index_select(0, adj.transpose_index)
+            transpose = _csr(adj.transpose_crow, adj.transpose_col, values, (adj.shape[1], adj.shape[0]))
+            grad_x = transpose @ grad
+        return grad_weights, grad_x, None
+
+
+class GMMLayer(nn.Module):
+    def __init__(self, in_dim: int, out_dim: int, dim: int, kernels: int, dropout: float, batch_norm: bool,
+                 residual: bool) -> None:
+        super().__init__()
+        self.mu = nn.Parameter(torch.empty(kernels, dim))
+        self.inv_sigma = nn.Parameter(torch.empty(kernels, dim))
+        self.fc = nn.Linear(in_dim, kernels * out_dim, bias=False)
+        self.bn_node_h = nn.BatchNorm1d(out_dim)
+        self.bias = nn.Parameter(torch.empty(out_dim))
+        self.out_dim, self.dropout, self.batch_norm = out_dim, dropout, batch_norm
+        self.residual = residual and in_dim == out_dim
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_normal_(self.fc.weight, gain=nn.init.calculate_gain("relu"))
+        nn.init.normal_(self.mu, 0.0, 0.1)
+        nn.init.ones_(self.inv_sigma)
+        nn.init.zeros_(self.bias)
+        self.bn_node_h.reset_parameters()
+
+    def kernel_weights(self, pseudo_t: torch.Tensor) -> torch.Tensor:
+        """w (E, K) for projected pseudo-coordinates given transposed, (dim, E).
+
+        Computed as (K, E) blocks, one coordinate at a time: an (E, K, dim) broadcast with its size-2 inner
+        dimension runs an order of magnitude slower on CPU."""
+        exponent = None
+        for d in range(self.mu.shape[1]):
+            term = (pseudo_t[d] - self.mu[:, d, None]).square() * self.inv_sigma[:, d, None].square()
+            exponent = term if exponent is None else exponent + term
+        return torch.exp(-0.5 * exponent).t().contiguous()
+
+    def forward(self, h: torch.Tensor, pseudo_t: torch.Tensor, adjacency: KernelAdjacency,
+                pairs: DegreePairs | None = None) -> torch.Tensor:
+        """``pseudo_t``: this layer's projected pseudo-coordinates, transposed (dim, E) in the edge order of
+        ``adjacency`` — or (dim, R²) for the rows of ``pairs``' table, which every edge then reads."""
+        weights = self.kernel_weights(pseudo_t)
+        if pairs is not None:
+            weights = weights.index_select(0, pairs.index)
+        x = adjacency.propagate(weights, self.fc(h).view(-1, self.out_dim))
+        x = post_aggregation(x, h, self.bn_node_h, batch_norm=self.batch_norm, residual=self.residual,
+                             dropout=0.0, training=self.training)
+        return F.dropout(x + self.bias, self.dropout, self.training)  # bias after the residual
+
+
+def pseudo_coordinates(edges: InEdges, dtype: torch.dtype) -> torch.Tensor:
+    """(1/√(deg(u)+1), 1/√(deg(v)+1)) for every sorted edge u→v, deg = in-degree, transposed → (2, E)."""
+    scale = (edges.in_degree.to(dtype) + 1).rsqrt()
+    return torch.stack([scale.index_select(0, edges.src), scale.index_select(0, edges.dst)])
+
+
+class DegreePairs:
+    """An edge's pseudo-coordinate depends only on (deg(u), deg(v)): with R distinct in-degrees, every edge
+    reads its row of an R² table of pseudo-coordinates (R² ≤ 2E; ~2,000 rows against ~640,000 edges on a
+    PATTERN batch). Layers project the table and compute kernel weights per table row, then gather them per
+    edge — the same numbers as per edge, without (E, K) element-wise work."""
+
+    def __init__(self, edges: InEdges, dtype: torch.dtype) -> None:
+        degrees, rank = torch.unique(edges.in_degree, return_inverse=True)
+        distinct = degrees.numel()
+        scale = (degrees.to(dtype) + 1).rsqrt()
+        # table row i·R + j holds (scale of the i-th degree, scale of the j-th degree)
+        self.table_t = torch.stack([scale.repeat_interleave(distinct), scale.repeat(distinct)])
+        self.index = rank.index_select(0, edges.src) * distinct + rank.index_select(0, edges.dst)
+
+
+def project(projection: nn.Sequential, pseudo_t: torch.Tensor) -> torch.Tensor:
+    """``projection`` = Sequential(Linear(2, dim), Tanh) applied to every column of ``pseudo_t`` → (dim, E)."""
+    linear = projection[0]
+    return torch.tanh(torch.addmm(linear.bias.unsqueeze(1), linear.weight, pseudo_t))
+
+
+class MoNet(Architecture):
+    """L GMM layers (hidden → hidden, then hidden → out_dim), each with its own pseudo-coordinate projection."""
+
+    required = ("L", "hidden_dim", "out_dim", "residual", "batch_norm", "dropout", "kernel", "pseudo_dim_MoNet")
+
+    def __init__(self, hidden_dim: int, out_dim: int, num_layers: int, dropout: float, batch_norm: bool,
+                 residual: bool, kernels: int, pseudo_dim: int) -> None:
+        super().__init__()
+        if kernels < 1 or pseudo_dim < 1:
+            raise ValueError(f"kernel and pseudo_dim_MoNet must be positive (got {kernels}, {pseudo_dim})")
+        widths = stack_widths(hidden_dim, out_dim, num_layers)
+        self.layers = nn.ModuleList(GMMLayer(a, b, pseudo_dim, kernels, dropout, batch_norm, residual)
+                                    for a, b in widths)
+        self.pseudo_proj = nn.ModuleList(nn.Sequential(nn.Linear(2, pseudo_dim), nn.Tanh()) for _ in widths)
+        self.kernels = kernels
+        self.input_width, self.out_width = hidden_dim, out_dim
+
+    @classmethod
+    def from_config(cls, cfg: dict, meta: DatasetMeta) -> MoNet:
+        return cls(cfg["hidden_dim"], cfg["out_dim"], cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"],
+                   cfg["kernel"], cfg["pseudo_dim_MoNet"])
+
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        edges = InEdges.of(batch.edge_index, h.shape[0])
+        adjacency = KernelAdjacency(edges, self.kernels)
+        pairs = DegreePairs(edges, h.dtype)
+        for layer, projection in zip(self.layers, self.pseudo_proj, strict=True):
+            h = layer(h, project(projection, pairs.table_t), adjacency, pairs)
+        return Representation(h)
