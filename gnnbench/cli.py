@@ -142,7 +142,8 @@ def _run(args: argparse.Namespace) -> None:
 
         fit = fit_preset(args.dataset, args.model, args.budget, args.layers, describe_dataset(args.dataset),
                          args.preset, _key_values(args.set))
-        print(f"{fit.hidden_dim} {fit.total_params}")
+        tuned = fit.out_dim is not None and fit.out_dim != fit.config.get("n_heads", 1) * fit.hidden_dim
+        print(f"{fit.hidden_dim} {fit.total_params}" + (f" out_dim={fit.out_dim}" if tuned else ""))
     elif args.command == "presets":
         from gnnbench.config.presets import all_presets
 

@@ -34,6 +34,14 @@ def test_every_budget_config_is_covered():
         "MLP", "GCN", "GraphSage", "GAT", "MoNet", "GIN", "GatedGCN", "RingGNN", "3WLGNN"}
 
 
+# Where no width lands within 2%: RingGNN has no out_dim to fine-tune and one unit of width moves its count by
+# 3-6% of the budget; the multitask GatedGCN ignores out_dim (as the original) and its widths 39/40 give -2.6% /
+# +2.1%. For these the fit must still be the closest width (checked against both neighbours).
+COARSE = {"GraphTheoryProp_multitask_GatedGCN_PE_GraphTheoryProp_100k", "SBMs_node_clustering_RingGNN_CLUSTER_L8_500k",
+          "TSP_edge_classification_RingGNN_100k", "TUs_graph_classification_RingGNN_DD_100k",
+          "molecules_graph_regression_RingGNN_ZINC_100k", "superpixels_graph_classification_RingGNN_CIFAR10_L8_500k"}
+
+
 @pytest.mark.parametrize(("preset", "budget"), CASES, ids=[n for n, _ in CASES])
 def test_fit_is_within_two_percent_and_no_worse_than_the_published_width(preset, budget):
     config = run_config(preset)
@@ -41,11 +49,19 @@ def test_fit_is_within_two_percent_and_no_worse_than_the_published_width(preset,
     published = count_parameters(build_model(config, meta))
     fit = fit_budget(config, meta, budget)
     assert fit.config["L"] == config["L"]
-    assert abs(fit.total_params - budget) <= 0.02 * budget, (fit.hidden_dim, fit.total_params)
     assert abs(fit.total_params - budget) <= abs(published - budget), (fit.hidden_dim, config["hidden_dim"])
     assert count_parameters(build_model(fit.config, meta)) == fit.total_params
-    if config["model"] == "GAT":  # hidden_dim is per head; the output keeps hidden · heads
-        assert fit.out_dim == fit.hidden_dim * config["n_heads"]
+    if preset in COARSE:
+        assert fit.relative_error > 0.02
+        for width in (fit.hidden_dim - 1, fit.hidden_dim + 1):
+            other = {**fit.config, "hidden_dim": width, **({"out_dim": width} if "out_dim" in config else {})}
+            assert abs(count_parameters(build_model(other, meta)) - budget) > abs(fit.total_params - budget)
+    else:
+        assert fit.relative_error <= 0.02, (fit.hidden_dim, fit.out_dim, fit.total_params)
+    tied = fit.hidden_dim * config.get("n_heads", 1) if config["model"] == "GAT" else fit.hidden_dim
+    if fit.out_dim is not None and fit.out_dim != tied:  # fine-tuned only when no tied width is within 2%
+        tied_config = {**fit.config, "out_dim": tied}
+        assert abs(count_parameters(build_model(tied_config, meta)) - budget) > 0.02 * budget
 
 
 def test_fit_budget_command_prints_width_and_count():

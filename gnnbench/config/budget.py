@@ -6,6 +6,14 @@ model's published config for the dataset, see :func:`base_preset`), it sets ``L`
 width whose count — built exactly like ``gnnbench params`` — is closest to the budget (ties: the smaller
 width). Width constraints follow the published configs: ``out_dim`` = ``hidden_dim`` for every model that
 has it, except GAT, whose ``hidden_dim`` is the per-head width and ``out_dim`` = ``hidden_dim · n_heads``.
+
+Some counts move in coarse steps: one unit of GAT's per-head width adds 8 channels to every layer, and
+RingGNN's coefficient tensors grow with 45 · width². When the best tied width is more than
+``TOLERANCE`` (2%) from the budget and the model reads ``out_dim`` (the last layer's width, a separate key of
+the original configs, which the original's layers accept: the residual of a layer whose input and output
+widths differ switches off), a second search fine-tunes ``out_dim`` around the tied value. Models without
+such a key (RingGNN, 3WLGNN; GIN and MLP, which ignore ``out_dim``; GatedGCN on node and multitask tasks)
+keep the closest width, which can then be more than 2% away; ``Fit.relative_error`` says by how much.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 
+TOLERANCE = 0.02
 MIN_WIDTH = 4  # below it the benchmark's MLPReadout (widths d/2, d/4) has empty layers
 MAX_WIDTH = 1 << 14
 
@@ -26,6 +35,11 @@ class Fit:
     out_dim: int | None
     total_params: int
     config: dict
+    budget: int = 0
+
+    @property
+    def relative_error(self) -> float:
+        return abs(self.total_params - self.budget) / self.budget
 
 
 def base_preset(dataset: str, model: str) -> str:
@@ -78,10 +92,37 @@ def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None 
             high = mid
         else:
             low = mid
-    candidates = [low, high]
-    best = min(candidates, key=lambda w: (abs(count(w) - budget), w))
+    best = min((low, high), key=lambda w: (abs(count(w) - budget), w))
     fitted = _with_width(config, best)
-    return Fit(best, fitted.get("out_dim"), count(best), fitted)
+    total = count(best)
+    if abs(total - budget) > TOLERANCE * budget and "out_dim" in fitted:
+        fitted, total = _refine_out_dim(fitted, meta, budget, total)
+    return Fit(best, fitted.get("out_dim"), total, fitted, budget)
+
+
+def _refine_out_dim(config: dict, meta: DatasetMeta, budget: int, total: int) -> tuple[dict, int]:
+    """Closest count over ``out_dim`` (width fixed), searched within a factor of two of the tied value."""
+    from gnnbench.models import build_model, count_parameters
+
+    tied = config["out_dim"]
+
+    def count(out_dim: int) -> int:
+        return count_parameters(build_model({**config, "out_dim": out_dim}, meta))
+
+    if count(tied + 1) == total:  # the model ignores out_dim here
+        return config, total
+    # counts grow with out_dim: binary search for the first out_dim reaching the budget
+    low, high = max(MIN_WIDTH, tied // 2), 2 * tied
+    if count(high) < budget or count(low) > budget:
+        return config, total
+    while high - low > 1:
+        mid = (low + high) // 2
+        if count(mid) >= budget:
+            high = mid
+        else:
+            low = mid
+    best = min((tied, low, high), key=lambda o: (abs((total if o == tied else count(o)) - budget), o != tied))
+    return {**config, "out_dim": best}, total if best == tied else count(best)
 
 
 def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: DatasetMeta,
