@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -87,6 +90,21 @@ def labelled(columns: GraphColumns, task: str, num_outputs: int | None = None, s
     elif task == "graph_regression":
         columns.graph["y"] = (counts / columns.num_nodes).astype(np.float32)
     return columns
+
+
+def published_rows(*models: str) -> list[tuple[str, dict, int]]:
+    """(config, overrides, total) of tests/data/published_param_counts.csv, for the given models (default all)."""
+    from gnnbench.config.presets import all_presets
+
+    path = Path(__file__).parent / "data" / "published_param_counts.csv"
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    presets = all_presets()
+    rows = []
+    for row in csv.DictReader(lines):
+        if not models or presets[row["config"]]["model"] in models:
+            overrides = dict(kv.split("=", 1) for kv in row["overrides"].split(";")) if row["overrides"] else {}
+            rows.append((row["config"], overrides, int(row["total_params"])))
+    return rows
 
 
 def with_pairs(batch, seed: int = 0):

@@ -18,7 +18,10 @@ DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 def test_default_suite_resolves_to_the_expected_runs():
     suite = load_suite(DEFAULT)
     runs = suite.runs()
-    assert len(runs) == 3 * 2 + 3 * 2 + 6 * 2 * 5  # PATTERN, CLUSTER: 3 models × 2 seeds; CSL: 6 × 2 seeds × 5 folds
+    # PATTERN: 8 models, CLUSTER: 3, TSP: 5, GraphTheoryProp: 2 (× 2 seeds); CSL: 6 models × 2 seeds × 5 folds
+    assert len(runs) == (8 + 3 + 5 + 2) * 2 + 6 * 2 * 5
+    fitted = suite.run_config("PATTERN", "GIN-fit-50k", 41)
+    assert fitted["model"] == "GIN" and fitted["L"] == 4 and fitted["hidden_dim"] < 110  # narrower than the 100k
     assert {r["fold"] for r in suite.runs("CSL")} == set(range(5))
     assert suite.pe_dim("CSL", "GCN-PE") == 20 and suite.pe_dim("CSL", "GCN") is None
     config = suite.run_config("PATTERN", "GatedGCN", 95)
@@ -115,5 +118,5 @@ def test_config_files_that_are_missing_or_not_yaml(tmp_path):
     bad.write_text("datasets: [unclosed\n")
     with pytest.raises(ConfigError, match="is not valid YAML"):
         load_suite_file(bad)
-    assert load_suite_file(Path(REPO_ROOT / "config" / "config.yaml")).benchmarks.keys() == {"PATTERN", "CLUSTER",
-                                                                                              "CSL"}
+    assert load_suite_file(Path(REPO_ROOT / "config" / "config.yaml")).benchmarks.keys() == {
+        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp"}

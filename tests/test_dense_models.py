@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import meta_for, random_graphs
+from conftest import meta_for, published_rows, random_graphs
 
-from gnnbench.config.presets import all_presets, run_config
+from gnnbench.config.presets import run_config
 from gnnbench.data.batching import GraphBatch, GraphLoader, model_dtypes
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models import build_model
 from gnnbench.models.dense import DenseLayout, to_dense
 from gnnbench.models.ring_gnn import RingGNNEquivLayer, average_node_count, ring_basis_ops
 from gnnbench.models.three_wl_gnn import RegularBlock, diag_offdiag_maxpool
@@ -457,35 +455,13 @@ def test_training_step_reduces_the_loss(one_thread):
 # ------------------------------------------------------------------------------------------------ counts
 
 
-def published_rows() -> list[tuple[str, dict, int]]:
-    path = Path(__file__).parent / "data" / "published_param_counts.csv"
-    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
-    rows = []
-    for row in csv.DictReader(lines):
-        if not any(f"_{m}_" in row["config"] for m in ("RingGNN", "3WLGNN")):
-            continue
-        overrides = {}
-        for item in filter(None, row["overrides"].split(";")):
-            key, value = item.split("=")
-            overrides[key] = {"True": True, "False": False}.get(value, value)
-            if isinstance(overrides[key], str):
-                overrides[key] = int(value)
-        rows.append((row["config"], overrides, int(row["total_params"])))
-    return rows
-
-
 def test_every_dense_row_of_the_published_counts_is_checked():
-    rows = published_rows()
+    rows = published_rows("RingGNN", "3WLGNN")
     assert len(rows) == 44
-    assert sum(1 for _, o, _ in rows if o.get("edge_feat")) == 12
+    assert sum(1 for _, o, _ in rows if o.get("edge_feat") == "True") == 12
     assert sum(1 for _, o, _ in rows if "hidden_dim" in o) == 4
 
 
-@pytest.mark.parametrize(("preset", "overrides", "total"), published_rows(),
-                         ids=lambda v: str(v) if not isinstance(v, int) else "")
-def test_parameter_count_equals_published(preset, overrides, total):
-    meta = describe_dataset(all_presets()[preset]["dataset"])
-    assert count_parameters(build_model(run_config(preset, overrides), meta)) == total
 
 
 

@@ -3,15 +3,10 @@ the published parameter totals."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 import torch
-from conftest import meta_for, one_batch, random_graphs, with_pairs
+from conftest import meta_for, one_batch, published_rows, random_graphs, with_pairs
 
-from gnnbench.config.presets import all_presets, run_config
-from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
 from gnnbench.models import build_model, count_parameters
 from gnnbench.models.gin import GINLayer, NeighbourAggregation
@@ -20,24 +15,6 @@ from gnnbench.models.gin import GINLayer, NeighbourAggregation
 EDGES = torch.tensor([[0, 0, 0, 1, 2, 3], [1, 1, 2, 2, 0, 0]])
 SMALL = dict(model="GIN", L=2, hidden_dim=6, residual=True, batch_norm=True, dropout=0.0, readout="sum",
              n_mlp_GIN=2, learn_eps_GIN=True, neighbor_aggr_GIN="sum", in_feat_dropout=0.0)
-
-
-def published_rows(model: str) -> list[tuple[str, dict, int]]:
-    path = Path(__file__).parent / "data" / "published_param_counts.csv"
-    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
-    presets = all_presets()
-    rows = []
-    for row in csv.DictReader(lines):
-        if presets[row["config"]]["model"] == model:
-            overrides = dict(kv.split("=", 1) for kv in row["overrides"].split(";")) if row["overrides"] else {}
-            rows.append((row["config"], overrides, int(row["total_params"])))
-    return rows
-
-
-@pytest.mark.parametrize(("preset", "overrides", "total"), published_rows("GIN"), ids=lambda v: str(v))
-def test_parameter_count_equals_published(preset, overrides, total):
-    meta = describe_dataset(all_presets()[preset]["dataset"])
-    assert count_parameters(build_model(run_config(preset, overrides), meta)) == total
 
 
 def test_every_published_gin_row_is_checked():

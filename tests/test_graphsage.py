@@ -3,14 +3,11 @@ maximum, configuration errors and every published parameter total."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 import torch
-from conftest import meta_for
+from conftest import meta_for, published_rows
 
-from gnnbench.config.presets import all_presets, run_config
+from gnnbench.config.presets import run_config
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
@@ -281,19 +278,7 @@ def test_missing_aggregator_key_is_reported():
 # ------------------------------------------------------------------------------------------------ published totals
 
 
-def _published_rows(model: str) -> list[tuple[str, dict, int]]:
-    path = Path(__file__).parent / "data" / "published_param_counts.csv"
-    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
-    presets = all_presets()
-    rows = []
-    for row in csv.DictReader(lines):
-        if presets[row["config"]]["model"] == model:
-            overrides = dict(kv.split("=", 1) for kv in row["overrides"].split(";")) if row["overrides"] else {}
-            rows.append((row["config"], overrides, int(row["total_params"])))
-    return rows
-
-
-ROWS = _published_rows("GraphSage")
+ROWS = published_rows("GraphSage")
 
 
 def test_every_published_graphsage_row_is_checked():
@@ -302,7 +287,3 @@ def test_every_published_graphsage_row_is_checked():
                                              for t in ("edgefeat", "edgereprfeat", "isotropic")}
 
 
-@pytest.mark.parametrize(("preset", "overrides", "total"), ROWS, ids=[name for name, _, _ in ROWS])
-def test_parameter_count_equals_published(preset, overrides, total):
-    meta = describe_dataset(all_presets()[preset]["dataset"])
-    assert count_parameters(build_model(run_config(preset, overrides), meta)) == total

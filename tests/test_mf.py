@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import meta_for, one_batch, random_graphs, with_pairs
-from test_gin import published_rows
+from conftest import meta_for, one_batch, published_rows, random_graphs, with_pairs
 
 from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset

@@ -4,17 +4,13 @@ every published parameter total."""
 
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 
 import pytest
 import torch
-from conftest import meta_for
+from conftest import meta_for, published_rows
 
-from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.batching import GraphBatch
-from gnnbench.data.catalog import describe_dataset
 from gnnbench.models import build_model, count_parameters
 from gnnbench.models.graphsage import InEdges
 from gnnbench.models.monet import DegreePairs, GMMLayer, KernelAdjacency, MoNet, pseudo_coordinates
@@ -217,26 +213,10 @@ def test_batch_norm_exists_even_when_unused():
     assert count_parameters(with_bn) == count_parameters(without)
 
 
-def _published_rows(model: str) -> list[tuple[str, dict, int]]:
-    path = Path(__file__).parent / "data" / "published_param_counts.csv"
-    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
-    presets = all_presets()
-    rows = []
-    for row in csv.DictReader(lines):
-        if presets[row["config"]]["model"] == model:
-            overrides = dict(kv.split("=", 1) for kv in row["overrides"].split(";")) if row["overrides"] else {}
-            rows.append((row["config"], overrides, int(row["total_params"])))
-    return rows
-
-
-ROWS = _published_rows("MoNet")
+ROWS = published_rows("MoNet")
 
 
 def test_every_published_monet_row_is_checked():
     assert len(ROWS) == 14
 
 
-@pytest.mark.parametrize(("preset", "overrides", "total"), ROWS, ids=[name for name, _, _ in ROWS])
-def test_parameter_count_equals_published(preset, overrides, total):
-    meta = describe_dataset(all_presets()[preset]["dataset"])
-    assert count_parameters(build_model(run_config(preset, overrides), meta)) == total

@@ -3,13 +3,10 @@ equivariance/invariance, learning, and clear errors for combinations that make n
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
-from conftest import TASK_OUTPUTS, labelled, meta_for, one_batch, random_graphs, with_pairs
+from conftest import TASK_OUTPUTS, labelled, meta_for, one_batch, published_rows, random_graphs, with_pairs
 
 from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
@@ -18,19 +15,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.models import ARCHITECTURES, build_model, count_parameters
 from gnnbench.training.losses import get_loss
 
-PUBLISHED = Path(__file__).parent / "data" / "published_param_counts.csv"
-
-
-def _published_rows() -> list[tuple[str, dict, int]]:
-    rows = []
-    with PUBLISHED.open() as f:
-        for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            overrides = dict(item.split("=") for item in row["overrides"].split(";") if item)
-            rows.append((row["config"], overrides, int(row["total_params"])))
-    return rows
-
-
-ROWS = _published_rows()
+ROWS = published_rows()
 
 
 def test_the_transcription_covers_every_published_count():
