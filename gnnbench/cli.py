@@ -9,6 +9,7 @@
     gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
     gnnbench fit-budget --dataset ZINC --model GAT --layers 4 --budget 100000
     gnnbench presets
+    gnnbench tsp solve eil51.tsp --runs 1
 
 Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1.
 """
@@ -93,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override of the base config")
 
     sub.add_parser("presets", help="list the published configs")
+
+    p = sub.add_parser("tsp", help="travelling-salesman tools")
+    tsp_sub = p.add_subparsers(dest="tsp_command", required=True)
+    q = tsp_sub.add_parser("solve", help="print the name, dimension and LKH-3 tour length of a TSPLIB EUC_2D file")
+    q.add_argument("file", help="TSPLIB file (.tsp, EDGE_WEIGHT_TYPE EUC_2D)")
+    q.add_argument("--runs", type=int, default=1, help="LKH runs (more: surer of the optimum, slower)")
     return parser
 
 
@@ -149,6 +156,13 @@ def _run(args: argparse.Namespace) -> None:
 
         for name, preset in all_presets().items():
             print(f"{name}\t{preset['model']}\t{preset['dataset']}\t{preset.get('total_params', '')}")
+    elif args.command == "tsp" and args.tsp_command == "solve":
+        from gnnbench.data.tsplib import read_tsplib, solve_instance
+
+        instance = read_tsplib(args.file)
+        _, length = solve_instance(instance, args.runs)
+        print(f"{instance.name} {instance.dimension}")
+        print(length)  # last line: the tour length alone, in TSPLIB integer units
 
 
 def main(argv: list[str] | None = None) -> int:
