@@ -2,7 +2,7 @@
 
 Used to count a preset's parameters (``gnnbench params``) and to fit parameter budgets. Generated datasets
 describe themselves through their generator (default parameters: SBM PATTERN/CLUSTER, CSL, TSP,
-GraphTheoryProp); the others are listed with the input and output sizes the spec states (§1.1, §2.4):
+GraphTheoryProp, CYCLES); the others are listed with the input and output sizes the spec states (§1.1, §2.4):
 
 =================  ====================  ==========================  ==========================  =========
 dataset            task                  node input                  edge input                  outputs
@@ -10,7 +10,6 @@ dataset            task                  node input                  edge input 
 ZINC / AQSOL       graph regression      28 / 65 atom types          4 / 5 bond types            1
 MNIST / CIFAR10    graph classification  3 / 5 floats                1 float (affinity)          10
 ENZYMES/DD/PROT.   graph classification  18 / 89 / 29 floats         ones of the node width      6 / 2 / 2
-CYCLES             graph classification  1 float (1.0)               1 float (1.0)               2
 WikiCS             node classification   300 floats                  none                        10
 OGBL-COLLAB        link prediction       128 floats                  2 floats (weight, year)     1
 =================  ====================  ==========================  ==========================  =========
@@ -27,7 +26,7 @@ from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.errors import ConfigError
 
 _GENERATED = {"SBM_PATTERN": "sbm_pattern", "SBM_CLUSTER": "sbm_cluster", "CSL": "csl", "TSP": "tsp",
-              "GraphTheoryProp": "graph_theory_prop"}
+              "GraphTheoryProp": "graph_theory_prop", "CYCLES": "cycles"}
 
 _CLASSIFICATION = {"loss": "cross_entropy", "metric": "accuracy"}
 
@@ -68,8 +67,6 @@ _EXTERNAL = {
     "ENZYMES": _tu("ENZYMES", 18, 6),
     "DD": _tu("DD", 89, 2),
     "PROTEINS_full": _tu("PROTEINS_full", 29, 2),
-    "CYCLES": _meta("CYCLES", "graph_classification", 2, _cont(1), _cont(1), _split(9000, 1000, 10000),
-                    pe_usage="replace", **_CLASSIFICATION),
     "WikiCS": _meta("WikiCS", "node_classification", 10, _cont(300), None, None, **_CLASSIFICATION),
     "OGBL-COLLAB": _meta("OGBL-COLLAB", "link_prediction", 1, _cont(128), _cont(2), None,
                          loss="link_bce", metric="hits@50"),

@@ -28,9 +28,9 @@ class Generator:
 
 
 def _registry() -> dict[str, Generator]:
-    from gnnbench.data.generators import csl, graph_theory_prop, sbm, tsp
+    from gnnbench.data.generators import csl, cycles, graph_theory_prop, sbm, tsp
 
-    generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP)
+    generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES)
     return {g.name: g for g in generators}
 
 
