@@ -1,7 +1,7 @@
 """Every model of the zoo trains end to end through Snakemake on every task the generated datasets offer:
-node classification (PATTERN), graph classification (CSL, with and without PE), edge classification (TSP, with
-the edge-analysis layer types) and multitask regression (GraphTheoryProp, the published GIN/GatedGCN configs
-with GRU), plus a budget-fitted model and the original dense schedule.
+node classification (PATTERN), graph classification (CSL and CYCLES, with and without PE), edge
+classification (TSP, with the edge-analysis layer types) and multitask regression (GraphTheoryProp, the
+published GIN/GatedGCN configs with GRU), plus a budget-fitted model and the original dense schedule.
 
 Link prediction (COLLAB) and full-graph node classification (WikiCS) need their downloaded datasets, which
 gnnbench does not provide yet; their heads, losses and metrics are covered by tests/test_zoo.py and
@@ -34,6 +34,7 @@ SUITE = {
                     "params": {"num_train": 4, "num_val": 2, "num_test": 2, "num_patterns": 2}},
         "TSP": {"generator": "tsp", "seed": 2,
                 "params": {"num_train": 4, "num_val": 2, "num_test": 2, "num_nodes": [10, 16], "k": 5}},
+        "CYCLES": {"generator": "cycles", "seed": 2, "params": {"num_train": 8, "num_val": 4, "num_test": 4}},
         "GraphTheoryProp": {"generator": "graph_theory_prop", "seed": 1234,
                             "params": {"train_graphs_per_size": 1, "val_graphs_per_size": 1,
                                        "test_graphs_per_size": 1}},
@@ -51,6 +52,9 @@ SUITE = {
                 "models": {**{m: f"TSP_edge_classification_{m}_100k" for m in MODELS},
                            **{f"{m}-{v}": f"TSP_edge_classification_{m}_{v}" for m in ("GatedGCN", "GAT")
                               for v in ("edgefeat", "edgereprfeat", "isotropic")}}},
+        "CYCLES": {"seeds": [1], "set": {"epochs": 1},
+                   "models": {"GIN-PE": "CYCLES_graph_classification_GIN_PE_CYCLES_100k",
+                              "GatedGCN": "CYCLES_graph_classification_GatedGCN_CYCLES_100k"}},
         "GraphTheoryProp": {"seeds": [1], "set": {"epochs": 1},
                             "models": {f"{m}{pe}": f"GraphTheoryProp_multitask_{m}{pe}_GraphTheoryProp_100k"
                                        for m in ("GIN", "GatedGCN") for pe in ("", "_PE")}},
