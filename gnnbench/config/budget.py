@@ -85,19 +85,24 @@ def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None 
     high = MIN_WIDTH
     while count(high) < budget and high < MAX_WIDTH:
         high *= 2
-    low = max(high // 2, MIN_WIDTH)
-    while high - low > 1:
-        mid = (low + high) // 2
-        if count(mid) >= budget:
-            high = mid
-        else:
-            low = mid
+    low, high = _bracket(count, max(high // 2, MIN_WIDTH), high, budget)
     best = min((low, high), key=lambda w: (abs(count(w) - budget), w))
     fitted = _with_width(config, best)
     total = count(best)
     if abs(total - budget) > TOLERANCE * budget and "out_dim" in fitted:
         fitted, total = _refine_out_dim(fitted, meta, budget, total)
     return Fit(best, fitted.get("out_dim"), total, fitted, budget)
+
+
+def _bracket(count, low: int, high: int, budget: int) -> tuple[int, int]:
+    """Binary search on a count that grows with its argument: adjacent (low, high) around the budget."""
+    while high - low > 1:
+        mid = (low + high) // 2
+        if count(mid) >= budget:
+            high = mid
+        else:
+            low = mid
+    return low, high
 
 
 def _refine_out_dim(config: dict, meta: DatasetMeta, budget: int, total: int) -> tuple[dict, int]:
@@ -111,16 +116,10 @@ def _refine_out_dim(config: dict, meta: DatasetMeta, budget: int, total: int) ->
 
     if count(tied + 1) == total:  # the model ignores out_dim here
         return config, total
-    # counts grow with out_dim: binary search for the first out_dim reaching the budget
     low, high = max(MIN_WIDTH, tied // 2), 2 * tied
     if count(high) < budget or count(low) > budget:
         return config, total
-    while high - low > 1:
-        mid = (low + high) // 2
-        if count(mid) >= budget:
-            high = mid
-        else:
-            low = mid
+    low, high = _bracket(count, low, high, budget)
     best = min((tied, low, high), key=lambda o: (abs((total if o == tied else count(o)) - budget), o != tied))
     return {**config, "out_dim": best}, total if best == tied else count(best)
 
