@@ -58,7 +58,7 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.scatter import SparseAdjacency, scatter_max
+from gnnbench.models.scatter import SparseAdjacency, add_self_loops, scatter_max
 
 # ---------------------------------------------------------------------------------------------------------
 # Attention over in-edges for H heads at once, on sparse matrix products.
@@ -474,9 +474,8 @@ class GAT(Architecture):
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
         edge_index = batch.edge_index
         if self.layer_type == "dgl":
-            if self.self_loop:  # dgl.add_self_loop: one extra edge v→v per node
-                loops = torch.arange(h.shape[0], device=h.device).expand(2, -1)
-                edge_index = torch.cat([edge_index, loops], dim=1)
+            if self.self_loop:
+                edge_index = add_self_loops(edge_index, h.shape[0])
             graph = AttentionGraph(edge_index, h.shape[0])
             for layer in self.layers:
                 h = layer(h, graph)

@@ -63,6 +63,13 @@ class _LayerBase(nn.Module):
         for module in self.children():
             module.reset_parameters()
 
+    def _project_abde(self, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """A h, B h, D h, E h in one matrix product."""
+        linears = (self.A, self.B, self.D, self.E)
+        weight = torch.cat([m.weight for m in linears])
+        bias = torch.cat([m.bias for m in linears])
+        return F.linear(h, weight, bias).split(self.A.out_features, dim=1)
+
     def _tail(self) -> dict:
         return {"batch_norm": self.batch_norm, "residual": self.residual, "dropout": self.dropout,
                 "training": self.training}
@@ -78,10 +85,7 @@ class GatedGCNLayer(_LayerBase):
     def forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True,
                 adjacency: SparseAdjacency | None = None):
         src, dst = edge_index
-        linears = (self.A, self.B, self.D, self.E)
-        weight = torch.cat([m.weight for m in linears])
-        bias = torch.cat([m.bias for m in linears])
-        Ah, Bh, Dh, Eh = F.linear(h, weight, bias).split(self.A.out_features, dim=1)
+        Ah, Bh, Dh, Eh = self._project_abde(h)
         if e.stride(0) == 0:  # the same input on every edge: transform it once
             Ce = self.C(e[:1]).expand(e.shape[0], -1)
         else:
@@ -109,10 +113,7 @@ class GatedGCNLayerEdgeFeatOnly(_LayerBase):
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor, edge_output: bool = True,
                 adjacency: SparseAdjacency | None = None):
         src, dst = edge_index
-        linears = (self.A, self.B, self.D, self.E)
-        weight = torch.cat([m.weight for m in linears])
-        bias = torch.cat([m.bias for m in linears])
-        Ah, Bh, Dh, Eh = F.linear(h, weight, bias).split(self.A.out_features, dim=1)
+        Ah, Bh, Dh, Eh = self._project_abde(h)
         sigma = torch.sigmoid(Dh.index_select(0, src) + Eh.index_select(0, dst))
         numerator = scatter_sum(sigma * Bh.index_select(0, src), dst, h.shape[0])
         denominator = scatter_sum(sigma, dst, h.shape[0])

@@ -25,7 +25,7 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.blocks import post_aggregation, stack_widths
-from gnnbench.models.scatter import SparseAdjacency, degree
+from gnnbench.models.scatter import SparseAdjacency, add_self_loops, degree
 
 
 def gcn_adjacency(edge_index: torch.Tensor, num_nodes: int) -> SparseAdjacency:
@@ -82,9 +82,8 @@ class GCN(Architecture):
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
         edge_index = batch.edge_index
-        if self.self_loop:  # dgl.add_self_loop: one extra edge v→v per node
-            loops = torch.arange(h.shape[0], device=h.device).expand(2, -1)
-            edge_index = torch.cat([edge_index, loops], dim=1)
+        if self.self_loop:
+            edge_index = add_self_loops(edge_index, h.shape[0])
         adjacency = gcn_adjacency(edge_index, h.shape[0])
         for layer in self.layers:
             h = layer(h, adjacency)

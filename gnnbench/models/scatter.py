@@ -79,3 +79,9 @@ def segment_softmax(scores: torch.Tensor, index: torch.Tensor, dim_size: int) ->
     shift = scatter_max(scores.detach(), index, dim_size).index_select(0, index)
     weights = torch.exp(scores - shift)
     return weights / scatter_sum(weights, index, dim_size).index_select(0, index)
+
+
+def add_self_loops(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """``dgl.add_self_loop``: one extra edge v→v per node, appended after the existing edges."""
+    loops = torch.arange(num_nodes, device=edge_index.device).expand(2, -1)
+    return torch.cat([edge_index, loops], dim=1)
