@@ -148,7 +148,7 @@ def test_columns_dtypes_and_meta(small):
     n_graphs = sum(SMALL[f"num_{s}"] for s in SPLITS)
     assert meta.num_graphs == cols.num_graphs == n_graphs
     assert meta.split_sizes == {s: SMALL[f"num_{s}"] for s in SPLITS}
-    assert set(cols.node) == {"x"} and set(cols.edge) == {"edge_attr", "y"} and not cols.graph
+    assert set(cols.node) == {"x"} and set(cols.edge) == {"edge_attr", "y"} and set(cols.graph) == {"tour_length"}
     x, e, y = cols.node["x"], cols.edge["edge_attr"], cols.edge["y"]
     assert x.dtype == np.float32 and x.shape == (cols.num_nodes.sum(), 2) and (x >= 0).all() and (x < 1).all()
     assert e.dtype == np.float32 and e.shape == (cols.num_edges.sum(), 1)
@@ -217,6 +217,9 @@ def test_complete_knn_graph_labels_an_optimal_tour(tmp_path_factory):
         dist = _ref_scaled(x)
         length = sum(int(dist[a, b]) for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True))
         assert length == tsp_solver.held_karp(dist)[0]
+        euclidean = _ref_distances(x)
+        expected = sum(euclidean[a, b] for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True))
+        assert cols.graph["tour_length"][i] == pytest.approx(expected, rel=1e-12)
 
 
 def test_same_seed_same_bytes_and_splits_are_independent(small, tmp_path_factory):
@@ -231,7 +234,7 @@ def test_same_seed_same_bytes_and_splits_are_independent(small, tmp_path_factory
     shift = SMALL["num_train"] - 3
     for j in range(3, fewer.num_graphs):
         a, b = fewer.graph_at(j), cols.graph_at(j + shift)
-        for key in ("x", "src", "dst", "edge_attr", "y"):
+        for key in ("x", "src", "dst", "edge_attr", "y", "tour_length"):
             assert np.array_equal(a[key], b[key]), key
 
 

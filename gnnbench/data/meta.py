@@ -3,7 +3,7 @@
 ``meta.json`` sits beside ``graphs.parquet`` and says how to read it: the task, loss and metric, the
 node/edge feature kind and size (vocabulary or width), how positional encodings are used, the split
 sizes when the split comes with the data, where the data came from (generator, parameters, seed) and
-statistics (nodes and edges per graph, label balance), plus the SHA-256 of ``graphs.parquet``.
+statistics (nodes and edges per graph, label balance, TSP tour lengths), plus the SHA-256 of ``graphs.parquet``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ TASKS = ("node_classification", "graph_classification", "graph_regression", "edg
          "link_prediction", "multitask_regression")
 SPLIT_ORDER = ("train", "val", "test")  # order of the graphs of a split that comes with the data
 PE_USAGES = ("add", "replace")
+SUMMARISED_GRAPH_COLUMNS = ("tour_length",)  # per-graph quantities whose distribution meta.json reports (TSP)
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,12 @@ def _part_statistics(columns: GraphColumns, graph_ids: np.ndarray, meta: Dataset
             labels = columns.graph["y"][graph_ids]
         counts = np.bincount(labels.astype(np.int64), minlength=meta.num_outputs)
         stats["label_fraction"] = [round(float(c) / max(1, labels.size), 6) for c in counts]
-    else:
-        stats["target"] = _summary(columns.graph["y"][graph_ids])
+    else:  # regression: one summary per target column (multitask: the graph-level targets)
+        y = columns.graph["y"][graph_ids]
+        stats["target"] = _summary(y) if y.ndim == 1 else [_summary(y[:, j]) for j in range(y.shape[1])]
+    for name in SUMMARISED_GRAPH_COLUMNS:
+        if name in columns.graph:
+            stats[name] = _summary(columns.graph[name][graph_ids])
     return stats
 
 

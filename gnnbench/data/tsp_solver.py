@@ -19,6 +19,13 @@ short-lived worker processes (this file run as a script, reading point sets from
 :data:`LEAK_BUDGET` bytes of matrix text; small jobs are solved in-process. Workers also give parallelism
 (``workers``); tours do not depend on how the job was split.
 
+Concorde (:func:`concorde_tour`, ``solver="concorde"``): the ``concorde`` executable, when on PATH, solves a
+TSPLIB ``EUC_2D`` file of the coordinates × :data:`SCALE` (written with ``repr``, so exactly the float32 points
+× 10⁶), whose distances are ``(int)(d × 10⁶ + 0.5)`` — the same integer matrix as above except that exact
+halves round up rather than to even (a measure-zero difference). It runs with ``-s 1`` (fixed seed) in a
+private temporary folder and its ``.sol`` file (n, then the tour as 0-based ids) is read back. Concorde proves
+optimality; LKH does not but agreed with the exact optimum in every test.
+
 Held–Karp (:func:`held_karp`): the exact O(2ⁿ·n²) dynamic programme, NumPy-vectorised per subset, used by the
 tests to check LKH on small instances (n ≤ 12 or so).
 
@@ -29,16 +36,21 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 SCALE = 10**6  # distances are round(distance × SCALE) for the solvers
 LEAK_BUDGET = 256 * 2**20  # bytes of matrix text one process may leak (elkai leaks ~ its input per call)
 IN_PROCESS_BUDGET = 16 * 2**20  # a job below this (and workers == 1) is solved in the calling process
+WORKER_BATCH = 64  # instances per worker process at most: progress is reported batch by batch
+SOLVERS = ("lkh", "concorde")
 
 
 def scaled_distances(points: np.ndarray) -> np.ndarray:
@@ -75,24 +87,83 @@ def _matrix_text_bytes(n: int) -> int:
     return 8 * n * n  # elkai's FULL_MATRIX text: ~8 characters per entry at SCALE = 10^6
 
 
-def solve_tours(point_sets: Sequence[np.ndarray], runs: int = 1, workers: int = 1) -> list[np.ndarray]:
-    """LKH tours of every point set (each (n, 2)) on :func:`scaled_distances`, in order.
+def solve_tours(point_sets: Sequence[np.ndarray], runs: int = 1, workers: int = 1, solver: str = "lkh",
+                progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+    """Tours of every point set (each (n, 2)) on :func:`scaled_distances`, in order.
 
-    ``workers`` worker processes run at once; the result does not depend on ``workers``.
+    ``solver`` is ``"lkh"`` (``runs`` LKH runs per instance) or ``"concorde"``. ``workers`` solver processes run
+    at once; the result does not depend on ``workers``. ``progress(count)`` is called as instances finish.
     """
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown TSP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if solver == "concorde":
+        executable = concorde_executable()
+        with ThreadPoolExecutor(max(1, workers)) as pool:  # threads only wait for their concorde process
+            def one(points: np.ndarray) -> np.ndarray:
+                tour = concorde_tour(points, executable)
+                if progress is not None:
+                    progress(1)
+                return tour
+
+            return list(pool.map(one, point_sets))
     sizes = [_matrix_text_bytes(len(p)) for p in point_sets]
     if workers == 1 and sum(sizes) <= IN_PROCESS_BUDGET:
-        return [lkh_tour(scaled_distances(p), runs) for p in point_sets]
+        tours = []
+        for p in point_sets:
+            tours.append(lkh_tour(scaled_distances(p), runs))
+            if progress is not None:
+                progress(1)
+        return tours
     batches, start, used = [], 0, 0
-    for i, size in enumerate(sizes):  # consecutive batches of at most LEAK_BUDGET bytes (at least one set)
-        if i > start and used + size > LEAK_BUDGET:
+    for i, size in enumerate(sizes):  # consecutive batches within the leak budget (at least one set each)
+        if i > start and (used + size > LEAK_BUDGET or i - start >= WORKER_BATCH):
             batches.append(range(start, i))
             start, used = i, 0
         used += size
     batches.append(range(start, len(sizes)))
+
+    def solve_batch(batch: range) -> list[np.ndarray]:
+        tours = _solve_in_worker([point_sets[i] for i in batch], runs)
+        if progress is not None:
+            progress(len(batch))
+        return tours
+
     with ThreadPoolExecutor(max(1, workers)) as pool:  # threads only wait for their worker process
-        results = pool.map(lambda b: _solve_in_worker([point_sets[i] for i in b], runs), batches)
-        return [tour for batch in results for tour in batch]
+        return [tour for batch in pool.map(solve_batch, batches) for tour in batch]
+
+
+def concorde_executable() -> str:
+    """Path of ``concorde`` on PATH, or a clear error."""
+    from gnnbench.errors import ConfigError
+
+    path = shutil.which("concorde")
+    if path is None:
+        raise ConfigError("TSP solver 'concorde' is selected but no `concorde` executable is on PATH; install "
+                          "Concorde (https://www.math.uwaterloo.ca/tsp/concorde.html) or set solver: lkh")
+    return path
+
+
+def concorde_tour(points: np.ndarray, executable: str = "concorde") -> np.ndarray:
+    """Optimal tour of ``points`` (n, 2) by the Concorde executable on the ×:data:`SCALE` ``EUC_2D`` instance."""
+    from gnnbench.data.tsplib import write_tsplib
+    from gnnbench.errors import GnnbenchError
+
+    n = len(points)
+    if n <= 3:
+        return np.arange(n, dtype=np.int64)
+    with tempfile.TemporaryDirectory(prefix="gnnbench-concorde-") as tmp:
+        problem, solution = Path(tmp) / "instance.tsp", Path(tmp) / "instance.sol"
+        write_tsplib(problem, np.asarray(points, dtype=np.float64) * SCALE, "instance")
+        proc = subprocess.run([executable, "-s", "1", "-x", "-o", str(solution), str(problem)], cwd=tmp,
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or not solution.is_file():
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no message"]
+            raise GnnbenchError(f"concorde failed on a {n}-node instance (exit {proc.returncode}): {tail[0]}")
+        numbers = np.array(solution.read_text().split(), dtype=np.int64)
+    tour = numbers[1:]
+    if numbers.size == 0 or numbers[0] != n or not np.array_equal(np.sort(tour), np.arange(n)):
+        raise GnnbenchError(f"concorde wrote a solution that is not a tour of 0..{n - 1}; check the executable")
+    return tour
 
 
 def _solve_in_worker(point_sets: list[np.ndarray], runs: int) -> list[np.ndarray]:

@@ -35,25 +35,45 @@ Decisions against the original:
 * Edge order inside a node: the original's order comes from ``argpartition`` (implementation dependent);
   gnnbench sorts by distance. The edge set is the same.
 
-Everything but the solver is vectorised over chunks of graphs; solving is one LKH call per instance
-(``workers`` processes at once through :func:`build_tsp`; the data do not depend on ``workers``).
+Graph column ``tour_length``: the Euclidean length (float64) of the labelling tour, whose distribution is
+reported in ``meta.json`` (statistics).
+
+Solver (``solver``): ``lkh`` (default) or ``concorde`` (the executable must be on PATH; see tsp_solver).
+
+Sharded labelling. Labelling is the expensive step (hours at paper size), so the workflow splits it: the
+instances of all splits, in stored order (train, val, test), are cut into shards of ``instances_per_shard``;
+:func:`label_shard` solves one shard (one Snakemake job each, so a cluster spreads them) into a small Parquet
+file of tours, with progress in its log; :func:`build_from_shards` regenerates the (cheap, seeded) instances
+and labels them from the shards' tours, checking that the shards belong to these parameters and cover every
+instance once. The data do not depend on the shard size or on ``workers``. Outside the workflow
+(:func:`build_tsp`, the CLI) everything is solved in one process pool.
+
+Everything but the solver is vectorised over chunks of graphs; solving is one solver call per instance.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from gnnbench.data import tsp_solver
 from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
-from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.errors import ConfigError, DataError, GnnbenchError
+from gnnbench.io import atomic_path, sha256_json
+from gnnbench.progress import Progress
 
 CHUNK = 128  # graphs sampled together; part of the seeding scheme (changing it changes the data)
 SPLITS = ("train", "val", "test")
 KNN_ELEMENTS = 1 << 22  # distance-matrix entries per vectorised k-NN batch (memory bound, not part of the data)
+SHARD_METADATA = b"gnnbench_tsp_shard"
 
 
 def _rng(seed: int, *key: int) -> np.random.Generator:
@@ -147,6 +167,17 @@ def tour_labels(n: np.ndarray, tours: list[np.ndarray], src: np.ndarray, dst: np
     return ((succ[u] == dst) | (pred[u] == dst)).astype(np.int16)
 
 
+def tour_lengths(n: np.ndarray, tours: list[np.ndarray], points: np.ndarray) -> np.ndarray:
+    """Euclidean length (float64) of every closed tour; ``points`` concatenated (Σn, 2), tours of local ids."""
+    offset = np.repeat(np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+    flat = np.concatenate(tours).astype(np.int64) + offset  # global node at each tour position
+    pos = np.arange(flat.size) - offset
+    nxt = flat[np.where(pos + 1 == np.repeat(n, n), 0, pos + 1) + offset]
+    p = points.astype(np.float64)
+    step = np.sqrt(((p[flat] - p[nxt]) ** 2).sum(1))
+    return np.add.reduceat(step, np.concatenate([[0], np.cumsum(n)[:-1]])) if len(n) else np.zeros(0)
+
+
 def _graphs_of_chunk(rng: np.random.Generator, count: int, params: dict) -> GraphColumns:
     """One chunk of graphs without labels."""
     n, points = sample_instances(rng, count, params["num_nodes"])
@@ -155,13 +186,20 @@ def _graphs_of_chunk(rng: np.random.Generator, count: int, params: dict) -> Grap
                         edge={"edge_attr": dist.astype(np.float32)[:, None]})
 
 
-def _chunks(params: dict, seed: int) -> list[GraphColumns]:
-    parts = []
+def _chunk_plan(params: dict) -> list[tuple[int, int, int, int]]:
+    """(split code, chunk index, first global instance, count) of every chunk, in stored order."""
+    plan, first = [], 0
     for split_code, split in enumerate(SPLITS, start=1):
         n_split = params[f"num_{split}"]
         for c, start in enumerate(range(0, n_split, CHUNK)):
-            parts.append(_graphs_of_chunk(_rng(seed, split_code, c), min(CHUNK, n_split - start), params))
-    return parts
+            count = min(CHUNK, n_split - start)
+            plan.append((split_code, c, first, count))
+            first += count
+    return plan
+
+
+def _chunks(params: dict, seed: int) -> list[GraphColumns]:
+    return [_graphs_of_chunk(_rng(seed, code, c), count, params) for code, c, _, count in _chunk_plan(params)]
 
 
 def _point_sets(columns: GraphColumns) -> list[np.ndarray]:
@@ -174,26 +212,124 @@ def sample_graphs(params: dict, seed: int) -> tuple[GraphColumns, list[np.ndarra
     return columns, _point_sets(columns)
 
 
-def build_tsp(params: dict, seed: int, workers: int = 1) -> GraphColumns:
-    """The dataset; ``workers`` solver processes run at once (the result does not depend on it)."""
-    parts = _chunks(params, seed)
-    point_sets = [p for part in parts for p in _point_sets(part)]
-    try:
-        tours = tsp_solver.solve_tours(point_sets, params["lkh_runs"], workers)
-    except ImportError:
-        raise GnnbenchError("generator 'tsp' needs the elkai package (LKH-3): pip install elkai") from None
+def _label(parts: list[GraphColumns], tours: list[np.ndarray]) -> GraphColumns:
     first = 0
     for part in parts:  # label chunk by chunk: the temporaries stay small
         part_tours, first = tours[first:first + part.num_graphs], first + part.num_graphs
         part.edge["y"] = tour_labels(part.num_nodes, part_tours, part.src, part.dst, part.num_edges)
+        part.graph["tour_length"] = tour_lengths(part.num_nodes, part_tours, part.node["x"])
     return GraphColumns.concat(parts)
+
+
+def _solve(point_sets: list[np.ndarray], params: dict, workers: int, what: str) -> list[np.ndarray]:
+    progress = Progress(len(point_sets), what)
+    try:
+        return tsp_solver.solve_tours(point_sets, params["lkh_runs"], workers, params["solver"], progress.update)
+    except ImportError:
+        raise GnnbenchError("generator 'tsp' needs the elkai package (LKH-3): pip install elkai") from None
+
+
+def build_tsp(params: dict, seed: int, workers: int | None = None) -> GraphColumns:
+    """The dataset, solved in one go; ``workers`` solver processes at once (default: all cores; the result
+    does not depend on it)."""
+    parts = _chunks(params, seed)
+    point_sets = [p for part in parts for p in _point_sets(part)]
+    workers = workers or (1 if len(point_sets) <= tsp_solver.WORKER_BATCH else os.cpu_count() or 1)
+    return _label(parts, _solve(point_sets, params, workers, "TSP labelling"))
 
 
 def _build(params: dict, seed: int) -> GraphColumns:
     return build_tsp(params, seed)
 
 
-def _solver_version() -> str:
+# ------------------------------------------------------------------------------------------ sharded labelling
+
+
+def num_instances(params: dict) -> int:
+    return sum(_split_sizes(params).values())
+
+
+def num_shards(params: dict) -> int:
+    return -(-num_instances(params) // params["instances_per_shard"])
+
+
+def shard_range(params: dict, shard: int) -> range:
+    size = params["instances_per_shard"]
+    return range(shard * size, min((shard + 1) * size, num_instances(params)))
+
+
+def _shard_key(params: dict, seed: int) -> str:
+    return sha256_json({"params": params, "seed": seed})
+
+
+def shard_point_sets(params: dict, seed: int, shard: int) -> list[np.ndarray]:
+    """Point sets of the instances of ``shard``: only the chunks it overlaps are sampled (no k-NN needed)."""
+    wanted = shard_range(params, shard)
+    point_sets = []
+    for code, c, first, count in _chunk_plan(params):
+        if first + count <= wanted.start or first >= wanted.stop:
+            continue
+        n, points = sample_instances(_rng(seed, code, c), count, params["num_nodes"])
+        sets = np.split(points, np.cumsum(n)[:-1])
+        point_sets += sets[max(wanted.start - first, 0):wanted.stop - first]
+    return point_sets
+
+
+def label_shard(params: dict, seed: int, shard: int, out: str | os.PathLike, workers: int = 1) -> None:
+    """Solve the instances of ``shard`` and write their tours to the Parquet file ``out`` (atomically)."""
+    if not 0 <= shard < num_shards(params):
+        raise ConfigError(f"TSP shard {shard} does not exist: {num_instances(params)} instances in shards of "
+                          f"{params['instances_per_shard']} make shards 0..{num_shards(params) - 1}")
+    indices = shard_range(params, shard)
+    point_sets = shard_point_sets(params, seed, shard)
+    tours = _solve(point_sets, params, workers, f"TSP shard {shard + 1}/{num_shards(params)}")
+    table = pa.table({
+        "index": pa.array(np.arange(indices.start, indices.stop, dtype=np.int64)),
+        "tour": pa.array([t.astype(np.int32) for t in tours], type=pa.list_(pa.int32())),
+    }).replace_schema_metadata({SHARD_METADATA: json.dumps(
+        {"shard": shard, "num_shards": num_shards(params), "key": _shard_key(params, seed)}).encode()})
+    with atomic_path(out) as tmp:
+        pq.write_table(table, tmp)
+
+
+def _read_shard(path: Path, params: dict, seed: int) -> tuple[int, np.ndarray, list[np.ndarray]]:
+    fix = f"delete {path} and rerun snakemake to relabel that shard"
+    try:
+        table = pq.read_table(path)
+        info = json.loads((table.schema.metadata or {})[SHARD_METADATA])
+    except FileNotFoundError:
+        raise DataError(f"TSP label shard {path} does not exist; rerun snakemake to label it") from None
+    except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
+        raise DataError(f"TSP label shard {path} is not a readable shard file ({exc}); {fix}") from None
+    if info.get("key") != _shard_key(params, seed):
+        raise DataError(f"TSP label shard {path} was made with other parameters or seed than datasets' current "
+                        f"ones; {fix}")
+    index = table.column("index").to_numpy()
+    tours = [np.asarray(t, dtype=np.int64) for t in table.column("tour").to_pylist()]
+    return int(info["shard"]), index, tours
+
+
+def build_from_shards(params: dict, seed: int, shard_files: list[str | os.PathLike]) -> GraphColumns:
+    """The dataset, labelled from the tours of every shard (in any order; each shard exactly once)."""
+    shards = sorted((_read_shard(Path(f), params, seed) for f in shard_files), key=lambda s: s[0])
+    found = [s[0] for s in shards]
+    if found != list(range(num_shards(params))):
+        raise DataError(f"TSP label shards: expected shards 0..{num_shards(params) - 1} once each, got {found}; "
+                        "rerun snakemake to label the missing shards")
+    index = np.concatenate([s[1] for s in shards])
+    tours = [t for s in shards for t in s[2]]
+    parts = _chunks(params, seed)
+    n = np.concatenate([p.num_nodes for p in parts])
+    if not np.array_equal(index, np.arange(num_instances(params))) or \
+            not np.array_equal(np.array([len(t) for t in tours]), n):
+        raise DataError("TSP label shards do not match the instances (indices or tour sizes differ); delete the "
+                        "dataset's label_shards folder and rerun snakemake")
+    return _label(parts, tours)
+
+
+def _solver_version(solver: str = "lkh") -> str:
+    if solver == "concorde":
+        return "Concorde (executable on PATH)"
     try:
         return f"LKH-3 via elkai {metadata.version('elkai')}"
     except metadata.PackageNotFoundError:
@@ -206,12 +342,15 @@ def _describe(name: str, params: dict, seed: int) -> DatasetMeta:
         name=name, task="edge_classification", loss="cross_entropy", metric="f1", num_outputs=2,
         num_graphs=sum(sizes.values()), node_features=FeatureSpec("continuous", 2),
         edge_features=FeatureSpec("continuous", 1), pe_usage="add", split_sizes=sizes,
-        source={"generator": "tsp", "params": params, "seed": seed, "solver": _solver_version(),
+        source={"generator": "tsp", "params": params, "seed": seed, "solver": _solver_version(params["solver"]),
                 "distance_scale": tsp_solver.SCALE},
     )
 
 
 def _check(params: dict, where: str) -> None:
+    if params["solver"] not in tsp_solver.SOLVERS:
+        raise ConfigError(f"{where}.solver: unknown TSP solver {params['solver']!r}; choose one of "
+                          f"{', '.join(tsp_solver.SOLVERS)}")
     low = params["num_nodes"][0]
     if params["k"] > low - 1:
         raise ConfigError(f"{where}.k: {params['k']} nearest neighbours need graphs of at least {params['k'] + 1} "
@@ -222,7 +361,7 @@ TSP = Generator(
     name="tsp",
     description="TSP: classify k-nearest-neighbour edges as in or out of an optimal tour (edge classification)",
     defaults={"num_train": 10000, "num_val": 1000, "num_test": 1000, "num_nodes": [50, 500], "k": 25,
-              "lkh_runs": 1},
+              "lkh_runs": 1, "solver": "lkh", "instances_per_shard": 500},
     default_split={"protocol": "given"},
     describe=_describe,
     build=_build,

@@ -1,0 +1,73 @@
+"""Non-learnt baselines reported next to the models (spec protocols.md P1).
+
+TSP k-nearest-neighbour heuristic (paper: F1 0.693 for k = 2): predict an edge i → j to be a tour edge iff j
+is among the k nearest neighbours of i (by the edge feature, the Euclidean distance; ties by stored order).
+It is scored exactly like a model — :class:`~gnnbench.training.metrics.F1` over the same evaluation loader
+(split order, the benchmark's batch size), so its number is comparable with the models' rows — and written as
+a ``metrics.json`` with the fields the aggregation reads (0 parameters, 0 epochs, no loss).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from gnnbench.data.batching import GraphBatch, GraphLoader, model_dtypes
+from gnnbench.data.meta import read_dataset
+from gnnbench.data.store import GraphStore
+from gnnbench.errors import ConfigError
+from gnnbench.io import write_json
+from gnnbench.splits import read_splits
+from gnnbench.training.metrics import F1
+
+KNN_LABEL = "k-NN heuristic (k={k})"
+
+
+def knn_scores(batch: GraphBatch, k: int) -> torch.Tensor:
+    """Two-class scores (E, 2) that predict class 1 for the k shortest out-edges of every node."""
+    src = batch.edge_index[0]
+    dist = batch.edge_attr.reshape(-1)
+    order = torch.argsort(dist, stable=True)
+    order = order[torch.argsort(src[order], stable=True)]  # by source node, then distance, then stored order
+    sorted_src = src[order]
+    first = torch.searchsorted(sorted_src, sorted_src)  # start of each node's group
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel()) - first
+    predicted = (rank < k).long()
+    return torch.nn.functional.one_hot(predicted, 2).float()
+
+
+def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
+                 k: int = 2) -> dict:
+    """F1 of the k-NN heuristic on train, val and test of fold 0, as a metrics record."""
+    start = time.perf_counter()
+    meta, columns = read_dataset(dataset_dir)
+    if meta.task != "edge_classification" or meta.metric != "f1":
+        raise ConfigError(f"the k-NN tour heuristic needs a TSP-like dataset (edge classification scored by F1), "
+                          f"not {meta.name} ({meta.task})")
+    store = model_dtypes(GraphStore.from_columns(columns))
+    splits = read_splits(splits_path, meta)
+    scores = {}
+    for part, index in splits.fold(0).items():
+        metric = F1()
+        for batch in GraphLoader(store, torch.from_numpy(index), batch_size):
+            metric.update(knn_scores(batch, k), batch)
+        scores[part] = metric.compute()
+    return {
+        "dataset": meta.name, "label": KNN_LABEL.format(k=k), "model": "k-NN heuristic", "seed": 0, "fold": 0,
+        "task": meta.task, "metric": "f1", "higher_is_better": True,
+        **{part: {"metric": scores[part], "loss": None} for part in ("train", "val", "test")},
+        "num_params": 0, "epochs": 0, "seconds_per_epoch": 0.0,
+        "total_hours": (time.perf_counter() - start) / 3600, "stop_reason": "baseline (not trained)",
+        "data": {"split_protocol": splits.protocol, "dataset_checksum": meta.checksum},
+        "config": {"k": k, "batch_size": batch_size},
+    }
+
+
+def write_knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
+                       out: str | os.PathLike, k: int = 2) -> dict:
+    record = knn_baseline(dataset_dir, splits_path, batch_size, k)
+    write_json(out, record)
+    return record
