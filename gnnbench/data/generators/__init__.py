@@ -7,13 +7,21 @@ and parameters give byte-identical files.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError
+from gnnbench.io import sha256_file
+
+if TYPE_CHECKING:
+    from gnnbench.data.download import RawFile
+
+RAW_DIR = Path("resources/raw")  # default download cache of raw files (raw_dir/<source>/<file>)
 
 
 @dataclass(frozen=True)
@@ -23,14 +31,17 @@ class Generator:
     defaults: dict[str, Any]  # every parameter with its default; the default's type is the expected type
     default_split: dict[str, Any]  # split protocol (and its parameters) used when the config names none
     describe: Callable[[str, dict, int], DatasetMeta]  # metadata without generating (validation, counts)
-    build: Callable[[dict, int], GraphColumns]
+    build: Callable[..., GraphColumns]  # (params, seed), or (params, seed, raw_dir) when raw_files is set
     check: Callable[[dict, str], None] | None = None  # constraints between parameters; raises ConfigError
+    raw_files: Callable[[dict], list[RawFile]] | None = None  # raw files needed (fetched into raw_dir before build)
 
 
 def _registry() -> dict[str, Generator]:
-    from gnnbench.data.generators import csl, cycles, graph_theory_prop, sbm, tsp
+    from gnnbench.data.generators import csl, cycles, cycles_release, graph_theory_prop, sbm, superpixels, tsp
 
-    generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES)
+    generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
+                  superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
+                  cycles_release.CYCLES_RELEASE)
     return {g.name: g for g in generators}
 
 
@@ -78,8 +89,22 @@ def _check_type(value: Any, default: Any, where: str) -> Any:
     return value
 
 
-def generate(generator: str, dataset: str, params: dict | None, seed: int) -> tuple[GraphColumns, DatasetMeta]:
-    """Run generator ``generator`` for dataset ``dataset``; returns columns and metadata (no statistics yet)."""
+def generate(generator: str, dataset: str, params: dict | None, seed: int,
+             raw_dir: str | os.PathLike | None = None) -> tuple[GraphColumns, DatasetMeta]:
+    """Run generator ``generator`` for dataset ``dataset``; returns columns and metadata (no statistics yet).
+
+    Generators with ``raw_files`` first fetch any missing raw file into ``raw_dir`` (default ``resources/raw``),
+    trying ``params["mirror"]`` first when set, and build from there.
+    """
     gen = get_generator(generator, f"datasets.{dataset}.generator")
     resolved = resolve_params(gen, params, f"datasets.{dataset}.params")
-    return gen.build(resolved, seed), gen.describe(dataset, resolved, seed)
+    if gen.raw_files is None:
+        return gen.build(resolved, seed), gen.describe(dataset, resolved, seed)
+    from gnnbench.data.download import fetch
+
+    raw_dir = Path(RAW_DIR if raw_dir is None else raw_dir)
+    files = {raw.relative_path: fetch(raw, raw_dir, mirror=resolved.get("mirror") or None)
+             for raw in gen.raw_files(resolved)}
+    meta = gen.describe(dataset, resolved, seed)
+    meta.source["raw_sha256"] = {name: sha256_file(path) for name, path in files.items()}  # what was read
+    return gen.build(resolved, seed, raw_dir), meta
