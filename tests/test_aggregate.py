@@ -71,3 +71,32 @@ def test_missing_or_incomplete_metrics_files(tmp_path):
     with pytest.raises(DataError, match="lacks 'label'"):
         aggregate_tables([broken], tmp_path / "a.csv", tmp_path / "a.md", tmp_path / "a.parquet")
     assert not list(tmp_path.glob("a.*"))
+
+
+def test_multitask_per_task_scores_and_baseline_rows(tmp_path):
+    """GraphTheoryProp-style runs report each task's test score; a baseline record (no loss) is a row too."""
+    rng = np.random.default_rng(1)
+    tasks = ["sssp", "eccentricity", "graph_laplacian_features", "is_connected", "diameter", "spectral_radius"]
+    files, values = [], rng.uniform(-3, 0, (3, len(tasks)))
+    for seed in range(3):
+        path = fake_run(tmp_path, "GIN", seed, 0, float(values[seed].mean()), -1.0, "given")
+        record = json.loads(path.read_text())
+        record["test"]["per_task"] = dict(zip(tasks, values[seed].tolist(), strict=True))
+        path.write_text(json.dumps(record))
+        files.append(path)
+    baseline = fake_run(tmp_path, "kNN", 0, 0, -0.5, -0.5, "given", params=0, epochs=0)
+    record = json.loads(baseline.read_text())
+    record["test"]["loss"] = None
+    baseline.write_text(json.dumps(record))
+    aggregate_tables([*files, baseline], tmp_path / "D.csv", tmp_path / "D.md", tmp_path / "D.parquet")
+    table = pd.read_parquet(tmp_path / "D.parquet").set_index("model")
+    for t, task in enumerate(tasks):
+        assert table.loc["GIN", f"test_{task}_mean"] == pytest.approx(values[:, t].mean())
+        assert table.loc["GIN", f"test_{task}_std"] == pytest.approx(values[:, t].std())
+        assert np.isnan(table.loc["kNN", f"test_{task}_mean"])
+    assert table.loc["kNN", "params"] == 0
+    md = (tmp_path / "D.md").read_text().splitlines()
+    header = [c.strip() for c in md[2].strip("|").split("|")]
+    assert header[4:10] == [f"Test {task}" for task in tasks]
+    gin = [c.strip() for c in md[4].strip("|").split("|")]
+    assert gin[4] == f"{values[:, 0].mean():.3f} ± {values[:, 0].std():.3f}"

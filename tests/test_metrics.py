@@ -167,7 +167,12 @@ def test_multitask_loss_transcribes_the_original():
     second = multitask_parts((node_scores * 0, graph_scores * 0), MultiBatch(y, y_graph, batch), config_batch_size)
     epoch_means = (expected + second) / 2
     assert metric.compute() == pytest.approx(float(torch.log10(epoch_means.mean())), rel=1e-6)
-    assert metric.per_task() == pytest.approx(torch.log10(epoch_means).tolist(), rel=1e-5, abs=1e-6)
+    assert list(metric.per_task()) == ["sssp", "eccentricity", "graph_laplacian_features", "is_connected", "diameter",
+                                       "spectral_radius"]
+    from gnnbench.data.generators.graph_theory_prop import GRAPH_TARGETS, NODE_TARGETS
+
+    assert metric.TASKS == NODE_TARGETS + GRAPH_TARGETS  # the generator's target columns, in order
+    assert list(metric.per_task().values()) == pytest.approx(torch.log10(epoch_means).tolist(), rel=1e-5, abs=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------ COLLAB

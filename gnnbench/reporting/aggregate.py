@@ -5,6 +5,10 @@ test and train metric, epochs, seconds per epoch and total hours; with cross-val
 minimum and maximum test score (CSL reports mean ± std, max, min over 5 folds × seeds). Standard
 deviations are population deviations (ddof = 0, NumPy's ``np.std``), as the original computes them.
 
+Multitask runs (GraphTheoryProp) also report each task's test score (``metrics.json`` ``test.per_task``):
+columns ``test_<task>_mean`` / ``_std`` and one Markdown column per task. Baselines (e.g. TSP's k-NN
+heuristic) come as metrics records with 0 parameters and 0 epochs and appear as rows like the models.
+
 Written as CSV and Parquet (numbers) and Markdown (formatted "mean ± std").
 """
 
@@ -25,7 +29,7 @@ RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is
 
 def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
     """One row per run, in the given order."""
-    rows = []
+    rows, tasks = [], {}
     for path in metrics_files:
         m = read_json(path, "run metrics file")
         try:
@@ -37,10 +41,18 @@ def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
                 "test_loss": m["test"]["loss"], "num_params": m["num_params"], "epochs": m["epochs"],
                 "seconds_per_epoch": m["seconds_per_epoch"], "total_hours": m["total_hours"],
                 "stop_reason": m["stop_reason"]})
-        except (KeyError, TypeError) as exc:
+            per_task = {f"test_{task}": value for task, value in (m["test"].get("per_task") or {}).items()}
+            rows[-1].update(per_task)
+            tasks.update(dict.fromkeys(per_task))
+        except (KeyError, TypeError, AttributeError) as exc:
             raise DataError(f"run metrics file {path} lacks {exc}; delete it and rerun snakemake for that run") \
                 from None
-    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *tasks])
+
+
+def _task_columns(frame: pd.DataFrame) -> list[str]:
+    """Per-task test score columns (``test_<task>``) of multitask runs, in first-seen order."""
+    return [c for c in frame.columns if c.startswith("test_") and c not in RUN_COLUMNS]
 
 
 def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
@@ -53,7 +65,8 @@ def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
         row = {"dataset": group["dataset"].iloc[0], "model": label, "architecture": group["model"].iloc[0],
                "metric": group["metric"].iloc[0], "runs": len(group), "seeds": group["seed"].nunique(),
                "folds": group["fold"].nunique(), "params": int(group["num_params"].iloc[0])}
-        for column in ("test_metric", "train_metric", "epochs", "seconds_per_epoch", "total_hours"):
+        for column in ("test_metric", "train_metric", "epochs", "seconds_per_epoch", "total_hours",
+                       *_task_columns(runs)):
             row[f"{column}_mean"] = group[column].mean()
             row[f"{column}_std"] = group[column].std(ddof=0)
         if extrema:
@@ -70,6 +83,9 @@ def to_markdown(table: pd.DataFrame) -> str:
     extrema = "test_metric_min" in table
     if extrema:
         headers[4:4] = ["Test min", "Test max"]
+    tasks = [c.removesuffix("_mean") for c in table.columns
+             if c.startswith("test_") and c.endswith("_mean") and c != "test_metric_mean"]
+    headers[4:4] = [f"Test {t[len('test_'):]}" for t in tasks]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for _, r in table.iterrows():
         cells = [str(r["model"]), str(r["runs"]), f"{r['params']:,}",
@@ -78,6 +94,7 @@ def to_markdown(table: pd.DataFrame) -> str:
                  f"{r['epochs_mean']:.1f}", f"{r['seconds_per_epoch_mean']:.2f}", f"{r['total_hours_mean']:.4f}"]
         if extrema:
             cells[4:4] = [f"{r['test_metric_min']:.3f}", f"{r['test_metric_max']:.3f}"]
+        cells[4:4] = [f"{r[f'{t}_mean']:.3f} ± {r[f'{t}_std']:.3f}" for t in tasks]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -15,7 +15,8 @@ evaluation batch size exactly as in the paper:
   argmax predictions, as sklearn's ``f1_score(average='binary')`` (0 when there are no true and no
   predicted positives). A fraction, not a percentage, as in the original.
 * ``log10_mse`` (GraphTheoryProp): log10 of the epoch mean of the multitask loss (mean of its six values).
-  ``per_task()`` gives log10 of each task's epoch mean.
+  ``per_task()`` gives log10 of each task's epoch mean, by task name (reported in ``metrics.json``
+  and the tables).
 * ``hits@50`` (COLLAB): fraction of positive pairs scored above the 50th highest negative score (OGB's
   Hits@K), over the whole evaluation set.
 
@@ -66,6 +67,10 @@ class Metric(ABC):
     def compute(self) -> float:
         return float(self._sum / max(self._count, 1))
 
+    def per_task(self) -> dict[str, float] | None:
+        """Scores per task of a multitask metric (reported beside the overall score), else None."""
+        return None
+
 
 class WeightedAccuracy(Metric):
     name, higher_is_better = "weighted_accuracy", True
@@ -110,6 +115,8 @@ class F1(Metric):
 
 class Log10MSE(Metric):
     name, higher_is_better = "log10_mse", False
+    # the order of multitask_parts: PNA's node targets, then its graph targets (generators/graph_theory_prop.py)
+    TASKS = ("sssp", "eccentricity", "graph_laplacian_features", "is_connected", "diameter", "spectral_radius")
 
     def __init__(self, batch_size: int = 1) -> None:
         self.batch_size = batch_size
@@ -125,8 +132,9 @@ class Log10MSE(Metric):
         self._parts = self._parts + multitask_parts(scores, batch, self.batch_size).detach().double().cpu()
         self._count += 1
 
-    def per_task(self) -> list[float]:
-        return torch.log10(self._parts / max(self._count, 1)).tolist()
+    def per_task(self) -> dict[str, float]:
+        values = torch.log10(self._parts / max(self._count, 1)).tolist()
+        return dict(zip(self.TASKS, values, strict=True))
 
     def compute(self) -> float:
         return float(torch.log10(self._parts.mean() / max(self._count, 1)))

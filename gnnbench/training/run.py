@@ -183,15 +183,18 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     stop_reason = stop_reason or "max_epochs"
 
     final_start = time.perf_counter()
-    final = {part: evaluate(model, loaders[loader], loss_fn, metric, dev)
-             for part, loader in (("train", "train_eval"), ("val", "val"), ("test", "test"))}
+    final, per_task = {}, {}
+    for part, loader in (("train", "train_eval"), ("val", "val"), ("test", "test")):
+        final[part] = evaluate(model, loaders[loader], loss_fn, metric, dev)
+        per_task[part] = metric.per_task()  # multitask metrics: each task's score too
     final_s = time.perf_counter() - final_start
     total_s = setup_s + elapsed + final_s
     checkpoint(finished=True)
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
-        **{part: {"metric": score, "loss": loss} for part, (loss, score) in final.items()},
+        **{part: {"metric": score, "loss": loss, **({"per_task": per_task[part]} if per_task[part] else {})}
+           for part, (loss, score) in final.items()},
         "num_params": num_params, "epochs": len(history), "stop_reason": stop_reason,
         "seconds_per_epoch": elapsed / max(len(history), 1), "total_seconds": total_s, "total_hours": total_s / 3600,
         "time_limit_hours": time_limit_s / 3600, "config": cfg, "device": _device_name(dev),
