@@ -7,7 +7,7 @@ import logging
 import os
 import time
 
-from gnnbench.data.generators import generate
+from gnnbench.data.generators import generate, get_generator, resolve_params
 from gnnbench.data.meta import DatasetMeta, read_dataset, write_dataset
 from gnnbench.features.laplacian_pe import laplacian_pe
 from gnnbench.features.pe_file import write_pe
@@ -18,10 +18,11 @@ log = logging.getLogger(__name__)
 
 
 def generate_dataset(generator: str, name: str, params: dict | None, seed: int,
-                     out_dir: str | os.PathLike) -> DatasetMeta:
-    """Generate a dataset into ``out_dir`` (graphs.parquet + meta.json)."""
+                     out_dir: str | os.PathLike, raw_dir: str | os.PathLike | None = None) -> DatasetMeta:
+    """Generate a dataset into ``out_dir`` (graphs.parquet + meta.json); raw files are fetched into ``raw_dir``
+    (default ``resources/raw``) for generators that need them."""
     start = time.perf_counter()
-    columns, meta = generate(generator, name, params, seed)
+    columns, meta = generate(generator, name, params, seed, raw_dir=raw_dir)
     meta = write_dataset(out_dir, columns, meta)
     log.info("generated %s: %d graphs in %.1fs", name, meta.num_graphs, time.perf_counter() - start)
     return meta
@@ -46,3 +47,34 @@ def make_split_file(dataset_dir: str | os.PathLike, protocol: str, params: dict,
 def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,
                      parquet: str | os.PathLike) -> None:
     write_tables(aggregate(load_runs(metrics_files)), csv, markdown, parquet)
+
+
+def label_tsp_shard(params: dict | None, seed: int, shard: int, out: str | os.PathLike, workers: int = 1) -> None:
+    """Solve one shard of a TSP dataset's instances (tours to ``out``)."""
+    from gnnbench.data.generators import tsp
+
+    resolved = resolve_params(get_generator("tsp"), params, "tsp params")
+    tsp.label_shard(resolved, seed, shard, out, workers)
+
+
+def merge_tsp_shards(name: str, params: dict | None, seed: int, shard_files: list[str | os.PathLike],
+                     out_dir: str | os.PathLike) -> DatasetMeta:
+    """Write a TSP dataset labelled from its shards' tours."""
+    from gnnbench.data.generators import tsp
+
+    start = time.perf_counter()
+    gen = get_generator("tsp")
+    resolved = resolve_params(gen, params, f"datasets.{name}.params")
+    columns = tsp.build_from_shards(resolved, seed, shard_files)
+    meta = write_dataset(out_dir, columns, gen.describe(name, resolved, seed))
+    log.info("merged %d TSP label shards of %s: %d graphs in %.1fs", len(shard_files), name, meta.num_graphs,
+             time.perf_counter() - start)
+    return meta
+
+
+def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
+                 out: str | os.PathLike, k: int = 2) -> None:
+    from gnnbench.baselines import write_knn_baseline
+
+    record = write_knn_baseline(dataset_dir, splits_path, batch_size, out, k)
+    log.info("%s on %s: test F1 %.4f", record["label"], record["dataset"], record["test"]["metric"])

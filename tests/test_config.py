@@ -18,8 +18,11 @@ DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 def test_default_suite_resolves_to_the_expected_runs():
     suite = load_suite(DEFAULT)
     runs = suite.runs()
-    # PATTERN: 8 models, CLUSTER: 3, TSP: 5, GraphTheoryProp: 2 (× 2 seeds); CSL: 6 models × 2 seeds × 5 folds
-    assert len(runs) == (8 + 3 + 5 + 2) * 2 + 6 * 2 * 5
+    # PATTERN: 8 models, CLUSTER: 3, TSP: 5, GraphTheoryProp: 2, MNIST-digits: 4 (× 2 seeds); CSL: 6 × 2 seeds × 5 folds
+    assert len(runs) == (8 + 3 + 5 + 2 + 4) * 2 + 6 * 2 * 5
+    assert len(suite.label_shard_files("TSP")) == 3 and suite.baseline_files("TSP") == [
+        "results/baselines/TSP/knn_k2.json"]
+    assert suite.raw_files("MNIST-digits") == []  # the offline superpixel variant downloads nothing
     fitted = suite.run_config("PATTERN", "GIN-fit-50k", 41)
     assert fitted["model"] == "GIN" and fitted["L"] == 4 and fitted["hidden_dim"] < 110  # narrower than the 100k
     assert {r["fold"] for r in suite.runs("CSL")} == set(range(5))
@@ -119,4 +122,4 @@ def test_config_files_that_are_missing_or_not_yaml(tmp_path):
     with pytest.raises(ConfigError, match="is not valid YAML"):
         load_suite_file(bad)
     assert load_suite_file(Path(REPO_ROOT / "config" / "config.yaml")).benchmarks.keys() == {
-        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp"}
+        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp", "MNIST-digits"}

@@ -22,6 +22,7 @@ from gnnbench.config.presets import REPO_ROOT
 from gnnbench.config.suite import load_suite
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.models import build_model, count_parameters
+from gnnbench.pipeline import generate_dataset
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +34,8 @@ SUITE = {
         "PATTERN": {"generator": "sbm_pattern", "seed": 2,
                     "params": {"num_train": 4, "num_val": 2, "num_test": 2, "num_patterns": 2}},
         "TSP": {"generator": "tsp", "seed": 2,
-                "params": {"num_train": 4, "num_val": 2, "num_test": 2, "num_nodes": [10, 16], "k": 5}},
+                "params": {"num_train": 4, "num_val": 2, "num_test": 2, "num_nodes": [10, 16], "k": 5,
+                           "instances_per_shard": 3}},
         "CYCLES": {"generator": "cycles", "seed": 2, "params": {"num_train": 8, "num_val": 4, "num_test": 4}},
         "GraphTheoryProp": {"generator": "graph_theory_prop", "seed": 1234,
                             "params": {"train_graphs_per_size": 1, "val_graphs_per_size": 1,
@@ -85,7 +87,22 @@ def test_every_model_trains_on_every_task_through_the_workflow(run):
         assert metrics["num_params"] == count_parameters(build_model(config, meta)), spec
     for dataset, benchmark in suite.benchmarks.items():
         table = pd.read_csv(run / "results" / "tables" / f"{dataset}.csv")
-        assert sorted(table["model"]) == sorted(benchmark.models)
+        baselines = ["k-NN heuristic (k=2)"] if dataset == "TSP" else []
+        assert sorted(table["model"]) == sorted([*benchmark.models, *baselines])
+
+
+def test_tsp_is_labelled_in_shard_jobs_and_reports_the_knn_baseline(run):
+    shards = sorted(p.name for p in (run / "results/datasets/TSP/label_shards").iterdir())
+    assert shards == ["0.parquet", "1.parquet", "2.parquet"]  # 8 instances in shards of 3
+    assert "TSP shard 3/3: 2/2 (100%)" in (run / "results/logs/dataset/TSP_label_shard2.log").read_text()
+    direct = run / "direct"  # merging the shards gives the dataset generated in one go, byte for byte
+    generate_dataset("tsp", "TSP", SUITE["datasets"]["TSP"]["params"], 2, direct)
+    assert (direct / "graphs.parquet").read_bytes() == (run / "results/datasets/TSP/graphs.parquet").read_bytes()
+    table = pd.read_csv(run / "results/tables/TSP.csv").set_index("model")
+    baseline = json.loads((run / "results/baselines/TSP/knn_k2.json").read_text())
+    row = table.loc["k-NN heuristic (k=2)"]
+    assert row["test_metric_mean"] == pytest.approx(baseline["test"]["metric"]) and row["params"] == 0
+    assert baseline["config"]["batch_size"] == 64  # most models' (RingGNN / 3WLGNN use 4)
 
 
 def test_budget_entry_trains_the_fitted_width(run):

@@ -7,10 +7,13 @@ line naming the key and the fix, before anything is generated or trained.
 
 Output layout (paths relative to the working directory)::
 
+    resources/raw/{source}/{file}                               (downloads: MNIST IDX files, CIFAR-10 tarball, ...)
     results/datasets/{dataset}/graphs.parquet, meta.json
+    results/datasets/{dataset}/label_shards/{shard}.parquet   (TSP: tours of one labelling shard)
     results/features/{dataset}/laplacian_pe_k{k}.parquet
     results/splits/{dataset}/splits.json
     results/runs/{dataset}/{model}/seed{seed}/fold{fold}/metrics.json, history.parquet, checkpoint.pt
+    results/baselines/{dataset}/knn_k2.json                    (TSP: the k-NN heuristic, scored like a run)
     results/tables/{dataset}.csv, .md, .parquet
 """
 
@@ -32,6 +35,11 @@ DATASET_DIR = "results/datasets/{dataset}"
 PE_FILE = "results/features/{dataset}/laplacian_pe_k{k}.parquet"
 SPLITS_FILE = "results/splits/{dataset}/splits.json"
 RUN_DIR = "results/runs/{dataset}/{model}/seed{seed}/fold{fold}"
+RAW_DIR = "resources/raw"  # downloads (raw files), shared by all suites run in this directory
+LABEL_SHARD_FILE = "results/datasets/{dataset}/label_shards/{shard}.parquet"
+KNN_BASELINE_FILE = "results/baselines/{dataset}/knn_k{k}.json"
+KNN_BASELINE_K = 2  # the paper's TSP k-NN heuristic (F1 0.693)
+SHARDED_GENERATORS = ("tsp",)  # generators whose labelling runs as one job per shard
 TABLE_FILE = "results/tables/{dataset}.{ext}"
 TABLE_FORMATS = ("csv", "md", "parquet")
 DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
@@ -89,6 +97,52 @@ class Suite:
 
     def metrics_files(self, dataset: str | None = None) -> list[str]:
         return [RUN_DIR.format(**run) + "/metrics.json" for run in self.runs(dataset)]
+
+    @property
+    def sharded_datasets(self) -> list[str]:
+        return [name for name, d in self.datasets.items() if d.generator in SHARDED_GENERATORS]
+
+    def label_shard_files(self, dataset: str) -> list[str]:
+        """Label shards a sharded dataset is merged from (none for other datasets)."""
+        spec = self.datasets[dataset]
+        if spec.generator not in SHARDED_GENERATORS:
+            return []
+        from gnnbench.data.generators import tsp
+
+        return [LABEL_SHARD_FILE.format(dataset=dataset, shard=i) for i in range(tsp.num_shards(spec.params))]
+
+    def raw_files(self, dataset: str) -> list[str]:
+        """Raw files (paths under ``resources/raw``) a dataset is made from: downloads, one job each."""
+        spec = self.datasets[dataset]
+        generator = get_generator(spec.generator)
+        if generator.raw_files is None:
+            return []
+        return [f"{RAW_DIR}/{raw.relative_path}" for raw in generator.raw_files(spec.params)]
+
+    def raw_download(self, path: str) -> tuple[object, str | None]:
+        """(RawFile, mirror) of a raw file some dataset needs; the mirror of the first dataset naming it."""
+        for spec in self.datasets.values():
+            generator = get_generator(spec.generator)
+            for raw in (generator.raw_files(spec.params) if generator.raw_files else []):
+                if f"{RAW_DIR}/{raw.relative_path}" == path:
+                    return raw, spec.params.get("mirror") or None
+        raise ValueError(f"no dataset of the config needs the raw file {path}")
+
+    @property
+    def all_raw_files(self) -> list[str]:
+        return sorted({f for d in self.datasets for f in self.raw_files(d)})
+
+    def baseline_files(self, dataset: str) -> list[str]:
+        """Non-learnt baselines reported in a dataset's table: the k-NN heuristic for TSP datasets."""
+        if self.datasets[dataset].generator != "tsp":
+            return []
+        return [KNN_BASELINE_FILE.format(dataset=dataset, k=KNN_BASELINE_K)]
+
+    def baseline_batch_size(self, dataset: str) -> int:
+        """Evaluation batch size of the baselines (batch-averaged metrics depend on it): the models' most common
+        batch size (ties: the larger), 64 — the TSP configs' — without models."""
+        sizes = [int(m.config["batch_size"]) for m in self.benchmarks[dataset].models.values()]
+        return max(sizes, key=lambda b: (sizes.count(b), b)) if sizes else 64
 
     def table_files(self) -> list[str]:
         return [TABLE_FILE.format(dataset=d, ext=ext) for d in self.benchmarks for ext in TABLE_FORMATS]

@@ -7,4 +7,4 @@ from gnnbench.workflow import run_step
 
 run_step(snakemake, lambda: generate_dataset(
     snakemake.params.generator, snakemake.wildcards.dataset, snakemake.params.params, snakemake.params.seed,
-    Path(snakemake.output.meta).parent))
+    Path(snakemake.output.meta).parent, raw_dir="resources/raw"))

@@ -1,0 +1,6 @@
+"""Snakemake adapter for rule raw_download: gnnbench.data.download.fetch."""
+
+from gnnbench.data.download import fetch
+from gnnbench.workflow import run_step
+
+run_step(snakemake, lambda: fetch(snakemake.params.raw, "resources/raw", mirror=snakemake.params.mirror))
