@@ -8,8 +8,9 @@ rule dataset:
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
         "results/logs/dataset/{dataset}.log",
+    threads: SUITE.resources["dataset"]["cpus"]
     resources:
-        mem_mb=8000,
+        **SUITE.rule_resources("dataset"),
     conda:
         "../envs/gnnbench.yaml"
     script:
