@@ -136,6 +136,7 @@ def slurm_run(cluster, tmp_path_factory):
             "jobs": [j for j in jobs if j["workdir"] == str(remote)]}
 
 
+@pytest.mark.slow
 def test_workflow_completes_through_the_slurm_profile(slurm_run):
     result = slurm_run["result"]
     assert result.returncode == 0, result.stdout[-5000:]
@@ -144,6 +145,7 @@ def test_workflow_completes_through_the_slurm_profile(slurm_run):
     assert (slurm_run["remote"] / "results" / "tables" / "CSL.md").is_file()
 
 
+@pytest.mark.slow
 def test_every_job_ran_as_a_slurm_job(slurm_run):
     rules = sorted(re.sub(r"_wildcards_.*", "", j["comment"]) for j in slurm_run["jobs"])
     # one SLURM job per rule job; the 4 training runs share one group job; flaky_once ran twice
@@ -158,6 +160,7 @@ def test_every_job_ran_as_a_slurm_job(slurm_run):
                          rf"fold={fold[4:]}", log), log[-3000:]
 
 
+@pytest.mark.slow
 def test_slurm_results_equal_the_local_run(slurm_run):
     for run in RUNS:
         local = _scores(slurm_run["local"] / "results" / "runs" / run / "metrics.json")
@@ -171,6 +174,7 @@ def test_slurm_results_equal_the_local_run(slurm_run):
         [row.split(",")[i] for i in keep] for row in tables[1]]
 
 
+@pytest.mark.slow
 def test_a_failed_job_is_retried_and_then_succeeds(slurm_run):
     flaky = [j for j in slurm_run["jobs"] if j["comment"].startswith("rule_flaky_once")]
     flaky.sort(key=lambda j: int(j["id"]))
@@ -180,6 +184,7 @@ def test_a_failed_job_is_retried_and_then_succeeds(slurm_run):
     assert (slurm_run["remote"] / "results" / "flaky.txt").read_text().startswith("attempt=2 ")
 
 
+@pytest.mark.slow
 def test_the_gpu_request_reaches_sbatch(slurm_run):
     calls = re.findall(r"^sbatch call: (.*)$", slurm_run["result"].stdout, re.M)
     train = [c for c in calls if "--comment rule_train_runs_train" in c]
