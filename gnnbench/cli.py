@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         _run(args)
     except GnnbenchError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr)
-        return 1
+        return getattr(exc, "exit_code", 1)  # training stopped by SIGTERM: 143
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()
     return 0

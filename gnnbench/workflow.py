@@ -13,7 +13,8 @@ def run_step(smk, step: Callable[[], object]) -> None:
     """Run ``step`` for the rule behind the ``snakemake`` object ``smk``.
 
     Logs go to stderr and to the rule's ``log`` file; a user-fixable error is written there as one line and
-    the job exits with status 1 (Snakemake then removes the job's incomplete outputs).
+    the job exits with status 1 (Snakemake then removes the job's incomplete outputs); a training run stopped by
+    SIGTERM exits with 143 after saving its checkpoint, and the retried job resumes from it.
     """
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if smk.log:
@@ -28,4 +29,4 @@ def run_step(smk, step: Callable[[], object]) -> None:
         step()
     except GnnbenchError as exc:
         logging.getLogger("gnnbench").error("%s", exc)
-        sys.exit(1)
+        sys.exit(getattr(exc, "exit_code", 1))

@@ -43,6 +43,15 @@ SHARDED_GENERATORS = ("tsp",)  # generators whose labelling runs as one job per 
 TABLE_FILE = "results/tables/{dataset}.{ext}"
 TABLE_FORMATS = ("csv", "md", "parquet")
 DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
+# What each stage's jobs ask a scheduler for (config key `resources`; runtime in minutes). The `train` defaults
+# come from the older top-level keys (threads_per_run, ...), which stay accepted as shorthands.
+RESOURCE_DEFAULTS = {
+    "train": {"cpus": 1, "mem_mb": 2000, "runtime": 720, "gpus": 0},
+    "dataset": {"cpus": 1, "mem_mb": 8000, "runtime": 240},
+    "tsp_label": {"cpus": 1, "mem_mb": 2000, "runtime": 240},
+    "features": {"cpus": 1, "mem_mb": 4000, "runtime": 120},
+}
+TRAIN_SHORTHANDS = {"threads_per_run": "cpus", "mem_mb_per_run": "mem_mb", "runtime_per_run": "runtime"}
 
 
 @dataclass
@@ -82,6 +91,18 @@ class Suite:
     runtime_per_run: int
     datasets: dict[str, DatasetSpec]
     benchmarks: dict[str, Benchmark]
+    resources: dict[str, dict] = field(default_factory=lambda: {k: dict(v) for k, v in RESOURCE_DEFAULTS.items()})
+
+    def rule_resources(self, stage: str) -> dict:
+        """Snakemake ``resources`` of a stage's rule: mem_mb, runtime and, for a GPU request, gpu (+ gpu_model),
+        the keys snakemake-executor-plugin-slurm turns into ``--mem``, ``-t`` and ``--gpus=[model:]N``."""
+        spec = self.resources[stage]
+        out = {"mem_mb": spec["mem_mb"], "runtime": spec["runtime"]}
+        if spec.get("gpus"):
+            out["gpu"] = spec["gpus"]
+            if spec.get("gpu_model"):
+                out["gpu_model"] = spec["gpu_model"]
+        return out
 
     def run_config(self, dataset: str, model: str, seed: int) -> dict:
         return {**self.benchmarks[dataset].models[model].config, "seed": int(seed)}
@@ -171,7 +192,27 @@ def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH) -> Su
             raise ConfigError(f"{where}: unknown dataset {name!r}; define it under datasets "
                               f"(defined: {', '.join(datasets)})")
         benchmarks[name] = _benchmark(datasets[name], entry, where)
-    return Suite(datasets=datasets, benchmarks=benchmarks, **settings)
+    resources = _resources(config, settings)
+    settings.update({key: resources["train"][name] for key, name in TRAIN_SHORTHANDS.items()})
+    return Suite(datasets=datasets, benchmarks=benchmarks, resources=resources, **settings)
+
+
+def _resources(config: dict, settings: dict) -> dict[str, dict]:
+    """Per-stage scheduler resources: defaults, then the train shorthands, then `resources` from the config."""
+    given = config.get("resources") or {}
+    out = {stage: {**defaults, **(given.get(stage) or {})} for stage, defaults in RESOURCE_DEFAULTS.items()}
+    train = given.get("train") or {}
+    for key, name in TRAIN_SHORTHANDS.items():
+        if key in config:
+            if name in train and train[name] != config[key]:
+                raise ConfigError(f"resources.train.{name} ({train[name]}) and {key} ({config[key]}) disagree; "
+                                  f"drop {key}")
+            out["train"][name] = config[key]
+    if "gpus" not in train and settings["device"] == "cuda":
+        out["train"]["gpus"] = 1
+    if settings["device"] == "cuda" and not out["train"]["gpus"]:
+        raise ConfigError("resources.train.gpus: device is cuda but no GPU is requested; set gpus to 1 or more")
+    return out
 
 
 def _check_schema(config: object, schema_path: Path) -> None:

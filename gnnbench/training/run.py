@@ -21,6 +21,12 @@ epochs trained (the original prints the 0-based index of the last one). Same see
 identical metrics on CPU; GPU runs are not bitwise reproducible (atomic scatter-adds).
 
 Outputs in ``out_dir``: ``metrics.json``, ``history.parquet`` (one row per epoch) and ``checkpoint.pt``.
+
+Pre-emption (:mod:`gnnbench.training.preemption`): SIGTERM abandons the epoch in progress and raises
+:class:`~gnnbench.training.preemption.Preempted` (exit status 143 from the CLI and the Snakemake script); the
+checkpoint on disk — written after every completed epoch and, for a fresh run, once before the first — is where
+the rerun resumes. A SIGTERM that arrives while the final outputs are being written lets them finish and the run
+succeeds (its outputs are complete).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import logging
 import os
 import platform
 import random
+import signal
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -51,6 +58,7 @@ from gnnbench.training.checkpoint import CHECKPOINT_FILE, load_resumable, restor
 from gnnbench.training.loop import evaluate, train_epoch, train_epoch_accumulated
 from gnnbench.training.losses import get_loss
 from gnnbench.training.metrics import get_metric
+from gnnbench.training.preemption import Preempted, StopOnSignal
 
 log = logging.getLogger(__name__)
 METRICS_FILE, HISTORY_FILE = "metrics.json", "history.parquet"
@@ -92,7 +100,25 @@ def package_versions() -> dict[str, str]:
 def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
               out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
               threads: int | None = None, label: str | None = None) -> dict:
-    """Train one run and write its outputs; returns the contents of ``metrics.json``."""
+    """Train one run and write its outputs; returns the contents of ``metrics.json``.
+
+    Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
+    """
+    with StopOnSignal() as guard:
+        try:
+            return _train_run(guard, dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config,
+                              out_dir=out_dir, pe_path=pe_path, device=device, threads=threads, label=label)
+        except Preempted as exc:
+            path = Path(out_dir) / CHECKPOINT_FILE
+            epochs = checkpoint_epochs(path)
+            where = (f"checkpoint {path} holds {epochs} completed epoch(s); run the same command again (Snakemake: "
+                     f"rerun the job) to resume from it" if epochs is not None else
+                     "no checkpoint was written yet; a rerun starts from the beginning")
+            raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; {where}") from None
+
+
+def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_dir, pe_path, device, threads,
+               label) -> dict:
     setup_start = time.perf_counter()
     cfg = coerce_all(config, "config")
     missing = [k for k in TRAIN_KEYS if k not in cfg]
@@ -150,10 +176,14 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     setup_s = time.perf_counter() - setup_start
 
     def checkpoint(finished: bool) -> None:
-        save_checkpoint(checkpoint_path, {
-            "key": key, "finished": finished, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "rng": rng_state(shuffle), "history": history,
-            "elapsed": elapsed, "stop_reason": stop_reason})
+        with guard.deferred(raise_after=not finished):  # a stop signal waits until the file is in place
+            save_checkpoint(checkpoint_path, {
+                "key": key, "finished": finished, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "rng": rng_state(shuffle), "history": history,
+                "elapsed": elapsed, "stop_reason": stop_reason})
+
+    if state is None:
+        checkpoint(finished=False)  # a stop during the first epoch leaves a resumable (initial) state too
 
     while stop_reason is None and len(history) < cfg["epochs"]:
         start = time.perf_counter()
@@ -189,7 +219,6 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
         per_task[part] = metric.per_task()  # multitask metrics: each task's score too
     final_s = time.perf_counter() - final_start
     total_s = setup_s + elapsed + final_s
-    checkpoint(finished=True)
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
@@ -202,10 +231,23 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
         "data": {"dataset_checksum": meta.checksum, "split_protocol": splits.protocol,
                  "split_checksum": sha256_json(splits.folds), "pe_file": None if pe_path is None else str(pe_path)},
     }
-    with atomic_path(out_dir / HISTORY_FILE) as tmp:
-        pq.write_table(pa.Table.from_pylist(history, schema=_HISTORY_SCHEMA), tmp)
-    write_json(out_dir / METRICS_FILE, results)
+    with guard.deferred(raise_after=False):  # the run is complete: a stop signal now lets the outputs finish
+        checkpoint(finished=True)
+        with atomic_path(out_dir / HISTORY_FILE) as tmp:
+            pq.write_table(pa.Table.from_pylist(history, schema=_HISTORY_SCHEMA), tmp)
+        write_json(out_dir / METRICS_FILE, results)
+    if guard.received is not None:
+        log.warning("%s arrived while the outputs were written; the run is complete",
+                    signal.Signals(guard.received).name)
     return results
+
+
+def checkpoint_epochs(path: str | os.PathLike) -> int | None:
+    """Completed epochs in the checkpoint at ``path`` (None: no readable checkpoint)."""
+    try:
+        return len(torch.load(path, map_location="cpu", weights_only=True)["history"])
+    except Exception:  # missing, unreadable or foreign: nothing to resume from
+        return None
 
 
 _HISTORY_SCHEMA = pa.schema([("epoch", pa.int64())] + [

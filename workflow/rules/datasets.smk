@@ -34,8 +34,9 @@ rule dataset:
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
         "results/logs/dataset/{dataset}.log",
+    threads: SUITE.resources["dataset"]["cpus"]
     resources:
-        mem_mb=8000,
+        **SUITE.rule_resources("dataset"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -53,9 +54,9 @@ rule tsp_label_shard:
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
         "results/logs/dataset/{dataset}_label_shard{shard}.log",
-    threads: 1
+    threads: SUITE.resources["tsp_label"]["cpus"]
     resources:
-        mem_mb=2000,
+        **SUITE.rule_resources("tsp_label"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -75,8 +76,9 @@ rule tsp_dataset:
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
         "results/logs/dataset/{dataset}.log",
+    threads: SUITE.resources["dataset"]["cpus"]
     resources:
-        mem_mb=8000,
+        **SUITE.rule_resources("dataset"),
     conda:
         "../envs/gnnbench.yaml"
     script:

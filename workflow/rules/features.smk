@@ -5,8 +5,9 @@ rule laplacian_pe:
         "results/features/{dataset}/laplacian_pe_k{k}.parquet",
     log:
         "results/logs/features/{dataset}_laplacian_pe_k{k}.log",
+    threads: SUITE.resources["features"]["cpus"]
     resources:
-        mem_mb=4000,
+        **SUITE.rule_resources("features"),
     conda:
         "../envs/gnnbench.yaml"
     script:

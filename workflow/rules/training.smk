@@ -1,3 +1,5 @@
+# Pre-emption: a job stopped by SIGTERM (time limit, pre-emption, scancel) keeps checkpoint.pt in the run
+# folder (not an output, so Snakemake leaves it) and exits 143; the retried job resumes from it.
 rule train:
     input:
         unpack(run_inputs),
@@ -7,11 +9,10 @@ rule train:
     params:
         config=lambda wc: SUITE.run_config(wc.dataset, wc.model, int(wc.seed)),
         device=SUITE.device,
-    threads: SUITE.threads_per_run
+    threads: SUITE.resources["train"]["cpus"]
     resources:
-        mem_mb=SUITE.mem_mb_per_run,
-        runtime=SUITE.runtime_per_run,
-        gpu=1 if SUITE.device == "cuda" else 0,
+        # config `resources.train`: mem_mb, runtime, gpu (+ gpu_model) -> sbatch --mem, -t, --gpus=[model:]N
+        **SUITE.rule_resources("train"),
     log:
         "results/logs/train/{dataset}/{model}/seed{seed}/fold{fold}.log",
     conda:
