@@ -81,7 +81,7 @@ def test_multitask_per_task_scores_and_baseline_rows(tmp_path):
     for seed in range(3):
         path = fake_run(tmp_path, "GIN", seed, 0, float(values[seed].mean()), -1.0, "given")
         record = json.loads(path.read_text())
-        record["test"]["per_task"] = dict(zip(tasks, values[seed].tolist(), strict=True))
+        record["test"]["per_task"] = [list(pair) for pair in zip(tasks, values[seed].tolist(), strict=True)]
         path.write_text(json.dumps(record))
         files.append(path)
     baseline = fake_run(tmp_path, "kNN", 0, 0, -0.5, -0.5, "given", params=0, epochs=0)

@@ -18,8 +18,8 @@ DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 def test_default_suite_resolves_to_the_expected_runs():
     suite = load_suite(DEFAULT)
     runs = suite.runs()
-    # PATTERN: 8 models, CLUSTER: 3, TSP: 5, GraphTheoryProp: 2, MNIST-digits: 4 (× 2 seeds); CSL: 6 × 2 seeds × 5 folds
-    assert len(runs) == (8 + 3 + 5 + 2 + 4) * 2 + 6 * 2 * 5
+    # PATTERN: 8 models, CLUSTER: 3, TSP: 5, GraphTheoryProp: 2, MNIST-digits: 3 (× 2 seeds); CSL: 6 × 2 seeds × 5 folds
+    assert len(runs) == (8 + 3 + 5 + 2 + 3) * 2 + 6 * 2 * 5
     assert len(suite.label_shard_files("TSP")) == 3 and suite.baseline_files("TSP") == [
         "results/baselines/TSP/knn_k2.json"]
     assert suite.raw_files("MNIST-digits") == []  # the offline superpixel variant downloads nothing

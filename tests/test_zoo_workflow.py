@@ -120,3 +120,13 @@ def test_original_dense_schedule_is_recorded_and_differs_from_minibatching(run):
     minibatch = json.loads((run / "results/runs/CSL/3WLGNN/seed1/fold0/metrics.json").read_text())
     assert original["config"]["dense_schedule"] == "original" and "dense_schedule" not in minibatch["config"]
     assert original["train"]["loss"] != minibatch["train"]["loss"]
+
+
+def test_graph_theory_prop_reports_each_task(run):
+    metrics = json.loads((run / "results/runs/GraphTheoryProp/GIN/seed1/fold0/metrics.json").read_text())
+    tasks = [name for name, _ in metrics["test"]["per_task"]]
+    assert tasks == ["sssp", "eccentricity", "graph_laplacian_features", "is_connected", "diameter", "spectral_radius"]
+    scores = [score for _, score in metrics["test"]["per_task"]]  # overall = log10 of the mean of the six MSEs
+    assert metrics["test"]["metric"] == pytest.approx(math.log10(sum(10**s for s in scores) / 6), rel=1e-6)
+    header = (run / "results/tables/GraphTheoryProp.md").read_text().splitlines()[2]
+    assert [c.strip() for c in header.strip("|").split("|")][4:10] == [f"Test {t}" for t in tasks]

@@ -5,7 +5,8 @@ test and train metric, epochs, seconds per epoch and total hours; with cross-val
 minimum and maximum test score (CSL reports mean ± std, max, min over 5 folds × seeds). Standard
 deviations are population deviations (ddof = 0, NumPy's ``np.std``), as the original computes them.
 
-Multitask runs (GraphTheoryProp) also report each task's test score (``metrics.json`` ``test.per_task``):
+Multitask runs (GraphTheoryProp) also report each task's test score (``metrics.json`` ``test.per_task``, [task, score]
+pairs in the metric's order):
 columns ``test_<task>_mean`` / ``_std`` and one Markdown column per task. Baselines (e.g. TSP's k-NN
 heuristic) come as metrics records with 0 parameters and 0 epochs and appear as rows like the models.
 
@@ -41,7 +42,7 @@ def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
                 "test_loss": m["test"]["loss"], "num_params": m["num_params"], "epochs": m["epochs"],
                 "seconds_per_epoch": m["seconds_per_epoch"], "total_hours": m["total_hours"],
                 "stop_reason": m["stop_reason"]})
-            per_task = {f"test_{task}": value for task, value in (m["test"].get("per_task") or {}).items()}
+            per_task = {f"test_{task}": value for task, value in m["test"].get("per_task") or []}
             rows[-1].update(per_task)
             tasks.update(dict.fromkeys(per_task))
         except (KeyError, TypeError, AttributeError) as exc:

@@ -216,13 +216,16 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
     final, per_task = {}, {}
     for part, loader in (("train", "train_eval"), ("val", "val"), ("test", "test")):
         final[part] = evaluate(model, loaders[loader], loss_fn, metric, dev)
-        per_task[part] = metric.per_task()  # multitask metrics: each task's score too
+        # multitask: each task's score too, as [task, score] pairs (JSON keys are sorted on writing; a list keeps
+        # the tasks in the metric's order)
+        scores = metric.per_task()
+        per_task[part] = {"per_task": list(scores.items())} if scores else {}
     final_s = time.perf_counter() - final_start
     total_s = setup_s + elapsed + final_s
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
-        **{part: {"metric": score, "loss": loss, **({"per_task": per_task[part]} if per_task[part] else {})}
+        **{part: {"metric": score, "loss": loss, **per_task[part]}
            for part, (loss, score) in final.items()},
         "num_params": num_params, "epochs": len(history), "stop_reason": stop_reason,
         "seconds_per_epoch": elapsed / max(len(history), 1), "total_seconds": total_s, "total_hours": total_s / 3600,
