@@ -46,6 +46,16 @@ def _close(value: float, expected: float, se: float, z: float = Z) -> bool:
     return abs(value - expected) <= z * se
 
 
+
+def _check_means(meta, part: str, mean_n: float, var_n: float, mean_e: float, var_e: float):
+    """Mean nodes and edges per graph of ``part`` within 4 standard errors of the expectation; returns the stats."""
+    stats = meta.statistics[part]
+    g = stats["graphs"]
+    nodes, edges = stats["nodes_per_graph"], stats["edges_per_graph"]
+    assert _close(nodes["mean"], mean_n, math.sqrt(var_n / g)), (part, nodes)
+    assert _close(edges["mean"], mean_e, math.sqrt(var_e / g)), (part, edges)
+    return stats, nodes, edges
+
 def _std_close(value: float, expected: float, count: int) -> bool:
     """Sample std within Z standard errors of σ (normal-kurtosis SE σ/√(2G), conservative for lighter tails)."""
     return abs(value - expected) <= Z * expected / math.sqrt(2 * count) + 1e-9
@@ -92,11 +102,7 @@ def test_cycles_statistics_match_the_model_and_the_paper(tmp_path):
     assert mean_n == pytest.approx(48.958, abs=1e-3) and mean_e == pytest.approx(87.83, abs=1e-2)
 
     for part in ("all", *SPLITS):
-        stats = meta.statistics[part]
-        g = stats["graphs"]
-        nodes, edges = stats["nodes_per_graph"], stats["edges_per_graph"]
-        assert _close(nodes["mean"], mean_n, math.sqrt(var_n / g)), (part, nodes)
-        assert _close(edges["mean"], mean_e, math.sqrt(var_e / g)), (part, edges)
+        stats, nodes, edges = _check_means(meta, part, mean_n, var_n, mean_e, var_e)
         assert 37 <= nodes["min"] and nodes["max"] <= 65
         assert edges["min"] % 2 == 0 and edges["max"] % 2 == 0  # both directions of every edge
         assert edges["min"] >= 2 * 6 and edges["max"] <= 7 * nodes["max"]  # ≥ a 6-cycle's worth; degree ≤ 7
@@ -142,14 +148,10 @@ def test_cluster_statistics_match_the_model_and_the_paper(tmp_path):
     mean_e, var_e = _cluster_edge_moments(0.55, 0.25, 6)
     assert mean_e == pytest.approx(4289.6, abs=0.1)
     for part in ("all", *SPLITS):
-        stats = meta.statistics[part]
-        g = stats["graphs"]
-        nodes, edges = stats["nodes_per_graph"], stats["edges_per_graph"]
-        assert _close(nodes["mean"], mean_n, math.sqrt(var_n / g)), (part, nodes)
-        assert _close(edges["mean"], mean_e, math.sqrt(var_e / g)), (part, edges)
+        stats, nodes, edges = _check_means(meta, part, mean_n, var_n, mean_e, var_e)
         assert 30 <= nodes["min"] and nodes["max"] <= 204 and edges["min"] % 2 == 0
         # pooled share of community r: deviation ≈ mean(c_r − n/6) / E[n], Var(c_r − n/6) = (5/6)·Var(c)
-        se = math.sqrt(5 / 6 * C_VAR / g) / mean_n
+        se = math.sqrt(5 / 6 * C_VAR / stats["graphs"]) / mean_n
         assert all(_close(f, 1 / 6, se) for f in stats["label_fraction"]), (part, stats["label_fraction"])
         assert sum(stats["label_fraction"]) == pytest.approx(1, abs=1e-5)
     stats = meta.statistics["all"]
