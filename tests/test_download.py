@@ -305,3 +305,98 @@ def test_fetch_into_uses_registry_and_mirror(server, tmp_path, monkeypatch):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(ConfigError, match="'mnist/nope.gz' is not registered; known: cifar10/cifar-10-python"):
         raw_images.fetch_into(tmp_path, "mnist/nope.gz")
+
+
+# ------------------------------------------------------------------------------- SHA-256: pinned and recorded
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_pinned_sha256_accepts_the_right_file_and_verifies_on_reuse(server, tmp_path):
+    data = b"pinned bytes" * 50
+    server.routes["/p.bin"] = data
+    raw = RawFile("src/p.bin", None, (f"{server.url}/p.bin",), sha256=sha(data))
+    path = fetch(raw, tmp_path, **FAST)
+    assert path.read_bytes() == data and recorded_sha256(path) == sha(data)
+    server.stop()
+    assert fetch(raw, tmp_path, **FAST) == path  # reused without the network
+
+
+def test_wrong_pinned_sha256_tries_next_url_then_names_expected_and_got(server, tmp_path):
+    good, bad = b"the genuine file", b"a tampered file"
+    server.routes["/a/p.bin"] = bad
+    server.routes["/b/p.bin"] = good
+    raw = RawFile("src/p.bin", None, (f"{server.url}/a/p.bin", f"{server.url}/b/p.bin"), sha256=sha(good))
+    assert fetch(raw, tmp_path, **FAST).read_bytes() == good  # the bad copy was rejected, the next URL used
+    assert server.requests == ["/a/p.bin", "/b/p.bin"]
+
+    other = tmp_path / "other"
+    raw_bad = RawFile("src/p.bin", None, (f"{server.url}/a/p.bin",), sha256=sha(good))
+    with pytest.raises(DownloadError) as info:
+        fetch(raw_bad, other, **FAST)
+    msg = str(info.value)
+    assert "\n" not in msg and str(other / "src" / "p.bin") in msg
+    assert f"expected SHA-256 {sha(good)}" in msg and sha(bad) in msg and "mirror" in msg
+    assert _leftovers(other) == []  # neither the file, its record nor a .part
+
+
+def test_pinned_sha256_and_md5_both_checked(server, tmp_path):
+    data = b"both checksums"
+    server.routes["/f.bin"] = data
+    raw = RawFile("src/f.bin", md5(data), (f"{server.url}/f.bin",), sha256="0" * 64)
+    with pytest.raises(DownloadError, match=f"expected SHA-256 {'0' * 64} but .* gave SHA-256 {sha(data)}"):
+        fetch(raw, tmp_path, **FAST)
+    assert _leftovers(tmp_path) == []
+
+
+def test_existing_file_that_changed_since_it_was_recorded_is_an_error(server, tmp_path):
+    data = b"recorded once" * 10
+    server.routes["/u.bin"] = data
+    raw = RawFile("other/u.bin", None, (f"{server.url}/u.bin",))
+    path = fetch(raw, tmp_path, **FAST)
+    path.write_bytes(b"changed afterwards")
+    with pytest.raises(DownloadError) as info:
+        fetch(raw, tmp_path, **FAST)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg
+    assert sha(b"changed afterwards") in msg and sha(data) in msg
+    assert "delete it and its .sha256 record to download it again" in msg
+    assert path.read_bytes() == b"changed afterwards" and server.requests == ["/u.bin"]  # not overwritten
+    path.unlink()
+    (path.parent / "u.bin.sha256").unlink()
+    assert fetch(raw, tmp_path, **FAST).read_bytes() == data  # the documented fix works
+
+
+def test_existing_file_with_wrong_pinned_sha256_is_an_error(server, tmp_path):
+    target = tmp_path / "src" / "p.bin"
+    target.parent.mkdir()
+    target.write_bytes(b"placed by hand, wrong")
+    raw = RawFile("src/p.bin", None, (f"{server.url}/p.bin",), sha256=sha(b"right"))
+    with pytest.raises(DownloadError) as info:
+        fetch(raw, tmp_path, **FAST)
+    msg = str(info.value)
+    assert f"existing file has SHA-256 {sha(b'placed by hand, wrong')}, expected the pinned {sha(b'right')}" in msg
+    assert "delete it to download it again" in msg and server.requests == []
+    assert not (tmp_path / "src" / "p.bin.sha256").exists()
+
+
+def test_existing_file_placed_by_hand_gets_a_record_then_is_verified(tmp_path):
+    target = tmp_path / "src" / "h.bin"
+    target.parent.mkdir()
+    target.write_bytes(b"by hand")
+    raw = RawFile("src/h.bin", None, ("http://127.0.0.1:9/never",))
+    assert fetch(raw, tmp_path, **FAST) == target
+    assert recorded_sha256(target) == sha(b"by hand")
+    target.write_bytes(b"by hand, edited")
+    with pytest.raises(DownloadError, match="the file changed since then"):
+        fetch(raw, tmp_path, **FAST)
+
+
+def test_unreadable_record_is_an_error(tmp_path):
+    target = tmp_path / "src" / "h.bin"
+    target.parent.mkdir()
+    target.write_bytes(b"data")
+    (tmp_path / "src" / "h.bin.sha256").write_text("not a checksum\n")
+    raw = RawFile("src/h.bin", None, ("http://127.0.0.1:9/never",))
+    with pytest.raises(DownloadError, match=r"record .*h\.bin\.sha256 is unreadable .* delete both files"):
+        fetch(raw, tmp_path, **FAST)

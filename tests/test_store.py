@@ -462,3 +462,208 @@ def test_concat_and_graph_at():
     # graph_at of a later part refers to that part's own (local) edge indices and rows
     assert_arrays_equal(joined.graph_at(3)["feat"], parts[1].graph_at(0)["feat"])
     assert_arrays_equal(joined.graph_at(9)["src"], parts[2].graph_at(5)["src"])
+
+
+# --------------------------------------------------------------------------------------- sparse node columns
+
+
+def random_sparse(num_rows: int, width: int, seed: int, density: float = 0.3):
+    """A scipy CSR matrix with some empty rows (independent reference for SparseRows)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    dense = (rng.random((num_rows, width)) < density) * rng.normal(size=(num_rows, width))
+    dense[::4] = 0.0  # every fourth row empty
+    return sp.csr_matrix(dense.astype(np.float32))
+
+
+def with_sparse(seed: int, num_graphs: int = 9) -> GraphColumns:
+    from gnnbench.data.store import SparseRows
+
+    columns = to_columns(random_graphs(seed, num_graphs))
+    n = int(columns.num_nodes.sum())
+    columns.sparse = {"bow": SparseRows.from_scipy(random_sparse(n, 11, seed)),
+                      "tf": SparseRows.from_scipy(random_sparse(n, 3, seed + 1, density=0.6))}
+    return columns
+
+
+def test_sparse_rows_conversions_match_scipy():
+    from gnnbench.data.store import SparseRows
+
+    matrix = random_sparse(13, 7, 0)
+    rows = SparseRows.from_scipy(matrix)
+    rows.validate(13)
+    assert rows.indptr.dtype == np.int64 and rows.indices.dtype == np.int32 and rows.values.dtype == np.float32
+    assert rows.width == 7 and rows.num_rows == 13 and rows.nnz == matrix.nnz
+    np.testing.assert_array_equal(rows.to_dense(), matrix.toarray())
+    t = rows.to_torch()
+    assert t.layout == torch.sparse_csr and t.shape == (13, 7) and t.dtype == torch.float32
+    assert t.crow_indices().dtype == torch.int64 and t.col_indices().dtype == torch.int64
+    np.testing.assert_array_equal(t.to_dense().numpy(), matrix.toarray())
+    np.testing.assert_array_equal(rows.rows(3, 9).to_dense(), matrix.toarray()[3:9])
+    # explicit zeros and unsorted duplicates in the input are canonicalised
+    import scipy.sparse as sp
+
+    messy = sp.csr_matrix((np.array([2.0, 0.0, 1.0, 3.0], np.float32), np.array([2, 0, 2, 1]), np.array([0, 3, 4])),
+                          shape=(2, 3))
+    canon = SparseRows.from_scipy(messy)
+    assert canon.indices.tolist() == [2, 1] and canon.values.tolist() == [3.0, 3.0]
+    assert canon.indptr.tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("row_group_size", [1024, 2])
+def test_sparse_round_trip_is_exact(tmp_path, row_group_size):
+    columns = with_sparse(20)
+    path = tmp_path / "graphs.parquet"
+    write_graph_store(path, columns, row_group_size=row_group_size)
+    back = read_graph_columns(path)
+    assert_columns_equal(back, columns)
+    assert list(back.sparse) == ["bow", "tf"]
+    for name, want in columns.sparse.items():
+        got = back.sparse[name]
+        assert got.width == want.width
+        for attr in ("indptr", "indices", "values"):
+            assert_arrays_equal(getattr(got, attr), getattr(want, attr))
+    schema = pq.read_table(path).schema
+    layout = json.loads(schema.metadata[METADATA_KEY])
+    assert layout["sparse"] == {"bow": 11, "tf": 3} and layout["node"] == list(NODE_COLUMNS)
+    assert schema.field("bow.indices").type == pa.large_list(pa.int32())
+    assert schema.field("bow.values").type == pa.large_list(pa.float32())
+    assert schema.field("bow.row_nnz").type == pa.large_list(pa.int32())
+    # one list entry per nonzero of each graph / per node, readable by pandas
+    frame = pd.read_parquet(path)
+    dense = columns.sparse["bow"].to_dense()
+    ptr = columns.node_ptr
+    for i in range(columns.num_graphs):
+        block = dense[ptr[i]:ptr[i + 1]]
+        assert list(frame["bow.row_nnz"][i]) == np.count_nonzero(block, axis=1).tolist()
+        assert list(frame["bow.indices"][i]) == np.nonzero(block)[1].tolist()
+        np.testing.assert_array_equal(np.asarray(frame["bow.values"][i], np.float32), block[np.nonzero(block)])
+
+
+def test_store_without_sparse_columns_has_no_sparse_key(tmp_path):
+    path = tmp_path / "graphs.parquet"
+    write_graph_store(path, to_columns(random_graphs(21)))
+    assert "sparse" not in json.loads(pq.read_table(path).schema.metadata[METADATA_KEY])
+    assert read_graph_columns(path).sparse == {}
+
+
+def test_sparse_graph_at_concat_and_densified_store(tmp_path):
+    columns = with_sparse(22)
+    dense = columns.sparse["bow"].to_dense()
+    ptr = columns.node_ptr
+    for i in range(columns.num_graphs):
+        np.testing.assert_array_equal(columns.graph_at(i)["bow"].to_dense(), dense[ptr[i]:ptr[i + 1]])
+    graphs = random_graphs(22, 9)
+    from gnnbench.data.store import SparseRows
+
+    parts = []
+    for lo, hi in ((0, 4), (4, 5), (5, 9)):
+        part = to_columns(graphs[lo:hi])
+        part.sparse = {k: m.rows(int(ptr[lo]), int(ptr[hi])) for k, m in columns.sparse.items()}
+        parts.append(part)
+    joined = GraphColumns.concat(parts)
+    for name, want in columns.sparse.items():
+        for attr in ("indptr", "indices", "values"):
+            assert_arrays_equal(getattr(joined.sparse[name], attr), getattr(want, attr))
+    with pytest.raises(ValueError, match="different widths"):
+        SparseRows.concat([columns.sparse["bow"], columns.sparse["tf"]])
+    path = tmp_path / "graphs.parquet"
+    write_graph_store(path, columns)
+    store = load_graph_store(path)
+    assert store.node["bow"].dtype == torch.float32 and store.node["bow"].shape == (int(ptr[-1]), 11)
+    np.testing.assert_array_equal(store.node["bow"].numpy(), dense)
+    np.testing.assert_array_equal(store.node["tf"].numpy(), columns.sparse["tf"].to_dense())
+    assert set(store.node) == set(NODE_COLUMNS) | {"bow", "tf"} and set(store.sparse) == {"bow", "tf"}
+
+
+def _sparse_bad(change):
+    def make() -> GraphColumns:
+        columns = with_sparse(23)
+        change(columns.sparse["bow"], columns)
+        return columns
+
+    return make
+
+
+def _swap_first_two(m, _):
+    row = int(np.flatnonzero(np.diff(m.indptr) >= 2)[0])
+    lo = int(m.indptr[row])
+    m.indices[lo], m.indices[lo + 1] = m.indices[lo + 1], m.indices[lo]
+
+
+def _duplicate(m, _):
+    row = int(np.flatnonzero(np.diff(m.indptr) >= 2)[0])
+    lo = int(m.indptr[row])
+    m.indices[lo + 1] = m.indices[lo]
+
+
+@pytest.mark.parametrize("make, phrase", [
+    pytest.param(_sparse_bad(_swap_first_two), "sorted and unique", id="unsorted"),
+    pytest.param(_sparse_bad(_duplicate), "sorted and unique", id="duplicate"),
+    pytest.param(_sparse_bad(lambda m, _: m.indices.__setitem__(0, 11)), "outside [0, 11)", id="out-of-range"),
+    pytest.param(_sparse_bad(lambda m, _: setattr(m, "values", m.values.astype(np.float64))), "float32", id="dtype"),
+    pytest.param(_sparse_bad(lambda m, _: setattr(m, "indptr", m.indptr[:-1])), "indptr of shape", id="rows"),
+    pytest.param(_sparse_bad(lambda m, _: m.indptr.__setitem__(-1, m.indptr[-1] - 1)), "end at nnz", id="nnz"),
+    pytest.param(_sparse_bad(lambda m, c: c.node.update(bow=c.node["x"])), "name of a node column", id="name"),
+])
+def test_sparse_validation_errors(tmp_path, make, phrase):
+    with pytest.raises(ValueError) as info:
+        make().validate()
+    assert phrase in str(info.value) and "'bow'" in str(info.value)
+    with pytest.raises(ValueError):
+        write_graph_store(tmp_path / "bad.parquet", make())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sparse_column_name_clash_with_other_columns(tmp_path):
+    columns = with_sparse(24)
+    columns.node["bow.indices"] = columns.node["x"]
+    with pytest.raises(ValueError, match="'bow.indices' is used twice"):
+        write_graph_store(tmp_path / "dup.parquet", columns)
+
+
+def test_corrupt_sparse_columns_are_one_line_data_errors(tmp_path):
+    columns = with_sparse(25)
+    m = columns.sparse["bow"]
+    ptr = columns.node_ptr
+    nnz_ptr = m.indptr[ptr]
+    path = tmp_path / "graphs.parquet"
+
+    def expect(*phrases):
+        with pytest.raises(DataError) as excinfo:
+            read_graph_columns(path)
+        assert_data_error(excinfo, path, *phrases, "delete it")
+
+    # row_nnz: a node moved to the next graph
+    moved = ptr.copy()
+    moved[3] -= 1
+    write_tampered(path, columns, "bow.row_nnz", pa.LargeListArray.from_arrays(
+        pa.array(moved, pa.int64()), pa.array(np.diff(m.indptr).astype(np.int32))))
+    expect("'bow.row_nnz'", "one entry per node")
+    # indices: one nonzero moved from graph 5 to graph 4 (total unchanged, per-graph count wrong)
+    shifted = nnz_ptr.copy()
+    shifted[5] += 1
+    write_tampered(path, columns, "bow.indices", pa.LargeListArray.from_arrays(
+        pa.array(shifted, pa.int64()), pa.array(m.indices)))
+    expect("'bow.indices'", "one entry per nonzero")
+    # a column id outside the width: caught by validation
+    bad = m.indices.copy()
+    bad[0] = 99
+    write_tampered(path, columns, "bow.indices", pa.LargeListArray.from_arrays(
+        pa.array(nnz_ptr, pa.int64()), pa.array(bad)))
+    expect("inconsistent", "outside [0, 11)")
+    # values stored as float64
+    write_tampered(path, columns, "bow.values", pa.LargeListArray.from_arrays(
+        pa.array(nnz_ptr, pa.int64()), pa.array(m.values.astype(np.float64))))
+    expect("'bow'", "expected (int32, int32, float32)")
+    # a missing part
+    table = columns_to_table(columns)
+    pq.write_table(table.drop_columns(["tf.values"]).replace_schema_metadata(table.schema.metadata), path)
+    expect("lacks column", "tf.values")
+    # an unreadable width in the layout
+    layout = json.loads(table.schema.metadata[METADATA_KEY])
+    for widths in ({"bow": "11"}, ["bow"], {"bow": -1}):
+        pq.write_table(table.replace_schema_metadata(
+            {METADATA_KEY: json.dumps({**layout, "sparse": widths}).encode()}), path)
+        expect("unreadable gnnbench layout metadata")

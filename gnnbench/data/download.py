@@ -16,9 +16,16 @@ its published MD5 and the canonical URLs to try in order. :func:`fetch` places i
   names the file, every URL tried with what went wrong, expected vs got MD5 and the fix (set a ``mirror`` or
   place the file by hand).
 
-``md5=None`` means "no published checksum": the file is accepted as downloaded and its SHA-256 is recorded in a
-sidecar ``<target>.sha256`` (written atomically after the target), so a later reader can pin it;
-:func:`file_checksums` returns MD5 and SHA-256 of any fetched file. Only the standard library is used (urllib).
+``sha256`` pins a file's SHA-256 (for sources that publish none, gnnbench pins the value it verified once): a
+downloaded file with another SHA-256 is rejected exactly like one with a wrong MD5 (deleted, next URL; the final
+error names expected and got), and an existing file with another SHA-256 is an error.
+
+``md5=None`` means "no published MD5": the file's SHA-256 is recorded in a sidecar ``<target>.sha256`` (written
+atomically after the target) on first download, so a later reader can pin it. An existing file is verified against
+that record (and against the pinned ``sha256``) every time it is reused: a file whose bytes changed after it was
+recorded raises :class:`DownloadError` naming the file, both checksums and the fix (delete it to download it again).
+An existing file without a record (placed by hand) gets one. :func:`file_checksums` returns MD5 and SHA-256 of any
+fetched file. Only the standard library is used (urllib).
 """
 
 from __future__ import annotations
@@ -47,11 +54,13 @@ class DownloadError(GnnbenchError):
 
 @dataclass(frozen=True)
 class RawFile:
-    """One raw file: where it lives under the raw-data folder, its published MD5 (or None) and canonical URLs."""
+    """One raw file: where it lives under the raw-data folder, its published MD5 (or None), canonical URLs and an
+    optional pinned SHA-256."""
 
     relative_path: str  # POSIX path under raw_dir, e.g. "mnist/train-images-idx3-ubyte.gz"
     md5: str | None
     urls: tuple[str, ...]
+    sha256: str | None = None  # pinned SHA-256 (hex), checked on download and on reuse
 
     @property
     def name(self) -> str:
@@ -97,6 +106,7 @@ def fetch(raw: RawFile, dest_dir: str | os.PathLike, mirror: str | None = None, 
     part = target.with_name(f"{target.name}.{os.getpid()}.part")  # per process: concurrent fetches never mix
     failures: list[str] = []
     bad_md5: list[str] = []
+    bad_sha: list[str] = []
     for url in candidate_urls(raw, mirror):
         for attempt in range(1, max(retries, 1) + 1):
             try:
@@ -122,41 +132,80 @@ def fetch(raw: RawFile, dest_dir: str | os.PathLike, mirror: str | None = None, 
                 bad_md5.append(f"{url} gave MD5 {got['md5']}")
                 failures.append(f"{url} (MD5 {got['md5']}, expected {raw.md5})")
                 break
+            if raw.sha256 is not None and got["sha256"] != raw.sha256:
+                part.unlink(missing_ok=True)
+                bad_sha.append(f"{url} gave SHA-256 {got['sha256']}")
+                failures.append(f"{url} (SHA-256 {got['sha256']}, expected {raw.sha256})")
+                break
             os.replace(part, target)
             if raw.md5 is None:
                 _write_sha256(target, got["sha256"])
-            log.info("downloaded %s from %s (%s)", target, url, f"MD5 {got['md5']} verified" if raw.md5
-                     else f"SHA-256 {got['sha256']} recorded")
+            log.info("downloaded %s from %s (%s)", target, url, _verified(raw, got))
             return target
-    if bad_md5:
-        raise DownloadError(f"{target}: checksum mismatch, expected MD5 {raw.md5} but {'; '.join(bad_md5)} "
+    if bad_md5 or bad_sha:
+        expected = "; ".join([*([f"expected MD5 {raw.md5} but {'; '.join(bad_md5)}"] if bad_md5 else []),
+                              *([f"expected SHA-256 {raw.sha256} but {'; '.join(bad_sha)}"] if bad_sha else [])])
+        raise DownloadError(f"{target}: checksum mismatch, {expected} "
                             f"(all URLs tried: {'; '.join(failures)}); the source is corrupt or changed: set "
                             "`mirror` to a trusted copy or place the correct file at that path")
     raise DownloadError(f"{target}: download failed from every URL: {'; '.join(failures)}; check the network, "
-                        f"set `mirror` to a reachable copy, or place the file (MD5 {raw.md5}) at that path by hand")
+                        f"set `mirror` to a reachable copy, or place the file ({_published(raw)}) at that path by hand")
+
+
+def _published(raw: RawFile) -> str:
+    if raw.md5 is None and raw.sha256 is not None:
+        return f"SHA-256 {raw.sha256}"
+    return f"MD5 {raw.md5}"
+
+
+def _verified(raw: RawFile, got: dict[str, str]) -> str:
+    done = [f"MD5 {got['md5']} verified"] if raw.md5 else []
+    if raw.sha256:
+        done.append(f"SHA-256 {got['sha256']} verified")
+    if raw.md5 is None:
+        done.append(f"SHA-256 {got['sha256']} recorded")
+    return ", ".join(done)
 
 
 def _check_existing(raw: RawFile, target: Path) -> None:
-    if raw.md5 is None:
-        sidecar = target.with_name(target.name + ".sha256")
-        if not sidecar.is_file():
-            _write_sha256(target, file_checksums(target)["sha256"])
+    got = file_checksums(target)
+    fix = (f"(URLs: {', '.join(raw.urls)}); it is corrupt or a different version: delete it to download it again "
+           "(or set `mirror` to a trusted copy)")
+    if raw.md5 is not None and got["md5"] != raw.md5:
+        raise DownloadError(f"{target}: existing file has MD5 {got['md5']}, expected {raw.md5} {fix}")
+    if raw.sha256 is not None and got["sha256"] != raw.sha256:
+        raise DownloadError(f"{target}: existing file has SHA-256 {got['sha256']}, expected the pinned "
+                            f"{raw.sha256} {fix}")
+    if raw.md5 is not None:
         return
-    got = file_checksums(target)["md5"]
-    if got != raw.md5:
-        raise DownloadError(f"{target}: existing file has MD5 {got}, expected {raw.md5} (URLs: "
-                            f"{', '.join(raw.urls)}); it is corrupt or a different version: delete it to download "
-                            "it again (or set `mirror` to a trusted copy)")
+    recorded, sidecar = recorded_sha256(target), _sidecar(target)
+    if recorded is None and sidecar.is_file():
+        raise DownloadError(f"{target}: its SHA-256 record {sidecar} is unreadable (expected 64 hex digits); delete "
+                            "both files to download it again")
+    if recorded is None or (raw.sha256 is not None and recorded != raw.sha256):
+        _write_sha256(target, got["sha256"])  # placed by hand (or a stale record): the file matches any pin
+    elif recorded != got["sha256"]:
+        raise DownloadError(f"{target}: existing file has SHA-256 {got['sha256']}, but {_sidecar(target).name} "
+                            f"recorded {recorded} when it was downloaded; the file changed since then "
+                            f"{fix.replace('delete it', 'delete it and its .sha256 record')}")
+
+
+def _sidecar(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
 
 
 def recorded_sha256(target: str | os.PathLike) -> str | None:
-    """The SHA-256 recorded beside a file fetched with ``md5=None`` (None when there is no record)."""
-    sidecar = Path(target).with_name(Path(target).name + ".sha256")
-    return sidecar.read_text().split()[0] if sidecar.is_file() else None
+    """The SHA-256 recorded beside a file fetched with ``md5=None`` (None when there is no readable record)."""
+    sidecar = _sidecar(Path(target))
+    if not sidecar.is_file():
+        return None
+    words = sidecar.read_text(errors="replace").split()
+    value = words[0].lower() if words else ""
+    return value if len(value) == 64 and all(c in "0123456789abcdef" for c in value) else None
 
 
 def _write_sha256(target: Path, sha256: str) -> None:
-    sidecar = target.with_name(target.name + ".sha256")
+    sidecar = _sidecar(target)
     tmp = sidecar.with_name(sidecar.name + ".part")
     tmp.write_text(f"{sha256}  {target.name}\n")
     os.replace(tmp, sidecar)

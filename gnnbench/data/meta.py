@@ -4,10 +4,23 @@
 node/edge feature kind and size (vocabulary or width), how positional encodings are used, the split
 sizes when the split comes with the data, where the data came from (generator, parameters, seed) and
 statistics (nodes and edges per graph, label balance, TSP tour lengths), plus the SHA-256 of ``graphs.parquet``.
+
+Transductive datasets (node classification on one graph: Cora, CiteSeer, ...) follow these conventions:
+
+* node column ``y`` int16, the class of each node, ``-1`` = no label (such a node is never scored);
+* node features either a dense node column ``x`` or a sparse column ``x`` (:class:`~gnnbench.data.store.SparseRows`,
+  ``FeatureSpec(sparse=True)``);
+* optional node column ``split`` int8 (0 train, 1 val, 2 test, -1 none) when a split comes with the data (the
+  Planetoid public split); ``split_sizes`` then holds its node counts;
+* statistics (:func:`transductive_statistics`) describe the one graph — nodes, undirected edges, self loops,
+  isolated nodes, feature width and nonzeros, class sizes — instead of per-graph distributions, and, per split part,
+  the node and class counts. ``num_outputs`` and the feature width are taken from the data when it is written
+  (:func:`write_dataset`): a generator cannot know how many classes survive preprocessing before it runs.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,6 +31,8 @@ from gnnbench.data.store import GraphColumns, read_graph_columns, write_graph_st
 from gnnbench.errors import DataError
 from gnnbench.io import read_json, sha256_file, write_json
 
+log = logging.getLogger(__name__)
+
 META_FORMAT = 1
 GRAPHS_FILE = "graphs.parquet"
 META_FILE = "meta.json"
@@ -26,19 +41,29 @@ TASKS = ("node_classification", "graph_classification", "graph_regression", "edg
          "link_prediction", "multitask_regression")
 SPLIT_ORDER = ("train", "val", "test")  # order of the graphs of a split that comes with the data
 PE_USAGES = ("add", "replace")
+NET_CONVENTIONS = ("embed_continuous_input", "edge_type_table")  # see DatasetMeta.net_conventions
 SUMMARISED_GRAPH_COLUMNS = ("tour_length",)  # per-graph quantities whose distribution meta.json reports (TSP)
+SPLIT_CODES = {"train": 0, "val": 1, "test": 2}  # values of the node column "split" (-1: in no part)
 
 
 @dataclass(frozen=True)
 class FeatureSpec:
     """Node or edge input: ``categorical`` integer ids with ``size`` = vocabulary, or ``continuous``
-    floats with ``size`` = width."""
+    floats with ``size`` = width; ``sparse`` continuous features are stored as a sparse node column."""
 
     kind: str
     size: int
+    sparse: bool = False
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "size": self.size}
+        if self.sparse:  # omitted when false: meta.json of dense datasets stays as it was
+            out["sparse"] = True
+        return out
 
     def __post_init__(self) -> None:
-        if self.kind not in ("categorical", "continuous") or self.size < 1:
+        if (self.kind not in ("categorical", "continuous") or self.size < 1 or not isinstance(self.sparse, bool)
+                or (self.sparse and self.kind != "continuous")):
             raise ValueError(f"invalid feature spec {self}")
 
 
@@ -58,8 +83,16 @@ class DatasetMeta:
     statistics: dict = field(default_factory=dict)
     checksum: str = ""  # SHA-256 of graphs.parquet
     num_graph_outputs: int = 0  # graph-level targets of a multitask dataset (node and graph "y" columns)
+    # how the benchmark's networks for this dataset differ from the defaults (a dataset's description, so that no
+    # model tests dataset names): "embed_continuous_input" — every model, MLP included, embeds continuous node
+    # features with a Linear before its layers; "edge_type_table" — models that use edges but get no edge
+    # features read one learned edge vector, Embedding(1, hidden), instead of Linear(1, hidden) on ones (WikiCS)
+    net_conventions: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        unknown = set(self.net_conventions) - set(NET_CONVENTIONS)
+        if unknown:
+            raise ValueError(f"unknown net conventions {sorted(unknown)}")
         if self.task not in TASKS:
             raise ValueError(f"unknown task {self.task!r}")
         if self.pe_usage not in PE_USAGES:
@@ -72,8 +105,19 @@ class DatasetMeta:
             return "node"
         return "edge" if self.task.startswith(("edge", "link")) else "graph"
 
+    @property
+    def transductive(self) -> bool:
+        """Node classification on one graph (train/val/test are sets of nodes of that graph)."""
+        return self.task == "node_classification" and self.num_graphs == 1
+
     def to_json(self) -> dict:
-        return {"format": META_FORMAT, **asdict(self)}
+        out = {"format": META_FORMAT, **asdict(self)}
+        for key in ("node_features", "edge_features"):
+            spec = getattr(self, key)
+            out[key] = None if spec is None else spec.to_json()
+        if not self.net_conventions:  # omitted when empty: meta.json of other datasets stays as it was
+            del out["net_conventions"]
+        return out
 
     @classmethod
     def from_json(cls, data: dict, path: Path) -> DatasetMeta:
@@ -114,6 +158,8 @@ def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: Datas
     graphs = out_dir / GRAPHS_FILE
     write_graph_store(graphs, columns)
     meta.num_graphs = columns.num_graphs
+    if meta.transductive:
+        _refine_transductive(columns, meta)
     meta.statistics = dataset_statistics(columns, meta)
     meta.checksum = sha256_file(graphs)
     write_json(out_dir / META_FILE, meta.to_json())
@@ -152,7 +198,10 @@ def _part_statistics(columns: GraphColumns, graph_ids: np.ndarray, meta: Dataset
 
 
 def dataset_statistics(columns: GraphColumns, meta: DatasetMeta) -> dict:
-    """Nodes and (directed) edges per graph (mean/std/min/max) and label balance, overall and per split."""
+    """Nodes and (directed) edges per graph (mean/std/min/max) and label balance, overall and per split;
+    transductive datasets: :func:`transductive_statistics` of the split that comes with the data (if any)."""
+    if meta.transductive:
+        return transductive_statistics(columns, meta, split_parts(columns))
     stats = {"all": _part_statistics(columns, np.arange(columns.num_graphs), meta)}
     if meta.split_sizes:
         start = 0
@@ -160,4 +209,82 @@ def dataset_statistics(columns: GraphColumns, meta: DatasetMeta) -> dict:
             size = meta.split_sizes[name]
             stats[name] = _part_statistics(columns, np.arange(start, start + size), meta)
             start += size
+    return stats
+
+
+# ------------------------------------------------------------------------------------------ transductive datasets
+
+
+def _feature_width_and_nonzeros(columns: GraphColumns) -> tuple[int, int]:
+    if "x" in columns.sparse:
+        return int(columns.sparse["x"].width), columns.sparse["x"].nnz
+    x = columns.node.get("x")
+    if x is None:
+        return 0, 0
+    return (int(x.shape[1]) if x.ndim == 2 else 1), int(np.count_nonzero(x))
+
+
+def _refine_transductive(columns: GraphColumns, meta: DatasetMeta) -> None:
+    """Class count and feature width from the data (what preprocessing left), split sizes from the split column."""
+    y = columns.node["y"]
+    classes = int(y.max()) + 1 if y.size and y.max() >= 0 else 0
+    if classes != meta.num_outputs:
+        log.info("%s: %d classes in the data (described: %d)", meta.name, classes, meta.num_outputs)
+        meta.num_outputs = classes
+    width, _ = _feature_width_and_nonzeros(columns)
+    spec = meta.node_features
+    if spec is not None and spec.kind == "continuous" and width and width != spec.size:
+        log.info("%s: %d feature columns in the data (described: %d)", meta.name, width, spec.size)
+        meta.node_features = FeatureSpec(spec.kind, width, spec.sparse)
+    parts = split_parts(columns)
+    if parts is not None:
+        meta.split_sizes = {part: int(nodes.size) for part, nodes in parts.items()}
+
+
+def split_parts(columns: GraphColumns) -> dict[str, np.ndarray] | None:
+    """Node indices of each part of the split stored in the node column ``split`` (None without that column)."""
+    codes = columns.node.get("split")
+    if codes is None:
+        return None
+    return {part: np.flatnonzero(codes == code) for part, code in SPLIT_CODES.items()}
+
+
+def transductive_statistics(columns: GraphColumns, meta: DatasetMeta,
+                            parts: dict[str, np.ndarray] | None = None) -> dict:
+    """Statistics of a single-graph node-classification dataset, and node/class counts of each part of a split.
+
+    ``all``: ``nodes``; ``edges`` = undirected node pairs {u, v}, u ≠ v, joined by an edge in either direction,
+    each counted once (Table 3's "edges"); ``self_loops`` = nodes with an edge to themselves; ``isolated_nodes`` =
+    nodes without an edge to another node (a self loop alone leaves a node isolated); ``features`` = feature width
+    and ``feature_nonzeros`` = stored nonzeros of ``x``; ``classes`` = ``meta.num_outputs``; ``class_sizes`` =
+    labelled nodes per class; ``unlabelled_nodes`` = nodes with ``y`` = -1.
+    ``parts`` (part name → node indices, e.g. train/val/test) adds, per part: ``nodes``, ``class_sizes`` and
+    ``unlabelled_nodes``.
+    """
+    n = int(columns.num_nodes[0])
+    src, dst = columns.src.astype(np.int64), columns.dst.astype(np.int64)
+    loop = src == dst
+    lo, hi = np.minimum(src[~loop], dst[~loop]), np.maximum(src[~loop], dst[~loop])
+    pairs = np.unique(lo * n + hi)
+    touched = np.zeros(n, dtype=bool)
+    touched[pairs // n] = True
+    touched[pairs % n] = True
+    width, nonzeros = _feature_width_and_nonzeros(columns)
+    y = columns.node["y"].astype(np.int64)
+
+    def counts(nodes: np.ndarray) -> dict:
+        labels = y[nodes]
+        return {"nodes": int(nodes.size),
+                "class_sizes": np.bincount(labels[labels >= 0], minlength=meta.num_outputs).tolist(),
+                "unlabelled_nodes": int(np.count_nonzero(labels < 0))}
+
+    everything = counts(np.arange(n))
+    stats = {"all": {
+        "nodes": n, "edges": int(pairs.size), "self_loops": int(np.unique(src[loop]).size),
+        "isolated_nodes": int(n - np.count_nonzero(touched)), "features": width, "feature_nonzeros": nonzeros,
+        "classes": int(meta.num_outputs), "class_sizes": everything["class_sizes"],
+        "unlabelled_nodes": everything["unlabelled_nodes"],
+    }}
+    for part, nodes in (parts or {}).items():
+        stats[part] = counts(np.asarray(nodes, dtype=np.int64))
     return stats

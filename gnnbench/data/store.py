@@ -6,15 +6,20 @@ Columns
     node columns             large_list<T> or large_list<fixed_size_list<T, d>>: one entry per node
     edge columns             as node columns, one entry per edge
     graph columns            T or fixed_size_list<T, d>: one entry per graph
+    sparse node columns      a node-level sparse matrix ``name`` (e.g. bag-of-words features) in three list
+                             columns: ``name.indices`` large_list<int32> (column id of every nonzero of the graph,
+                             row after row), ``name.values`` large_list<float32> (its value) and ``name.row_nnz``
+                             large_list<int32> (nonzeros per node, one entry per node)
 
-The schema metadata key ``gnnbench`` holds ``{"format": 1, "node": [...], "edge": [...], "graph": [...]}``
-so that a reader knows which list columns are node- and which are edge-level. Any Arrow reader (pandas,
-polars, DuckDB) can open the file.
+The schema metadata key ``gnnbench`` holds ``{"format": 1, "node": [...], "edge": [...], "graph": [...]}`` plus,
+only when there are sparse columns, ``"sparse": {name: width}``, so that a reader knows which list columns are node-
+and which are edge-level (a file without the ``sparse`` key has none). Any Arrow reader (pandas, polars, DuckDB) can
+open the file.
 
 In memory the same data lives in columnar form (:class:`GraphColumns`, NumPy): every node column
-concatenated over all graphs, with offset pointers ``node_ptr`` / ``edge_ptr``. Reading converts the list
-columns to that form in one pass (Arrow's list offsets *are* the pointers); :class:`GraphStore` is the torch
-twin used for training.
+concatenated over all graphs, with offset pointers ``node_ptr`` / ``edge_ptr``; sparse node columns are CSR
+matrices over all nodes of all graphs (:class:`SparseRows`). Reading converts the list columns to that form in one
+pass (Arrow's list offsets *are* the pointers); :class:`GraphStore` is the torch twin used for training.
 """
 
 from __future__ import annotations
@@ -41,6 +46,95 @@ _ALLOWED_DTYPES = {
 
 
 @dataclass
+class SparseRows:
+    """A sparse matrix with one row per node (all nodes of all graphs, in store order), in CSR form.
+
+    ``indices`` are the column ids of the nonzeros, in ``[0, width)``, sorted and unique within each row.
+    """
+
+    indptr: np.ndarray  # (N+1,) int64, indptr[0] = 0
+    indices: np.ndarray  # (nnz,) int32
+    values: np.ndarray  # (nnz,) float32
+    width: int
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.indptr.shape[0]) - 1
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.shape[0])
+
+    @classmethod
+    def from_scipy(cls, matrix) -> SparseRows:
+        """From any SciPy sparse matrix (or dense 2-d array); explicit zeros are dropped, duplicates summed."""
+        import scipy.sparse as sp
+
+        csr = sp.csr_matrix(matrix, dtype=np.float32)  # a copy: the caller's matrix is left alone
+        csr.sum_duplicates()
+        csr.eliminate_zeros()
+        return cls(csr.indptr.astype(np.int64), csr.indices.astype(np.int32), csr.data.astype(np.float32),
+                   int(csr.shape[1]))
+
+    def to_scipy(self):
+        """``scipy.sparse.csr_matrix`` (N, width) float32 sharing these arrays."""
+        import scipy.sparse as sp
+
+        return sp.csr_matrix((self.values, self.indices, self.indptr), shape=(self.num_rows, self.width))
+
+    def to_torch(self) -> torch.Tensor:
+        """torch sparse CSR tensor (N, width), float32 values, int64 indices."""
+        return torch.sparse_csr_tensor(torch.from_numpy(self.indptr.astype(np.int64)),
+                                       torch.from_numpy(self.indices.astype(np.int64)),
+                                       torch.from_numpy(np.ascontiguousarray(self.values, dtype=np.float32)),
+                                       size=(self.num_rows, self.width), check_invariants=False)  # validated
+
+    def to_dense(self) -> np.ndarray:
+        """(N, width) float32."""
+        out = np.zeros((self.num_rows, self.width), dtype=np.float32)
+        out[np.repeat(np.arange(self.num_rows), np.diff(self.indptr)), self.indices] = self.values
+        return out
+
+    def rows(self, start: int, stop: int) -> SparseRows:
+        """Rows ``start:stop`` as their own matrix (copies of the slices)."""
+        lo, hi = int(self.indptr[start]), int(self.indptr[stop])
+        return SparseRows(self.indptr[start:stop + 1] - lo, self.indices[lo:hi].copy(), self.values[lo:hi].copy(),
+                          self.width)
+
+    def validate(self, num_rows: int, name: str = "sparse") -> None:
+        """Check dtypes, shapes and the CSR invariants; raise ValueError (a programming error) naming ``name``."""
+        ptr, idx, val = self.indptr, self.indices, self.values
+        if ptr.dtype != np.int64 or idx.dtype != np.int32 or val.dtype != np.float32:
+            raise ValueError(f"sparse column {name!r} must have int64 indptr, int32 indices and float32 values "
+                             f"(got {ptr.dtype}, {idx.dtype}, {val.dtype})")
+        if ptr.shape != (num_rows + 1,) or idx.ndim != 1 or val.shape != idx.shape:
+            raise ValueError(f"sparse column {name!r} must have indptr of shape ({num_rows + 1},) and indices/values "
+                             "of one equal length")
+        if ptr[0] != 0 or ptr[-1] != idx.shape[0] or (np.diff(ptr) < 0).any():
+            raise ValueError(f"sparse column {name!r}: indptr must start at 0, never decrease and end at nnz")
+        if not isinstance(self.width, (int, np.integer)) or self.width < 0:
+            raise ValueError(f"sparse column {name!r}: width must be a non-negative integer, got {self.width!r}")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.width):
+            raise ValueError(f"sparse column {name!r}: a column index lies outside [0, {self.width})")
+        if idx.size > 1:
+            row_start = np.zeros(idx.size, dtype=bool)
+            row_start[ptr[:-1][np.diff(ptr) > 0]] = True
+            if ((np.diff(idx) <= 0) & ~row_start[1:]).any():
+                raise ValueError(f"sparse column {name!r}: column indices must be sorted and unique within each row")
+
+    @staticmethod
+    def concat(parts: list[SparseRows]) -> SparseRows:
+        """Rows of ``parts`` one after another (equal widths)."""
+        widths = {int(p.width) for p in parts}
+        if len(widths) != 1:
+            raise ValueError(f"cannot concatenate sparse columns of different widths {sorted(widths)}")
+        offsets = np.cumsum([0] + [p.nnz for p in parts[:-1]])
+        indptr = np.concatenate([parts[0].indptr[:1]] + [p.indptr[1:] + o for p, o in zip(parts, offsets, strict=True)])
+        return SparseRows(indptr.astype(np.int64), np.concatenate([p.indices for p in parts]),
+                          np.concatenate([p.values for p in parts]), widths.pop())
+
+
+@dataclass
 class GraphColumns:
     """Graphs in concatenated (columnar) NumPy form; the in-memory twin of a Parquet graph store."""
 
@@ -51,6 +145,7 @@ class GraphColumns:
     node: dict[str, np.ndarray] = field(default_factory=dict)  # (N, ...) per column
     edge: dict[str, np.ndarray] = field(default_factory=dict)  # (E, ...) per column
     graph: dict[str, np.ndarray] = field(default_factory=dict)  # (G, ...) per column
+    sparse: dict[str, SparseRows] = field(default_factory=dict)  # node-level sparse matrices (N rows each)
 
     @property
     def num_graphs(self) -> int:
@@ -79,6 +174,10 @@ class GraphColumns:
                     raise ValueError(f"{level} column {name!r} must have shape ({length},) or ({length}, d)")
                 if values.dtype not in _ALLOWED_DTYPES:
                     raise ValueError(f"{level} column {name!r} has unsupported dtype {values.dtype}")
+        for name, matrix in self.sparse.items():
+            if name in self.node:
+                raise ValueError(f"sparse column {name!r} has the name of a node column")
+            matrix.validate(num_nodes, name)
         limit = np.repeat(self.num_nodes, self.num_edges)
         if num_edges and (self.src.min() < 0 or self.dst.min() < 0 or (self.src >= limit).any()
                           or (self.dst >= limit).any()):
@@ -92,6 +191,7 @@ class GraphColumns:
         out.update({k: v[n0:n1] for k, v in self.node.items()})
         out.update({k: v[e0:e1] for k, v in self.edge.items()})
         out.update({k: v[i] for k, v in self.graph.items()})
+        out.update({k: m.rows(n0, n1) for k, m in self.sparse.items()})
         return out
 
     @staticmethod
@@ -107,6 +207,7 @@ class GraphColumns:
             node={k: cat([p.node[k] for p in parts]) for k in first.node},
             edge={k: cat([p.edge[k] for p in parts]) for k in first.edge},
             graph={k: cat([p.graph[k] for p in parts]) for k in first.graph},
+            sparse={k: SparseRows.concat([p.sparse[k] for p in parts]) for k in first.sparse},
         )
 
 
@@ -150,6 +251,15 @@ def columns_to_table(columns: GraphColumns, extra_metadata: dict | None = None) 
         _check_name(column, arrays)
         arrays[column] = _arrow_values(values)
         layout["graph"].append(name)
+    if columns.sparse:
+        layout["sparse"] = {}
+        for name, matrix in columns.sparse.items():
+            nnz_ptr = matrix.indptr[node_ptr]  # nonzeros before each graph's first node
+            for suffix, values, ptr in (("indices", matrix.indices, nnz_ptr), ("values", matrix.values, nnz_ptr),
+                                        ("row_nnz", np.diff(matrix.indptr).astype(np.int32), node_ptr)):
+                _check_name(f"{name}.{suffix}", arrays)
+                arrays[f"{name}.{suffix}"] = arrow_lists(values, ptr)
+            layout["sparse"][name] = int(matrix.width)
     metadata = {METADATA_KEY: json.dumps(layout).encode()}
     if extra_metadata:
         metadata[b"gnnbench_extra"] = json.dumps(extra_metadata, sort_keys=True).encode()
@@ -221,6 +331,10 @@ def read_graph_columns(path: str | os.PathLike, what: str = "graph store") -> Gr
         layout = json.loads(raw)
         if not isinstance(layout, dict) or not all(isinstance(layout.get(k), list) for k in ("node", "edge", "graph")):
             raise ValueError("not a layout")
+        sparse_widths = layout.get("sparse", {})
+        if not isinstance(sparse_widths, dict) or not all(
+                isinstance(w, int) and not isinstance(w, bool) and w >= 0 for w in sparse_widths.values()):
+            raise ValueError("not a layout")
     except (ValueError, UnicodeDecodeError):
         raise DataError(f"{what} {path} has unreadable gnnbench layout metadata; delete it and rerun snakemake to "
                         "recreate it") from None
@@ -241,16 +355,36 @@ def read_graph_columns(path: str | os.PathLike, what: str = "graph store") -> Gr
             _same(ptr, edge_ptr, path, what, name, "edges")
         for name in layout["graph"]:
             graph[name] = _values(table.column(graph_column_name(name, layout)).combine_chunks())
+        sparse = {name: _read_sparse(table, name, width, node_ptr, path, what)
+                  for name, width in sparse_widths.items()}
     except KeyError as exc:
         raise DataError(f"{what} {path} lacks column {exc}; delete it and rerun snakemake to recreate it") from None
     _same(dst_ptr, edge_ptr, path, what, "dst", "edges")
     columns = GraphColumns(num_nodes, np.diff(edge_ptr), src.astype(np.int32, copy=False),
-                           dst.astype(np.int32, copy=False), node, edge, graph)
+                           dst.astype(np.int32, copy=False), node, edge, graph, sparse)
     try:
         columns.validate()
     except ValueError as exc:
         raise DataError(f"{what} {path} is inconsistent ({exc}); delete it and rerun snakemake") from None
     return columns
+
+
+def _read_sparse(table: pa.Table, name: str, width: int, node_ptr: np.ndarray, path: Path, what: str) -> SparseRows:
+    """A sparse node column from its three list columns, checking that they agree with each other."""
+    row_nnz, ptr = list_column(table, f"{name}.row_nnz")
+    _same(ptr, node_ptr, path, what, f"{name}.row_nnz", "nodes")
+    indices, nnz_ptr = list_column(table, f"{name}.indices")
+    values, values_ptr = list_column(table, f"{name}.values")
+    indptr = _pointers(row_nnz.astype(np.int64))
+    for column, got in ((f"{name}.indices", nnz_ptr), (f"{name}.values", values_ptr)):
+        if got.shape != node_ptr.shape or not np.array_equal(got, indptr[node_ptr]):
+            raise DataError(f"{what} {path}: column {column!r} does not have one entry per nonzero of {name!r} "
+                            "(the sum of its row_nnz) in each graph; delete it and rerun snakemake to recreate it")
+    dtypes = (row_nnz.dtype, indices.dtype, values.dtype)
+    if dtypes != (np.dtype(np.int32), np.dtype(np.int32), np.dtype(np.float32)):
+        raise DataError(f"{what} {path}: sparse column {name!r} has dtypes {tuple(str(d) for d in dtypes)} for "
+                        "(row_nnz, indices, values), expected (int32, int32, float32); delete it and rerun snakemake")
+    return SparseRows(indptr, indices, values, width)
 
 
 def _same(ptr: np.ndarray, expected: np.ndarray, path: Path, what: str, name: str, unit: str) -> None:
@@ -264,7 +398,11 @@ def _same(ptr: np.ndarray, expected: np.ndarray, path: Path, what: str, name: st
 
 @dataclass
 class GraphStore:
-    """All graphs of a dataset as contiguous torch tensors plus offset pointers (training-time form)."""
+    """All graphs of a dataset as contiguous torch tensors plus offset pointers (training-time form).
+
+    Sparse node columns are densified into ``node[name]`` (float32), so every loader works on them unchanged; the
+    sparse form stays available in ``sparse`` (e.g. for full-batch models that multiply the CSR matrix directly).
+    """
 
     node_ptr: torch.Tensor  # (G+1,) int64
     edge_ptr: torch.Tensor  # (G+1,) int64
@@ -272,6 +410,7 @@ class GraphStore:
     node: dict[str, torch.Tensor]
     edge: dict[str, torch.Tensor]
     graph: dict[str, torch.Tensor]
+    sparse: dict[str, SparseRows] = field(default_factory=dict)
 
     @property
     def num_graphs(self) -> int:
@@ -294,9 +433,10 @@ class GraphStore:
             node_ptr=torch.from_numpy(columns.node_ptr),
             edge_ptr=torch.from_numpy(columns.edge_ptr),
             edge_index=torch.from_numpy(np.stack([columns.src, columns.dst]).astype(np.int32, copy=False)),
-            node=tensors(columns.node),
+            node={**tensors(columns.node), **{k: torch.from_numpy(m.to_dense()) for k, m in columns.sparse.items()}},
             edge=tensors(columns.edge),
             graph=tensors(columns.graph),
+            sparse=dict(columns.sparse),
         )
 
 

@@ -24,12 +24,18 @@ if TYPE_CHECKING:
 RAW_DIR = Path("resources/raw")  # default download cache of raw files (raw_dir/<source>/<file>)
 
 
+class NonNegative(float):
+    """Marks a generator default as a real number ≥ 0 (e.g. an average degree); a plain float default is a
+    probability in [0, 1]."""
+
+
 @dataclass(frozen=True)
 class Generator:
     name: str
     description: str
-    defaults: dict[str, Any]  # every parameter with its default; the default's type is the expected type
-    default_split: dict[str, Any]  # split protocol (and its parameters) used when the config names none
+    defaults: dict[str, Any]  # every parameter with its default; the default's type is the expected type (int:
+    # a count ≥ 1, or ≥ 0 when the default is 0; float: a probability in [0, 1]; NonNegative: a real number ≥ 0)
+    default_split: dict[str, Any]  # split scheme (and its parameters) used when the config names none
     describe: Callable[[str, dict, int], DatasetMeta]  # metadata without generating (validation, counts)
     build: Callable[..., GraphColumns]  # (params, seed), or (params, seed, raw_dir) when raw_files is set
     check: Callable[[dict, str], None] | None = None  # constraints between parameters; raises ConfigError
@@ -37,11 +43,22 @@ class Generator:
 
 
 def _registry() -> dict[str, Generator]:
-    from gnnbench.data.generators import csl, cycles, cycles_release, graph_theory_prop, sbm, superpixels, tsp
+    from gnnbench.data.generators import (
+        csbm,
+        csl,
+        cycles,
+        cycles_release,
+        graph_theory_prop,
+        npz,
+        planetoid,
+        sbm,
+        superpixels,
+        tsp,
+    )
 
     generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
-                  cycles_release.CYCLES_RELEASE)
+                  cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM)
     return {g.name: g for g in generators}
 
 
@@ -70,21 +87,28 @@ def resolve_params(generator: Generator, params: dict | None, where: str) -> dic
 
 
 def _check_type(value: Any, default: Any, where: str) -> Any:
+    expected = None
     if isinstance(default, bool):
         ok = isinstance(value, bool)
-    elif isinstance(default, int):  # every integer parameter is a count of at least one
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    elif isinstance(default, int):  # a count of at least one; a default of 0 marks a count that may be 0
+        low = 0 if default == 0 else 1
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
+        expected = "a non-negative integer" if low == 0 else None
+    elif isinstance(default, NonNegative):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+        value, expected = float(value) if ok else value, "a non-negative number"
     elif isinstance(default, float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
-        value = float(value)
+        value = float(value) if ok else value  # a string must be reported, not crash float()
     elif isinstance(default, list):  # inclusive integer range [low, high]
         ok = (isinstance(value, list) and len(value) == 2
               and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and 1 <= value[0] <= value[1])
     else:
         ok = isinstance(value, type(default))
     if not ok:
-        expected = {bool: "true or false", int: "a positive integer", float: "a probability in [0, 1]",
-                    list: "an inclusive range [low, high] of positive integers"}.get(type(default), type(default))
+        expected = expected or {bool: "true or false", int: "a positive integer", float: "a probability in [0, 1]",
+                                list: "an inclusive range [low, high] of positive integers"}.get(type(default),
+                                                                                                 type(default))
         raise ConfigError(f"{where}: expected {expected}, got {value!r}; fix the value in the config")
     return value
 

@@ -67,7 +67,7 @@ CSL = Generator(
     name="csl",
     description="CSL: classify 10 isomorphism classes of 41-node circulant skip-link graphs",
     defaults={"copies_per_class": 15},
-    default_split={"protocol": "stratified_kfold", "folds": 5, "val_fraction": 0.25, "seed": 0},
+    default_split={"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25, "seed": 0},
     describe=_describe_csl,
     build=_build_csl,
 )

@@ -297,7 +297,7 @@ CYCLES = Generator(
     description="CYCLES: does a sparse random graph contain a simple 6-cycle? (graph classification)",
     defaults={"num_train": 9000, "num_val": 1000, "num_test": 10000, "num_nodes": [37, 65], "size_tilt": 0.58,
               "edge_ratio": 0.897, "max_degree": 7},
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describe,
     build=_build,
     check=_check,

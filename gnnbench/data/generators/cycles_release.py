@@ -248,7 +248,7 @@ def _make_generator():
         description="CYCLES as released (the original pickle, downloaded and checksummed): 6-cycle detection",
         defaults={"num_train": 9000, "num_val": 1000, "num_test": 10000, "n": DEFAULT_N, "mirror": "",
                   "sha256": ""},
-        default_split={"protocol": "given"},
+        default_split={"scheme": "given"},
         describe=_describe_release,
         build=_build_release,
         raw_files=_raw_files,

@@ -468,7 +468,7 @@ GRAPH_THEORY_PROP = Generator(
         "train_graphs_per_size": 512, "val_graphs_per_size": 128, "test_graphs_per_size": 256,
         "train_num_nodes": [15, 24], "val_num_nodes": [15, 19], "test_num_nodes": [15, 19],
     },
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describe,
     build=_build,
     check=_check,

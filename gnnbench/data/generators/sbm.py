@@ -191,7 +191,7 @@ PATTERN = Generator(
         "num_communities": 5, "community_size": [5, 34], "p": 0.5, "q": 0.35,
         "pattern_size": [5, 34], "p_pattern": 0.5, "q_pattern": 0.5, "vocab_size": 3,
     },
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describe_pattern,
     build=_build_pattern,
     check=_check_pattern,
@@ -237,7 +237,7 @@ CLUSTER = Generator(
         "num_train": 10000, "num_val": 1000, "num_test": 1000, "num_communities": 6,
         "community_size": [5, 34], "p": 0.55, "q": 0.25,
     },
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describe_cluster,
     build=_build_cluster,
 )

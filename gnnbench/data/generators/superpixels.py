@@ -47,7 +47,7 @@ dropped under numpy 2.x SIMD, an arbitrary one under numpy 1.x); gnnbench does n
 complete directed graph without self-loops, targets in index order. Edge feature ``edge_attr`` = W_ij float32
 (E, 1); graph label ``y`` int16. Nodes are numbered in the permuted order of step 2.
 
-Splits (``default_split`` protocol "given"; graphs stored train, val, test): val = the first ``num_val`` official
+Splits (``default_split`` scheme "given"; graphs stored train, val, test): val = the first ``num_val`` official
 training images, train = the next ``num_train``, test = the first ``num_test`` test images (defaults MNIST
 55,000/5,000/10,000, CIFAR-10 45,000/5,000/10,000, the benchmark's splits). The digits variant (offline) uses
 :func:`gnnbench.data.raw_images.load_digits_28` (1,500 "training" / 297 "test" images) the same way.
@@ -386,7 +386,7 @@ SUPERPIXELS_MNIST = Generator(
     description="MNIST superpixel graphs (SLIC ≤ 75 segments, 8-NN, downloads the raw IDX files; graph classification)",
     defaults={"num_train": 55000, "num_val": 5000, "num_test": 10000, "n_sp": 75, "compactness": 0.25, "mirror": "",
               "workers": 1},
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describer("superpixels_mnist", 1, mnist_raw_files, 20),
     build=_build_mnist,
     check=_check_mnist,
@@ -399,7 +399,7 @@ SUPERPIXELS_CIFAR10 = Generator(
                 "graph classification)",
     defaults={"num_train": 45000, "num_val": 5000, "num_test": 10000, "n_sp": 150, "compactness": 10, "mirror": "",
               "workers": 1},
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describer("superpixels_cifar10", 3, cifar10_raw_files, 50),
     build=_build_cifar10,
     check=_check_cifar,
@@ -410,7 +410,7 @@ SUPERPIXELS_DIGITS = Generator(
     name="superpixels_digits",
     description="Offline MNIST-style superpixel graphs from scikit-learn's bundled 8×8 digits upsampled to 28×28",
     defaults={"num_train": 1350, "num_val": 150, "num_test": 297, "n_sp": 75, "compactness": 0.25, "workers": 1},
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describer("superpixels_digits", 1, None, 20),
     build=_build_digits,
     check=_check_digits,

@@ -362,7 +362,7 @@ TSP = Generator(
     description="TSP: classify k-nearest-neighbour edges as in or out of an optimal tour (edge classification)",
     defaults={"num_train": 10000, "num_val": 1000, "num_test": 1000, "num_nodes": [50, 500], "k": 25,
               "lkh_runs": 1, "solver": "lkh", "instances_per_shard": 500},
-    default_split={"protocol": "given"},
+    default_split={"scheme": "given"},
     describe=_describe,
     build=_build,
     check=_check,

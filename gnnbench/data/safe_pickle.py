@@ -1,0 +1,181 @@
+"""Reading downloaded pickles through an allow-list.
+
+``pickle.load`` runs whatever callable a file names, so a tampered download could execute code. :func:`safe_load`
+unpickles with a :class:`pickle.Unpickler` whose ``find_class`` only hands out the few constructors that plain data
+needs; any other global is refused *before* anything is called, with a one-line :class:`DataError`.
+
+Allowed (Python 2 names are accepted as well: the pickles are read with ``encoding="latin1"``):
+
+* NumPy array, dtype and scalar reconstruction: ``numpy.ndarray``, ``numpy.dtype``,
+  ``numpy.core.multiarray._reconstruct`` / ``scalar``, ``numpy.core.numeric._frombuffer`` (and the ``numpy._core``
+  spellings of NumPy 2);
+* ``builtins`` (Python 2: ``__builtin__``) ``list``, ``dict``, ``tuple``, ``set``, ``frozenset``, ``int``, ``float``,
+  ``complex``, ``bool``, ``str``, ``bytes``, ``bytearray``;
+* ``collections.defaultdict`` and ``collections.OrderedDict``; ``_codecs.encode`` for latin1 text only (how Python 3
+  writes ``bytes`` at protocols < 3);
+* SciPy sparse matrices — ``scipy.sparse.csr.csr_matrix`` (SciPy < 1.8 module names), ``scipy.sparse._csr.csr_matrix``,
+  and the ``csc`` / ``coo`` equivalents, ``csr_array`` etc. — are *not* constructed: the class is replaced by
+  :class:`PickledSparse`, a plain holder of the pickled state (``data``, ``indices``, ``indptr``, ``_shape``; COO:
+  ``row``, ``col`` or, since SciPy 1.13, ``coords``), and :func:`to_csr` builds a ``scipy.sparse.csr_matrix``
+  from that state, checking it. (LIL matrices, whose state holds object arrays of Python lists, are not accepted:
+  no file gnnbench reads contains one.)
+
+Reading never imports a module named by the file. What the allowed callables can still do with hostile arguments is
+build data (or exhaust memory, reported as a corrupt file); none of them runs code, opens files or imports.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from gnnbench.errors import DataError
+
+
+class PickledSparse:
+    """The state of a pickled SciPy sparse matrix, held as plain data (never a live SciPy object)."""
+
+    format = ""  # "csr", "csc" or "coo", set per subclass
+    state: dict | None = None  # set by BUILD (unpickling calls __new__, never __init__)
+
+    def __setstate__(self, state: Any) -> None:
+        if not isinstance(state, dict):
+            raise pickle.UnpicklingError(f"sparse {self.format} matrix state is a {type(state).__name__}, not a dict")
+        self.state = state
+
+
+def _sparse_class(fmt: str) -> type[PickledSparse]:
+    return type(f"Pickled{fmt.upper()}", (PickledSparse,), {"format": fmt})
+
+
+_SPARSE = {fmt: _sparse_class(fmt) for fmt in ("csr", "csc", "coo")}
+
+
+def _numpy_core():
+    try:
+        from numpy._core import multiarray, numeric  # NumPy ≥ 2
+    except ImportError:  # pragma: no cover - NumPy 1.x
+        from numpy.core import multiarray, numeric
+    return multiarray, numeric
+
+
+def _latin1_encode(text: str, encoding: str = "latin1") -> bytes:
+    """``_codecs.encode`` as Python 3 pickles bytes at protocols < 3, restricted to that use."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError(f"_codecs.encode is allowed only for latin1 text (got {encoding!r})")
+    return text.encode("latin1")
+
+
+def _allowed() -> dict[tuple[str, str], Any]:
+    import builtins
+    import collections
+
+    multiarray, numeric = _numpy_core()
+    table: dict[tuple[str, str], Any] = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
+    for core in ("numpy.core", "numpy._core"):
+        table[(f"{core}.multiarray", "_reconstruct")] = multiarray._reconstruct
+        table[(f"{core}.multiarray", "scalar")] = multiarray.scalar
+        table[(f"{core}.numeric", "_frombuffer")] = numeric._frombuffer
+    for name in ("list", "dict", "tuple", "set", "frozenset", "int", "float", "complex", "bool", "str", "bytes",
+                 "bytearray"):
+        for module in ("builtins", "__builtin__"):
+            table[(module, name)] = getattr(builtins, name)
+    table[("__builtin__", "unicode")] = str  # Python 2 names of str/bytes
+    table[("__builtin__", "long")] = int
+    table[("_codecs", "encode")] = _latin1_encode
+    table[("collections", "defaultdict")] = collections.defaultdict
+    table[("collections", "OrderedDict")] = collections.OrderedDict
+    for fmt, holder in _SPARSE.items():
+        for module in (f"scipy.sparse.{fmt}", f"scipy.sparse._{fmt}", "scipy.sparse"):
+            table[(module, f"{fmt}_matrix")] = holder
+            table[(module, f"{fmt}_array")] = holder
+    return table
+
+
+_ALLOWED = _allowed()
+
+
+class _AllowListUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BufferedIOBase, what: str, where: str) -> None:
+        super().__init__(file, encoding="latin1")
+        self.what, self.where = what, where
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return _ALLOWED[(module, name)]
+        except KeyError:
+            raise DataError(f"{self.what} {self.where} wants to load {module}.{name}, which is not on gnnbench's "
+                            f"allow-list; the file is not a genuine {self.what} (it could run code when unpickled) "
+                            "— delete it and download it again") from None
+
+
+def safe_load(path_or_bytes: str | os.PathLike | bytes, what: str) -> Any:
+    """Unpickle a file (or bytes) through the allow-list; ``what`` names the file's role in error messages.
+
+    A refused global, a truncated or corrupt pickle, or a missing file raises :class:`DataError` (one line).
+    """
+    if isinstance(path_or_bytes, (bytes, bytearray)):
+        where, data = "(in memory)", bytes(path_or_bytes)
+    else:
+        path = Path(path_or_bytes)
+        where = str(path)
+        if not path.is_file():
+            raise DataError(f"{what} {path} does not exist; download it first")
+        data = path.read_bytes()
+    try:
+        return _AllowListUnpickler(io.BytesIO(data), what, where).load()
+    except DataError:
+        raise
+    except (pickle.UnpicklingError, EOFError, AttributeError, IndexError, KeyError, TypeError, ValueError,
+            MemoryError, OverflowError, UnicodeDecodeError) as exc:
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise DataError(f"{what} {where} is not a readable pickle ({type(exc).__name__}: {reason}); the file is "
+                        "truncated or corrupt — delete it and download it again") from None
+
+
+def to_csr(obj: Any, what: str, where: str) -> sp.csr_matrix:
+    """A ``csr_matrix`` (float32 values, int32/int64 indices as stored) from a :class:`PickledSparse` holder.
+
+    The pickled arrays are checked (lengths, monotone ``indptr``, column/row indices inside the shape) so a
+    malformed file is a :class:`DataError`, not a crash deep inside SciPy.
+    """
+    if not isinstance(obj, PickledSparse):
+        raise DataError(f"{what} {where} holds a {type(obj).__name__}, expected a SciPy sparse matrix; the file is "
+                        "not the expected one — delete it and download it again")
+    state = obj.state or {}
+    try:
+        shape = state.get("_shape", state.get("shape"))
+        rows, cols = (int(v) for v in shape)
+        data = np.asarray(state["data"])
+        if obj.format in ("csr", "csc"):
+            indices, indptr = np.asarray(state["indices"]), np.asarray(state["indptr"])
+            major, minor = (rows, cols) if obj.format == "csr" else (cols, rows)
+            ok = (indptr.ndim == indices.ndim == data.ndim == 1 and indptr.shape == (major + 1,)
+                  and indptr[0] == 0 and np.all(np.diff(indptr) >= 0) and indptr[-1] == indices.size == data.size
+                  and (indices.size == 0 or (indices.min() >= 0 and indices.max() < minor)))
+            if not ok:
+                raise ValueError("inconsistent index arrays")
+            cls = sp.csr_matrix if obj.format == "csr" else sp.csc_matrix
+            matrix = cls((data, indices, indptr), shape=(rows, cols))
+        else:
+            if "coords" in state:  # SciPy ≥ 1.13 stores (row, col) as one tuple
+                row, col = (np.asarray(c) for c in state["coords"])
+            else:
+                row, col = np.asarray(state["row"]), np.asarray(state["col"])
+            ok = (row.shape == col.shape == data.shape and row.ndim == 1
+                  and (row.size == 0 or (row.min() >= 0 and row.max() < rows and col.min() >= 0 and col.max() < cols)))
+            if not ok:
+                raise ValueError("inconsistent index arrays")
+            matrix = sp.coo_matrix((data, (row, col)), shape=(rows, cols))
+        out = matrix.tocsr().astype(np.float32)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{what} {where} holds a malformed sparse {obj.format} matrix ({type(exc).__name__}: "
+                        f"{exc}); delete it and download it again") from None
+    out.sum_duplicates()  # canonical: sorted, unique column indices per row
+    return out
