@@ -2,21 +2,42 @@
 
 A split file is JSON::
 
-    {"format": 1, "dataset": NAME, "dataset_checksum": SHA-256 of graphs.parquet,
-     "protocol": "given" | "stratified_kfold", "params": {...},
+    {"format": 2, "dataset": NAME, "dataset_checksum": SHA-256 of graphs.parquet,
+     "scheme": SCHEME, "level": "graph" | "node", "params": {...},
      "folds": [{"train": [...], "val": [...], "test": [...]}, ...],
      "checksum": SHA-256 of the canonical JSON of "folds"}
 
-Protocols
-    ``given``            the train/val/test split that comes with the data, in stored order (SBM, ZINC, ...).
-    ``stratified_kfold`` k-fold stratified cross-validation (test = one fold); the remaining graphs are split
-                         again, stratified, into train and val with ``val_fraction`` (CSL: k = 5 and 0.25,
-                         i.e. 90 / 30 / 30 graphs per fold). Seeded: the original used scikit-learn's
-                         ``StratifiedKFold(shuffle=True)`` + ``train_test_split`` without a seed; gnnbench
-                         passes ``seed`` (folds) and ``seed + fold`` (train/val) as ``random_state``.
+``level`` says what the indices count: graphs of a multi-graph dataset, or nodes of the one graph of a
+transductive (single-graph node-classification) dataset. Each entry of ``folds`` is one partition — a
+cross-validation fold, or one of the random splits of the "Pitfalls" protocol. Files of format 1 (which named the
+scheme ``protocol``) are still read.
 
-Reading checks the file's own checksum (no silent hand edits) and that it belongs to the dataset file
-it is used with.
+Schemes
+    ``given``             the split that comes with the data: graphs in stored order (SBM, ZINC, ...), or for a
+                          single graph its node column ``split`` (0 train, 1 val, 2 test; the Planetoid public
+                          split: the first 20 labelled nodes per class, the next 500, the 1,000 test.index nodes).
+    ``stratified_kfold``  k-fold stratified cross-validation of graphs (test = one fold); the remaining graphs are
+                          split again, stratified, into train and val with ``val_fraction`` (CSL: k = 5 and 0.25,
+                          i.e. 90 / 30 / 30 graphs per fold). Seeded: the original used scikit-learn's
+                          ``StratifiedKFold(shuffle=True)`` + ``train_test_split`` without a seed; gnnbench passes
+                          ``seed`` (folds) and ``seed + fold`` (train/val) as ``random_state``.
+    ``random_per_class``  ``splits`` random node splits with ``train_per_class`` training and ``val_per_class``
+                          validation nodes of every class, the rest test (Shchur et al.: 100 splits, 20 / 30).
+    ``random_sizes``      ``splits`` random node splits with ``train_per_class`` training nodes per class and
+                          ``val_size`` / ``test_size`` nodes drawn from the rest regardless of class (the
+                          Planetoid-sized "another random split" of Shchur et al.: 20 per class / 500 / 1,000).
+
+The random node schemes follow gnn-benchmark's ``get_train_val_test_split`` draw for draw: split k uses
+``RandomState(s_k)`` where ``s_k`` is the k-th of ``RandomState(seed).randint(0, 10**6, splits)`` (its job
+generator's list; seed 2018 in the paper's configs); training nodes are drawn class by class (class order, nodes
+of a class in ascending index, ``choice(..., replace=False)``), then validation nodes the same way among the rest.
+Decision: the original took ``s_k`` from Sacred, which derives a captured function's ``_seed`` from the config
+seed in a way we do not reproduce, so the exact published index sets are out of reach; ours are as random and
+every model sees the same ones. Unlabelled nodes (label -1, e.g. CiteSeer's phantom test rows in the Planetoid
+files) are never drawn.
+
+Reading checks the file's own checksum (no silent hand edits), that it belongs to the dataset (name and checksum)
+and that every index lies inside it.
 """
 
 from __future__ import annotations
@@ -27,21 +48,31 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.meta import DatasetMeta
+from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_json, write_json
 
-PROTOCOLS = ("given", "stratified_kfold")
+SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes")
+NODE_SCHEMES = ("given", "random_per_class", "random_sizes")  # schemes of a transductive (one-graph) dataset
+GRAPH_SCHEMES = ("given", "stratified_kfold")
+SCHEME_DEFAULTS = {
+    "given": {},
+    "stratified_kfold": {"folds": 5, "val_fraction": 0.25, "seed": 0},
+    "random_per_class": {"splits": 100, "train_per_class": 20, "val_per_class": 30, "seed": 2018},
+    "random_sizes": {"splits": 1, "train_per_class": 20, "val_size": 500, "test_size": 1000, "seed": 2018},
+}
 PARTS = ("train", "val", "test")
+FORMAT = 2
 
 
 @dataclass
 class Splits:
     dataset: str
     dataset_checksum: str
-    protocol: str
+    scheme: str
     params: dict
     folds: list[dict[str, list[int]]]
+    level: str = "graph"
 
     @property
     def num_folds(self) -> int:
@@ -49,31 +80,111 @@ class Splits:
 
     def fold(self, i: int) -> dict[str, np.ndarray]:
         if not 0 <= i < len(self.folds):
-            raise ConfigError(f"fold {i} does not exist: the {self.protocol} split of {self.dataset} has "
+            raise ConfigError(f"fold {i} does not exist: the {self.scheme} split of {self.dataset} has "
                               f"{len(self.folds)} fold(s), numbered from 0")
         return {part: np.asarray(self.folds[i][part], dtype=np.int64) for part in PARTS}
 
     def to_json(self) -> dict:
-        return {"format": 1, "dataset": self.dataset, "dataset_checksum": self.dataset_checksum,
-                "protocol": self.protocol, "params": self.params, "folds": self.folds,
+        return {"format": FORMAT, "dataset": self.dataset, "dataset_checksum": self.dataset_checksum,
+                "scheme": self.scheme, "level": self.level, "params": self.params, "folds": self.folds,
                 "checksum": sha256_json(self.folds)}
 
 
-def make_splits(meta: DatasetMeta, labels: np.ndarray | None, protocol: str, params: dict) -> Splits:
-    """Compute the splits of a dataset under ``protocol`` (see module docstring)."""
-    if protocol == "given":
+def resolve_split(split: dict, where: str) -> dict:
+    """A split config with its scheme's defaults filled in; ``protocol`` is accepted as the older name of
+    ``scheme``. Unknown schemes and keys are ConfigErrors naming ``where``."""
+    split = dict(split)
+    if "protocol" in split:
+        split.setdefault("scheme", split.pop("protocol"))
+    scheme = split.pop("scheme", None)
+    if scheme not in SCHEMES:
+        raise ConfigError(f"{where}.scheme: unknown split scheme {scheme!r}; choose one of {', '.join(SCHEMES)}")
+    defaults = SCHEME_DEFAULTS[scheme]
+    unknown = sorted(set(split) - set(defaults))
+    if unknown:
+        known = ", ".join(defaults) or "none"
+        raise ConfigError(f"{where}.{unknown[0]}: not a parameter of split scheme {scheme} (its parameters: {known})")
+    return {"scheme": scheme, **defaults, **split}
+
+
+def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, params: dict,
+                given: np.ndarray | None = None) -> Splits:
+    """Compute the splits of a dataset under ``scheme`` (see module docstring).
+
+    ``labels``: graph labels (multi-graph datasets) or node labels, -1 = unlabelled (transductive datasets);
+    ``given``: the node column ``split`` of a transductive dataset that comes with a split.
+    """
+    transductive = meta.task == "node_classification" and meta.num_graphs == 1
+    level = "node" if transductive else "graph"
+    allowed = NODE_SCHEMES if transductive else GRAPH_SCHEMES
+    if scheme not in allowed:
+        what = "a single-graph node-classification" if transductive else "a multi-graph"
+        raise ConfigError(f"split scheme {scheme!r} does not apply to dataset {meta.name} ({what} dataset); "
+                          f"use one of {', '.join(allowed)}")
+    params = {k: v for k, v in params.items() if k != "scheme"}
+    if scheme == "given" and transductive:
+        folds = [_given_nodes(meta, given)]
+    elif scheme == "given":
         if not meta.split_sizes:
-            raise ConfigError(f"dataset {meta.name} comes without a split; use protocol stratified_kfold")
+            raise ConfigError(f"dataset {meta.name} comes without a split; use scheme stratified_kfold")
         folds, start = [{}], 0
         for part in PARTS:
             size = meta.split_sizes[part]
             folds[0][part] = list(range(start, start + size))
             start += size
-    elif protocol == "stratified_kfold":
+    elif scheme == "stratified_kfold":
         folds = _stratified_kfold(labels, params["folds"], params["val_fraction"], params["seed"])
     else:
-        raise ConfigError(f"unknown split protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    return Splits(meta.name, meta.checksum, protocol, params, folds)
+        folds = _random_node_splits(meta.name, labels, scheme, params)
+    return Splits(meta.name, meta.checksum, scheme, params, folds, level)
+
+
+def _given_nodes(meta: DatasetMeta, given: np.ndarray | None) -> dict[str, list[int]]:
+    if given is None:
+        raise ConfigError(f"dataset {meta.name} comes without a split (no node column 'split'); use scheme "
+                          "random_per_class")
+    return {part: np.flatnonzero(given == code).tolist() for part, code in SPLIT_CODES.items()}
+
+
+def split_seeds(seed: int, count: int) -> np.ndarray:
+    """The per-split seeds of gnn-benchmark's job generator: ``RandomState(seed).randint(0, 10**6, count)``."""
+    return np.random.RandomState(seed).randint(0, 1_000_000, count)
+
+
+def _random_node_splits(dataset: str, labels: np.ndarray | None, scheme: str, params: dict) -> list[dict]:
+    if labels is None:
+        raise ConfigError(f"split scheme {scheme} needs node labels; dataset {dataset} has none")
+    labels = np.asarray(labels, dtype=np.int64)
+    classes = np.unique(labels[labels >= 0])
+    members = [np.flatnonzero(labels == c) for c in classes]  # ascending node index, as the original lists them
+    labelled = np.flatnonzero(labels >= 0)
+    per_class = params["train_per_class"] + params.get("val_per_class", 0)
+    for c, nodes in zip(classes, members, strict=True):
+        if nodes.size < per_class:
+            need = (f"{params['train_per_class']} train + {params['val_per_class']} val"
+                    if scheme == "random_per_class" else f"{params['train_per_class']} train")
+            raise ConfigError(f"split of {dataset}: class {c} has only {nodes.size} labelled nodes but scheme "
+                              f"{scheme} needs {per_class} per class ({need}); lower the per-class counts or drop "
+                              f"small classes from the dataset")
+    if scheme == "random_sizes":
+        rest = labelled.size - params["train_per_class"] * classes.size
+        if params["val_size"] + params["test_size"] > rest:
+            raise ConfigError(f"split of {dataset}: val_size + test_size = {params['val_size'] + params['test_size']}"
+                              f" but only {rest} labelled nodes remain after the training nodes; lower them")
+    folds = []
+    for seed in split_seeds(params["seed"], params["splits"]):
+        rs = np.random.RandomState(seed)
+        train = np.concatenate([rs.choice(m, params["train_per_class"], replace=False) for m in members])
+        if scheme == "random_per_class":
+            free = [m[~np.isin(m, train)] for m in members]
+            val = np.concatenate([rs.choice(m, params["val_per_class"], replace=False) for m in free])
+            test = np.setdiff1d(labelled, np.concatenate([train, val]))
+        else:
+            val = rs.choice(np.setdiff1d(labelled, train), params["val_size"], replace=False)
+            test = rs.choice(np.setdiff1d(labelled, np.concatenate([train, val])), params["test_size"],
+                             replace=False)
+        folds.append({"train": train.tolist(), "val": val.tolist(), "test": test.tolist()})
+    return folds
 
 
 def _stratified_kfold(labels: np.ndarray, k: int, val_fraction: float, seed: int) -> list[dict]:
@@ -100,25 +211,32 @@ def write_splits(path: str | os.PathLike, splits: Splits) -> None:
 
 
 def read_splits(path: str | os.PathLike, meta: DatasetMeta | None = None) -> Splits:
-    """Read and verify a split file (own checksum, index ranges, and dataset when ``meta`` is given)."""
+    """Read and verify a split file (own checksum, and — with ``meta`` — dataset and index ranges)."""
     path = Path(path)
     data = read_json(path, "split file")
     try:
-        splits = Splits(data["dataset"], data["dataset_checksum"], data["protocol"], data["params"],
-                        data["folds"])
-        ok = data["format"] == 1 and data["checksum"] == sha256_json(splits.folds)
+        fmt = data["format"]
+        scheme = data["scheme"] if fmt == FORMAT else data["protocol"]
+        splits = Splits(data["dataset"], data["dataset_checksum"], scheme, data["params"], data["folds"],
+                        data.get("level", "graph"))
+        ok = fmt in (1, FORMAT) and data["checksum"] == sha256_json(splits.folds)
     except (KeyError, TypeError):
         ok = False
     if not ok:
         raise DataError(f"split file {path} is corrupt or was edited by hand (checksum mismatch); "
                         "delete it and rerun snakemake to recreate it")
     if meta is not None:
+        if splits.dataset != meta.name:
+            raise DataError(f"split file {path} belongs to dataset {splits.dataset}, not {meta.name}; give the "
+                            f"split file of {meta.name} (results/splits/{meta.name}/splits.json)")
         if splits.dataset_checksum != meta.checksum:
             raise DataError(f"split file {path} was made for a different version of dataset {meta.name}; "
                             "delete it and rerun snakemake to recreate it")
+        size = meta.statistics.get("all", {}).get("nodes") if splits.level == "node" else meta.num_graphs
+        unit = "nodes" if splits.level == "node" else "graphs"
         for i, fold in enumerate(splits.folds):
             all_ids = np.concatenate([np.asarray(fold[p], dtype=np.int64) for p in PARTS])
-            if all_ids.size and (all_ids.min() < 0 or all_ids.max() >= meta.num_graphs):
-                raise DataError(f"split file {path}: fold {i} refers to graphs outside dataset {meta.name}; "
+            if all_ids.size and size is not None and (all_ids.min() < 0 or all_ids.max() >= size):
+                raise DataError(f"split file {path}: fold {i} refers to {unit} outside dataset {meta.name}; "
                                 "delete it and rerun snakemake to recreate it")
     return splits

@@ -184,7 +184,7 @@ def test_num_train_prefix_property():
 
 def test_registry_meta_and_checks():
     gen = get_generator("cycles")
-    assert gen is C.CYCLES and gen.default_split == {"protocol": "given"}
+    assert gen is C.CYCLES and gen.default_split == {"scheme": "given"}
     params = resolve_params(gen, None, "t")
     assert (params["num_train"], params["num_val"], params["num_test"]) == (9000, 1000, 10000)
     meta = gen.describe("CYCLES", params, 0)

@@ -74,7 +74,7 @@ def _split_ids(meta) -> dict[str, np.ndarray]:
 
 def test_meta_and_registration():
     gen = get_generator("graph_theory_prop")
-    assert gen.default_split == {"protocol": "given"}
+    assert gen.default_split == {"scheme": "given"}
     meta = gen.describe("GraphTheoryProp", dict(gen.defaults), 1234)
     assert (meta.task, meta.loss, meta.metric, meta.pe_usage) == (
         "multitask_regression", "multitask_mse", "log10_mse", "add")

@@ -89,3 +89,120 @@ def test_cross_validation_needs_enough_graphs_per_class(tmp_path):
     with pytest.raises(ConfigError, match="5-fold stratified cross-validation needs at least 5 graphs per class, "
                                           "the smallest class has 4"):
         make_splits(meta, labels, "stratified_kfold", PARAMS)
+
+
+# ---------------------------------------------------------------------------------------------- node splits
+
+
+def node_meta(name="toy", nodes=0):
+    from gnnbench.data.meta import DatasetMeta, FeatureSpec
+
+    return DatasetMeta(name=name, task="node_classification", loss="cross_entropy", metric="accuracy", num_outputs=3,
+                       num_graphs=1, node_features=FeatureSpec("continuous", 4), edge_features=None, pe_usage="add",
+                       split_sizes=None, statistics={"all": {"nodes": nodes}}, checksum="c" * 64)
+
+
+def original_split(rs, labels, train_per_class, val_per_class=None, val_size=None, test_size=None):
+    """gnn-benchmark's get_train_val_test_split / sample_per_class, transcribed with its loops (one-hot labels)."""
+    one_hot = np.zeros((labels.size, labels.max() + 1))
+    one_hot[np.arange(labels.size), labels] = 1
+
+    def sample_per_class(n, forbidden=None):
+        per_class = {c: [] for c in range(one_hot.shape[1])}
+        for c in range(one_hot.shape[1]):
+            for i in range(one_hot.shape[0]):
+                if one_hot[i, c] > 0.0 and (forbidden is None or i not in forbidden):
+                    per_class[c].append(i)
+        return np.concatenate([rs.choice(per_class[c], n, replace=False) for c in range(len(per_class))])
+
+    remaining = list(range(labels.size))
+    train = sample_per_class(train_per_class)
+    if val_per_class is not None:
+        val = sample_per_class(val_per_class, forbidden=train)
+    else:
+        remaining = np.setdiff1d(remaining, train)
+        val = rs.choice(remaining, val_size, replace=False)
+    forbidden = np.concatenate((train, val))
+    if test_size is not None:
+        test = rs.choice(np.setdiff1d(remaining, forbidden), test_size, replace=False)
+    else:
+        test = np.setdiff1d(remaining, forbidden)
+    return train, val, test
+
+
+def test_random_per_class_splits_draw_exactly_as_gnn_benchmark():
+    labels = np.random.default_rng(0).integers(0, 3, 400)
+    params = {"splits": 4, "train_per_class": 20, "val_per_class": 30, "seed": 2018}
+    splits = make_splits(node_meta(), labels, "random_per_class", params)
+    seeds = np.random.RandomState(2018).randint(0, 1_000_000, 4)  # the original's job generator
+    assert splits.level == "node" and splits.num_folds == 4
+    for k, seed in enumerate(seeds):
+        train, val, test = original_split(np.random.RandomState(seed), labels, 20, 30)
+        fold = splits.fold(k)
+        assert fold["train"].tolist() == train.tolist() and fold["val"].tolist() == val.tolist()
+        assert fold["test"].tolist() == test.tolist()
+        assert np.bincount(labels[fold["train"]]).tolist() == [20] * 3
+        assert np.bincount(labels[fold["val"]]).tolist() == [30] * 3
+        assert len(fold["test"]) == 400 - 150
+    assert splits.fold(0)["train"].tolist() != splits.fold(1)["train"].tolist()
+
+
+def test_random_sizes_split_matches_the_planetoid_sized_draw_and_skips_unlabelled_nodes():
+    labels = np.random.default_rng(1).integers(0, 3, 3000)
+    labels[:50] = -1  # e.g. CiteSeer's phantom rows: never drawn
+    params = {"splits": 2, "train_per_class": 20, "val_size": 500, "test_size": 1000, "seed": 7}
+    splits = make_splits(node_meta(), labels, "random_sizes", params)
+    labelled = np.flatnonzero(labels >= 0)
+    for k, seed in enumerate(np.random.RandomState(7).randint(0, 1_000_000, 2)):
+        fold = splits.fold(k)
+        assert [len(fold[p]) for p in ("train", "val", "test")] == [60, 500, 1000]
+        assert np.isin(np.concatenate(list(fold.values())), labelled).all()
+        # the same draws as the original on the labelled nodes alone (indices mapped back)
+        train, val, test = original_split(np.random.RandomState(seed), labels[labelled], 20, val_size=500,
+                                          test_size=1000)
+        assert fold["train"].tolist() == labelled[train].tolist()
+        assert fold["val"].tolist() == labelled[val].tolist() and fold["test"].tolist() == labelled[test].tolist()
+
+
+def test_a_class_too_small_for_the_split_is_one_line_naming_it():
+    labels = np.array([0] * 60 + [1] * 42 + [2] * 80)
+    with pytest.raises(ConfigError) as err:
+        make_splits(node_meta("CORA-Full"), labels, "random_per_class",
+                    {"splits": 1, "train_per_class": 20, "val_per_class": 30, "seed": 0})
+    assert "split of CORA-Full: class 1 has only 42 labelled nodes but scheme random_per_class needs 50" in str(
+        err.value) and "\n" not in str(err.value)
+
+
+def test_given_node_split_reads_the_split_column():
+    given = np.array([0, 0, 1, 2, -1, 2, 1, 0], dtype=np.int8)
+    splits = make_splits(node_meta(), np.zeros(8, dtype=np.int64), "given", {}, given)
+    assert splits.folds == [{"train": [0, 1, 7], "val": [2, 6], "test": [3, 5]}]
+    with pytest.raises(ConfigError, match="comes without a split"):
+        make_splits(node_meta(), np.zeros(8, dtype=np.int64), "given", {}, None)
+    with pytest.raises(ConfigError, match="does not apply to dataset toy"):
+        make_splits(node_meta(), np.zeros(8, dtype=np.int64), "stratified_kfold", PARAMS)
+
+
+def test_node_split_files_belong_to_their_dataset(tmp_path):
+    from gnnbench.splits import write_splits
+
+    labels = np.repeat([0, 1, 2], 60)
+    splits = make_splits(node_meta("Cora", 180), labels, "random_per_class",
+                         {"splits": 2, "train_per_class": 20, "val_per_class": 30, "seed": 1})
+    path = tmp_path / "splits.json"
+    write_splits(path, splits)
+    assert read_splits(path, node_meta("Cora", 180)).folds == splits.folds
+    with pytest.raises(DataError, match=r"belongs to dataset Cora, not CiteSeer; give the split file of CiteSeer"):
+        read_splits(path, node_meta("CiteSeer", 180))
+    with pytest.raises(DataError, match="fold 0 refers to nodes outside dataset Cora"):
+        read_splits(path, node_meta("Cora", 100))
+
+
+def test_split_configs_resolve_with_scheme_defaults_and_reject_foreign_keys():
+    from gnnbench.splits import resolve_split
+
+    assert resolve_split({"scheme": "random_per_class"}, "s") == {
+        "scheme": "random_per_class", "splits": 100, "train_per_class": 20, "val_per_class": 30, "seed": 2018}
+    assert resolve_split({"protocol": "stratified_kfold", "folds": 3}, "s")["folds"] == 3  # the older key
+    with pytest.raises(ConfigError, match="s.val_size: not a parameter of split scheme random_per_class"):
+        resolve_split({"scheme": "random_per_class", "val_size": 5}, "s")

@@ -126,7 +126,7 @@ def test_solver_workers_give_the_same_tours(monkeypatch):
 
 def test_registry_meta_and_config_checks():
     gen = get_generator("tsp")
-    assert gen.default_split == {"protocol": "given"}
+    assert gen.default_split == {"scheme": "given"}
     params = resolve_params(gen, None, "p")
     assert params["num_nodes"] == [50, 500] and params["k"] == 25
     meta = gen.describe("TSP", params, 0)
