@@ -14,15 +14,8 @@ from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
 from gnnbench.models import build_model, count_parameters
-from gnnbench.models.gat import (
-    AttentionGraph,
-    CustomGATLayer,
-    CustomGATLayerEdgeReprFeat,
-    CustomGATLayerIsotropic,
-    GATLayer,
-    attention,
-)
-from gnnbench.models.scatter import SparseAdjacency
+from gnnbench.models.gat import CustomGATLayer, CustomGATLayerEdgeReprFeat, CustomGATLayerIsotropic, GATLayer
+from gnnbench.models.sparse import AttentionGraph, SparseAdjacency, attention
 
 # 3 nodes, directed: 0→1, 2→1, 1→2, 0→2; node 0 has no in-edge.
 DIRECTED = torch.tensor([[0, 2, 1, 0], [1, 1, 2, 2]])
@@ -112,7 +105,7 @@ def test_gat_layer_initialisation_and_optional_batch_norm():
 
 def _reference_attention(z, el, er, es, edge_index, slope):
     """Softmax attention with plain autograd ops: one gathered message per edge."""
-    from gnnbench.models.scatter import scatter_sum, segment_softmax
+    from gnnbench.models.sparse import scatter_sum, segment_softmax
 
     src, dst = edge_index
     n, heads = el.shape

@@ -17,9 +17,8 @@ from gnnbench.models.graphsage import (
     GraphSageLayer,
     GraphSageLayerEdgeFeat,
     GraphSageLayerEdgeReprFeat,
-    InEdges,
 )
-from gnnbench.models.scatter import scatter_max
+from gnnbench.models.sparse import InEdges, scatter_max
 
 # 1→2, 0→1, 2→1, 0→2 (deliberately not in destination order); node 0 has no in-edges, 1 and 2 have two each
 EDGES = torch.tensor([[1, 0, 2, 0], [2, 1, 1, 2]])

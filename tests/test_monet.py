@@ -12,8 +12,8 @@ from conftest import meta_for, published_rows
 
 from gnnbench.data.batching import GraphBatch
 from gnnbench.models import build_model, count_parameters
-from gnnbench.models.graphsage import InEdges
 from gnnbench.models.monet import DegreePairs, GMMLayer, KernelAdjacency, MoNet, pseudo_coordinates
+from gnnbench.models.sparse import InEdges
 
 # 1→2, 0→1, 2→1, 0→2, 1→2 again (a parallel edge counts twice); node 0 has no in-edges
 EDGES = torch.tensor([[1, 0, 2, 0, 1], [2, 1, 1, 2, 2]])

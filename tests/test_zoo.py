@@ -69,8 +69,9 @@ COMBINATIONS = [(v, t) for v, cfg in VARIANTS.items() for t in TASKS if t in ARC
 
 
 def test_every_model_supports_the_tasks_the_benchmark_runs_it_on():
-    task_of = {name: describe_dataset(p["dataset"]).task for name, p in all_presets().items()}
-    for name, preset in all_presets().items():
+    presets = {n: p for n, p in all_presets().items() if p.get("protocol", "benchmarking-gnns") == "benchmarking-gnns"}
+    task_of = {name: describe_dataset(p["dataset"]).task for name, p in presets.items()}
+    for name, preset in presets.items():
         assert task_of[name] in ARCHITECTURES[preset["model"]].tasks, name
     assert len(COMBINATIONS) >= 100
 

@@ -13,16 +13,18 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from gnnbench.config.presets import REPO_ROOT
 from gnnbench.config.suite import load_suite
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.models import build_model, count_parameters
 from gnnbench.pipeline import generate_dataset
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
 

@@ -24,3 +24,9 @@ def post_aggregation(x: torch.Tensor, layer_input: torch.Tensor, bn: nn.BatchNor
     if residual:
         x = layer_input + x
     return F.dropout(x, dropout, training) if dropout > 0 else x
+
+
+def gru_update(gru: nn.GRU, h_prev: torch.Tensor, h_layer: torch.Tensor) -> torch.Tensor:
+    """The benchmark's GraphTheoryProp step ``gru(h_prev, h_layer)[1]``: one GRU step whose *input* is the
+    previous node state and whose *initial hidden state* is the layer's output; returns the final hidden."""
+    return gru(h_prev.unsqueeze(0), h_layer.unsqueeze(0))[1].squeeze(0)

@@ -151,3 +151,8 @@ def to_dense(batch: GraphBatch, layout: DenseLayout, dtype: torch.dtype = torch.
 
     mask = torch.arange(n, device=device) < counts.unsqueeze(1)
     return DenseBatch(x, mask, counts, graph, local)
+
+
+DENSE_TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification")
+DENSE_UNSUPPORTED = ("link prediction would need the dense n×n tensor of COLLAB's one 235k-node graph (infeasible) "
+                     "and the benchmark never ran dense WL-GNNs on link prediction or multitask regression")

@@ -1,5 +1,7 @@
 """GAT as the benchmark uses it (spec benchmarking-gnns.md §2.2, §2.4): DGL 0.6.1 ``GATConv`` inside an
-ELU/BN/residual layer, and the per-head custom layers of the TSP/COLLAB edge-feature analysis.
+ELU/BN/residual layer, and the per-head custom layers of the TSP/COLLAB edge-feature analysis; and
+:class:`StackedGAT`, the "Pitfalls of GNN Evaluation" network (spec p2-pitfalls.md §3.2) trained as R
+initialisations at once (:mod:`gnnbench.models.stacked`).
 
 Standard layer (``layer_type`` "dgl" or absent) — DGL ``GATConv(d_in, d, H, feat_drop=p, attn_drop=p,
 negative_slope=0.2, bias=True)``. For every edge u→v and head k (softmax over the in-edges of v):
@@ -38,7 +40,7 @@ BN(d) is a slice of one BN(H·d): per-feature statistics, so the same numbers) �
 
 Speed. One GEMM per layer for all heads: the attention vectors (and edgereprfeat's projection P) are
 folded into the node/edge weight matrices, so z, a_l·z, a_r·z (and P's node parts) come out together.
-The attention never materialises a message per edge (notes above :class:`AttentionGraph`): the aggregation
+The attention never materialises a message per edge (:mod:`gnnbench.models.sparse`): the aggregation
 and its backward are products with block-diagonal sparse matrices (one block per head), the softmax
 denominator comes out of the same product, and the CSR structures are built once per forward and shared
 by all layers. A constant edge input is transformed once, and the last edgereprfeat layer skips its edge
@@ -49,7 +51,6 @@ time per training step than gather/scatter message passing.
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 import torch.nn.functional as F
@@ -57,199 +58,30 @@ from torch import nn
 
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.errors import ConfigError
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.scatter import SparseAdjacency, add_self_loops, scatter_max
-
-# ---------------------------------------------------------------------------------------------------------
-# Attention over in-edges for H heads at once, on sparse matrix products.
-#
-# Gathering a message z_u (H·d wide) per edge and scattering it back materialises E × H·d tensors (hundreds of
-# MB on a PATTERN batch); here the aggregation is a product with a block-diagonal CSR matrix (one block of
-# attention weights per head) instead, and the backward pass is written out so that it needs no per-edge
-# message either: with a_uv the pre-activation score, s = LeakyReLU(a), w_uv = exp(s_uv − shift_v),
-# P_v = Σ_u w_uv z_u, den_v = Σ_u w_uv, out = P / den and q_uv = w_uv · LeakyReLU'(a_uv),
-#     ∂L/∂z_u  = Σ_v w_uv ∂P_v,
-#     ∂L/∂er_v = ⟨[∂P_v, ∂den_v], Σ_u q_uv [z_u, 1]⟩,    ∂L/∂el_u = ⟨[z_u, 1], Σ_v q_uv [∂P_v, ∂den_v]⟩:
-# three sparse products. Only per-edge score inputs (edgereprfeat) and attention dropout need the per-edge
-# gradient ⟨∂P_v, z_u⟩ (a sampled dense product, SDDMM). Softmax shift: the exact maximum per destination,
-# so every node with in-edges has den_v ≥ 1 (its maximal edge contributes exp(0)); dropout acts on the
-# normalised α, i.e. on w in the numerator only.
-
-
-class AttentionGraph:
-    """The edges of a batch sorted by destination (CSR order), with block-diagonal CSR structures built on
-    demand and shared by every layer of a forward pass. ``perm[i]`` is the original index of CSR edge i."""
-
-    def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
-        src, dst = edge_index
-        self.edge_index, self.num_nodes, self.num_edges = edge_index, num_nodes, src.numel()
-        self.perm = _argsort(dst)
-        self.src, self.dst = src[self.perm], dst[self.perm]
-        self._perm_t: torch.Tensor | None = None
-        self._structures: dict[tuple[int, int, bool], tuple[torch.Tensor, torch.Tensor]] = {}
-
-    @property
-    def perm_t(self) -> torch.Tensor:
-        """CSR positions of the edges in source order (the transpose's CSR order)."""
-        if self._perm_t is None:
-            src = self.edge_index[0]
-            if bool((src[1:] >= src[:-1]).all()):  # edge lists usually come sorted by source: no second sort
-                self._perm_t = torch.empty_like(self.perm)
-                self._perm_t[self.perm] = torch.arange(self.num_edges, device=src.device)
-            else:
-                self._perm_t = _argsort(self.src)
-        return self._perm_t
-
-    def _structure(self, blocks: int, dense_blocks: int, transpose: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        key = (blocks, dense_blocks, transpose)
-        if key not in self._structures:
-            n, e = self.num_nodes, self.num_edges
-            rows, cols = (self.edge_index[0], self.dst[self.perm_t]) if transpose else (self.dst, self.src)
-            dtype = torch.int32 if blocks * max(n, e) < 2 ** 31 else torch.int64  # int32: faster kernels
-            device = cols.device
-            crow = torch.zeros(n + 1, dtype=dtype, device=device)
-            torch.cumsum(torch.bincount(rows, minlength=n), 0, out=crow[1:])
-            block = torch.arange(blocks, dtype=dtype, device=device).unsqueeze(1)
-            block_crow = torch.cat([(crow[:-1] + block * e).reshape(-1), crow.new_full((1,), blocks * e)])
-            block_col = (cols.to(dtype) + (block % dense_blocks) * n).reshape(-1)
-            self._structures[key] = (block_crow, block_col)
-        return self._structures[key]
-
-    def spmm(self, values: torch.Tensor, dense: torch.Tensor, transpose: bool = False) -> torch.Tensor:
-        """out[k, v] = Σ_{u→v} values[k, uv] · dense[k mod K', u] (Σ over out-edges with ``transpose``).
-
-        values (K, E) in CSR order; dense (K', N, W) with K' dividing K; out (K, N, W). One sparse product
-        with a block-diagonal matrix whose block k is M_k[v, u] = values[k, uv]."""
-        blocks, (dense_blocks, n, width) = values.shape[0], dense.shape
-        if self.num_edges == 0:
-            return dense.new_zeros(blocks, n, width)
-        if transpose:
-            values = values.index_select(1, self.perm_t)
-        crow, col = self._structure(blocks, dense_blocks, transpose)
-        with warnings.catch_warnings():  # "sparse CSR support is in beta": CSR @ dense is stable and tested here
-            warnings.simplefilter("ignore", UserWarning)
-            matrix = torch.sparse_csr_tensor(crow, col, values.reshape(-1), (blocks * n, dense_blocks * n),
-                                             check_invariants=False)
-        return (matrix @ dense.reshape(dense_blocks * n, width)).view(blocks, n, width)
-
-    def sddmm(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-        """r[k, uv] = ⟨left[k, v], right[k, u]⟩ for every CSR edge u→v; left, right (K, N, W) → (K, E)."""
-        blocks, n, width = left.shape
-        if self.num_edges == 0:
-            return left.new_zeros(blocks, 0)
-        crow, col = self._structure(blocks, blocks, False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            pattern = torch.sparse_csr_tensor(crow, col, left.new_zeros(blocks * self.num_edges),
-                                              (blocks * n, blocks * n), check_invariants=False)
-            sampled = torch.sparse.sampled_addmm(pattern, left.reshape(blocks * n, width),
-                                                 right.reshape(blocks * n, width).t(), beta=0.0)
-        return sampled.values().view(blocks, self.num_edges)
-
-    def max_in(self, x: torch.Tensor) -> torch.Tensor:
-        """max_{u→v} x[k, u] for every node v, x (K, N) → (K, N); 0 where v has no in-edge."""
-        if x.device.type != "cpu" or not self.num_edges:  # the max-reducing sparse product is CPU-only
-            return scatter_max(x.index_select(1, self.src).t(), self.dst, self.num_nodes).t()
-        crow, col = self._structure(1, 1, False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            ones = torch.sparse_csr_tensor(crow, col, x.new_ones(self.num_edges), (self.num_nodes,) * 2,
-                                           check_invariants=False)
-        return torch.sparse.mm(ones, x.t().contiguous(), "amax").t()
-
-
-def _argsort(index: torch.Tensor) -> torch.Tensor:
-    """Stable argsort of node ids (in int32 where they fit: about twice as fast)."""
-    if index.numel() and index.numel() < 2 ** 31 and int(index.max()) < 2 ** 31:
-        index = index.to(torch.int32)
-    return torch.argsort(index, stable=True)
-
-
-class _Attention(torch.autograd.Function):
-    """h'_v = Σ_u α_uv z_u with α = softmax over the in-edges of v of LeakyReLU(el_u + er_v (+ es_uv)),
-    optional dropout on α; all heads at once. z (N, H·d), el/er (N, H), es (E, H) in edge order or None."""
-
-    @staticmethod
-    def forward(ctx, z, el, er, es, graph: AttentionGraph, slope: float, dropout: float):
-        n, heads = el.shape
-        d = z.shape[1] // heads
-        src, dst = graph.src, graph.dst
-        el_t, er_t = el.t().contiguous(), er.t().contiguous()  # head-major (H, N): one block per head
-        s = el_t.index_select(1, src)
-        s += er_t.index_select(1, dst)
-        if es is not None:
-            s += es.t().index_select(1, graph.perm)
-        s = F.leaky_relu_(s, slope)
-        if es is None:  # LeakyReLU is monotone: max_u s_uv = LeakyReLU(max_u el_u + er_v), node-level work
-            shift = F.leaky_relu_(graph.max_in(el_t) + er_t, slope)
-        else:
-            shift = scatter_max(s.t(), dst, n).t()
-        mask = None
-        if dropout > 0:
-            mask = torch.empty_like(s).bernoulli_(1 - dropout).div_(1 - dropout)
-        # the fast backward needs w and q = w · LeakyReLU'(a) side by side: keep room for q next to w
-        fast = mask is None and es is None
-        values = s.new_empty(2 * heads if fast and any(ctx.needs_input_grad[:3]) else heads, s.shape[1])
-        w = torch.sub(s, shift.index_select(1, dst), out=values[:heads]).exp_()  # max edge of a node: 1
-        zp = z.new_empty(heads, n, d + 1)  # [z, 1]: the softmax denominator comes out of the same product
-        zp[..., :d] = z.view(n, heads, d).transpose(0, 1)
-        zp[..., d] = 1
-        if mask is None:
-            agg = graph.spmm(w, zp)
-            numerator, den = agg[..., :d], agg[..., d]
-        else:
-            numerator = graph.spmm(w * mask, zp[..., :d])
-            den = graph.spmm(w, zp[..., d:])[..., 0]
-        den = den.clamp(min=1)  # ≥ 1 wherever there are in-edges; nodes without them get 0
-        out = numerator / den.unsqueeze(-1)
-        ctx.save_for_backward(s, mask, zp, out, den)
-        ctx.values = values  # an intermediate that backward writes q into: kept off the version-checked list
-        ctx.graph, ctx.slope, ctx.has_es = graph, slope, es is not None
-        return out.transpose(0, 1).reshape(n, heads * d)
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        s, mask, zp, out, den = ctx.saved_tensors
-        values, graph, slope = ctx.values, ctx.graph, ctx.slope
-        heads, n, d1 = zp.shape
-        d = d1 - 1
-        w = values[:heads]
-        grad = zp.new_empty(heads, n, d1)  # [∂P, ∂den]
-        torch.div(grad_out.view(n, heads, d).transpose(0, 1), den.unsqueeze(-1), out=grad[..., :d])
-        torch.sum(grad[..., :d] * out, -1, out=grad[..., d]).neg_()
-        grad_es = None
-        if values.shape[0] == 2 * heads:  # no dropout, no edge scores: no per-edge gradient needed
-            q = torch.ops.aten.leaky_relu_backward.grad_input(w, s, slope, True, grad_input=values[heads:])
-            both = graph.spmm(values, grad, transpose=True)  # [Σ_v w_uv ∂·_v ; Σ_v q_uv ∂·_v]
-            grad_z = both[:heads, :, :d]
-            grad_el = (both[heads:] * zp).sum(-1)
-            grad_er = (graph.spmm(q, zp) * grad).sum(-1)
-        else:  # the per-edge gradient ⟨∂P_v, z_u⟩ is needed: one SDDMM
-            q = torch.ops.aten.leaky_relu_backward(w, s, slope, True)
-            grad_p = grad[..., :d].contiguous()
-            grad_z = graph.spmm(w if mask is None else w * mask, grad_p, transpose=True)
-            per_edge = graph.sddmm(grad_p, zp[..., :d].contiguous())
-            if mask is not None:
-                per_edge *= mask
-            per_edge += grad[..., d].index_select(1, graph.dst)
-            per_edge *= q  # ∂L/∂a (H, E)
-            ones = zp.new_ones(1, n, 1)
-            grad_er = graph.spmm(per_edge, ones)[..., 0]
-            grad_el = graph.spmm(per_edge, ones, transpose=True)[..., 0]
-            if ctx.has_es:
-                grad_es = torch.empty_like(per_edge.t())
-                grad_es[graph.perm] = per_edge.t()
-        grad_z = grad_z.transpose(0, 1).reshape(n, heads * d)
-        return grad_z, grad_el.t(), grad_er.t(), grad_es, None, None, None
-
-
-def attention(z: torch.Tensor, el: torch.Tensor, er: torch.Tensor, graph: AttentionGraph, slope: float,
-              dropout: float = 0.0, training: bool = False, edge_scores: torch.Tensor | None = None,
-              ) -> torch.Tensor:
-    """Σ_u α_uv z_u per head, α = Dropout(softmax_u LeakyReLU_slope(el_u + er_v (+ edge_scores_uv))).
-
-    z (N, H·d), el/er (N, H), edge_scores (E, H) in the batch's edge order → (N, H·d); 0 without in-edges."""
-    return _Attention.apply(z, el, er, edge_scores, graph, slope, dropout if training else 0.0)
+from gnnbench.models.sparse import (
+    AttentionGraph,
+    SparseAdjacency,
+    add_self_loops,
+    attention,
+    attention_heads,
+    dropout_mask,
+)
+from gnnbench.models.stacked import (
+    DroppedInput,
+    Hops,
+    HopsCache,
+    InputFeatures,
+    ModelConfig,
+    NodeGraph,
+    StackedModel,
+    adjacency_pattern,
+    dropout,
+    glorot_,
+    stacked_linear,
+    stacked_parameter,
+)
 
 
 def _linear_init_(weight: torch.Tensor, fan_in: int) -> None:
@@ -488,3 +320,128 @@ class GAT(Architecture):
         for i, layer in enumerate(self.layers):
             h, e = layer(h, e, graph, edge_output=i < last)
         return Representation(h)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.2): R initialisations at once
+
+
+class StackedGAT(StackedModel):
+    """The released code's two-layer GAT for node classification, R initialisations at once (parameters (R, …)).
+
+    One head h of a layer with input H, over the neighbourhoods N⁺(i) = N(i) ∪ {i} of A + I (diagonal set to 1):
+
+        Z      = Dropout_p(H) · W_h                                  (input dropout drawn for every head)
+        e_ij   = LeakyReLU_0.2(Z_i·a_i + b_i + Z_j·a_j + b_j)        a_i, a_j (F', ) vectors; b_i, b_j scalars
+        α_ij   = Dropout_q(softmax_{j ∈ N⁺(i)} e_ij)                 (coefficient dropout, not renormalised)
+        out_i  = Σ_j α_ij · Dropout_p(Z)_j + c_h                     (the extra dropout on Z of the official code)
+
+    Layer 1: ``num_heads[0]`` heads of ``hidden_size`` units, ELU on every head, concatenated; layer 2:
+    ``num_heads[1]`` heads of C units, no activation, averaged. p = ``input_dropout_prob``, q =
+    ``coefficient_dropout_prob``. L2 on every layer: every head's W, a_i, a_j (not b_i, b_j, c). Glorot W and a
+    (a as an (F', 1) matrix), zero biases. Row i is the target; e, α, dropout masks are independent per head and
+    per initialisation.
+
+    Differs from :class:`GATLayer` above (DGL's GATConv in the benchmarking-gnns layer): the two scalar attention
+    biases, input dropout per head and the extra dropout on Z, Glorot-uniform (not normal) initialisation, self
+    loops always, no batch norm or residual, heads averaged in the output layer. Heads of all initialisations run
+    as R·heads heads of one sparse attention (:func:`~gnnbench.models.sparse.attention_heads`, whose backward
+    handles both dropouts without per-edge products); logits at T need layer 1 at N⁺(T) only. The scores Z·a come
+    from Z (one batched product per layer) rather than from weights with the vectors folded in; the coefficient
+    mask is drawn edge-major, the layout the attention's per-edge arithmetic uses.
+    """
+
+    l2_parameters = ("weight1", "att_target1", "att_source1", "weight2", "att_target2", "att_source2")
+
+    def __init__(self, graph: NodeGraph, seeds: list[int], hidden: int, heads: tuple[int, int],
+                 input_dropout: float, coefficient_dropout: float, weight_decay: float) -> None:
+        super().__init__(graph, weight_decay)
+        inits, (heads1, heads2), classes = len(seeds), heads, graph.num_classes
+        self.weight1 = stacked_parameter(inits, heads1, graph.num_features, hidden)
+        self.att_target1 = stacked_parameter(inits, heads1, hidden)  # a_i
+        self.att_source1 = stacked_parameter(inits, heads1, hidden)  # a_j
+        self.att_bias_target1 = stacked_parameter(inits, heads1)  # b_i
+        self.att_bias_source1 = stacked_parameter(inits, heads1)  # b_j
+        self.bias1 = stacked_parameter(inits, heads1, hidden)
+        self.weight2 = stacked_parameter(inits, heads2, heads1 * hidden, classes)
+        self.att_target2 = stacked_parameter(inits, heads2, classes)
+        self.att_source2 = stacked_parameter(inits, heads2, classes)
+        self.att_bias_target2 = stacked_parameter(inits, heads2)
+        self.att_bias_source2 = stacked_parameter(inits, heads2)
+        self.bias2 = stacked_parameter(inits, heads2, classes)
+        self.heads, self.hidden = (heads1, heads2), hidden
+        self.input_dropout, self.coefficient_dropout = input_dropout, coefficient_dropout
+        self.hops = HopsCache(adjacency_pattern(graph, self_loops=True), depth=2)
+        self.features = InputFeatures(graph.features)
+        self.reset_parameters(seeds)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedGAT:
+        heads = config.get("num_heads", [8, 1])
+        if (not isinstance(heads, (list, tuple)) or len(heads) != 2
+                or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in heads)):
+            raise ConfigError(f"model GAT: num_heads must be two positive integers [layer 1, layer 2], got {heads!r}; "
+                              f"the paper uses [8, 1]")
+        return cls(graph, seeds, config.positive_int("hidden_size"), (heads[0], heads[1]),
+                   config.probability("input_dropout_prob"), config.probability("coefficient_dropout_prob"),
+                   config.nonnegative("weight_decay"))
+
+    def init_weights(self, r: int, generator: torch.Generator) -> None:
+        for layer in (1, 2):  # per head, as the original creates them: W, then a_i and a_j as (F', 1) matrices
+            weight, target, source = (getattr(self, f"{name}{layer}") for name in ("weight", "att_target",
+                                                                                    "att_source"))
+            for h in range(weight.shape[1]):
+                glorot_(weight[r, h], generator)
+                glorot_(target[r, h].unsqueeze(1), generator)
+                glorot_(source[r, h].unsqueeze(1), generator)
+
+    def _graph(self, hops: Hops, level: int) -> AttentionGraph:
+        """The attention graph of block ``level`` (targets sets[level], sources sets[level + 1]), cached."""
+        key = ("attention", level)
+        if key not in hops.extras:
+            block = hops.blocks[level]
+            edges = torch.stack([block.col, block.row])
+            hops.extras[key] = AttentionGraph(edges, block.num_rows, num_src=block.num_cols)
+        return hops.extras[key]
+
+    def _attend(self, z: torch.Tensor, layer: int, hops: Hops, level: int, training: bool) -> torch.Tensor:
+        """One attention layer for B = R·heads heads from Z (B, |sources|, F'), or a (R, heads, |sources|, F') view
+        of it → (B, |targets|, F') + c. The scores Z·a come from one batched product with [a_j a_i] per head."""
+        *lead, sources, width = z.shape
+        blocks = math.prod(lead)
+        z = z.reshape(blocks, sources, width)  # a copy only for a strided head-major view (evaluation)
+        vectors = torch.stack([getattr(self, f"att_source{layer}"), getattr(self, f"att_target{layer}")], dim=-2)
+        scores = torch.bmm(vectors.view(blocks, 2, width), z.transpose(1, 2))  # (B, 2, |sources|): narrow side first
+        source = scores[:, 0] + getattr(self, f"att_bias_source{layer}").reshape(blocks, 1)
+        target, positions = scores[:, 1], hops.positions(level)
+        target = target if positions is None else target.index_select(1, positions)
+        target = target + getattr(self, f"att_bias_target{layer}").reshape(blocks, 1)
+        graph = self._graph(hops, level)
+        mask = z_mask = None
+        if training and self.coefficient_dropout > 0:  # drawn edge-major, the layout the attention works in
+            mask = dropout_mask((graph.num_edges, blocks), self.coefficient_dropout, z.device).t()
+        if training and self.input_dropout > 0:
+            z_mask = dropout_mask(tuple(z.shape), self.input_dropout, z.device)
+        out = attention_heads(z, source, target, graph, 0.2, mask, z_mask)
+        return out + getattr(self, f"bias{layer}").reshape(blocks, 1, width)
+
+    def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        hops = self.hops.get(nodes)
+        inits, (heads1, heads2), hidden = self.inits, self.heads, self.hidden
+        p = self.input_dropout if training else 0.0
+        rows = self.features.rows(hops, 2)
+        num_features = self.weight1.shape[2]
+        if p > 0:  # a dropout draw per (initialisation, head): R·heads blocks
+            z = DroppedInput(rows, inits * heads1, p).matmul(self.weight1.reshape(-1, num_features, hidden))
+        else:  # one product with every head's weights side by side, then head-major
+            weight = self.weight1.permute(0, 2, 1, 3).reshape(inits, num_features, heads1 * hidden)
+            z = DroppedInput(rows, inits, 0.0).matmul(weight)
+            z = z.view(inits, -1, heads1, hidden).transpose(1, 2)  # a head-major view
+        h = F.elu(self._attend(z, 1, hops, 1, training))  # (R·heads1, |S1|, hidden)
+        h = h.view(inits, heads1, -1, hidden).transpose(1, 2).reshape(inits, -1, heads1 * hidden)
+        if heads2 > 1:  # an input dropout draw per output head
+            h = h.unsqueeze(1).expand(inits, heads2, *h.shape[1:]).reshape(inits * heads2, *h.shape[1:])
+        h = dropout(h, self.input_dropout, training)
+        weight = self.weight2.reshape(inits * heads2, heads1 * hidden, -1)
+        out = self._attend(stacked_linear(h, weight), 2, hops, 0, training)  # (R·heads2, |T|, C)
+        return out.view(inits, heads2, *out.shape[1:]).mean(1)

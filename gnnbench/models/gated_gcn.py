@@ -33,9 +33,10 @@ forward pass.
 Node-level tasks: the benchmark's SBM and WikiCS GatedGCN (and GraphTheoryProp's) keep every layer at
 ``hidden_dim`` and ignore ``out_dim``; :meth:`GatedGCN.from_config` reproduces that for node and multitask
 tasks. WikiCS: the original's WikiCS net embeds the edges with ``Embedding(1, hidden)`` on an all-zero edge
-type (a learned constant edge vector, no bias) instead of the usual ``Linear(1, hidden)`` on ones; on the
-dataset named WikiCS (without edge features) the model owns that table and broadcasts its row to every
-edge (the original's (E, 1, hidden) shape quirk, which breaks its layer, is not reproduced).
+type (a learned constant edge vector, no bias) instead of the usual ``Linear(1, hidden)`` on ones; on a dataset
+that says so (``meta.net_conventions`` "edge_type_table", WikiCS's description) and has no edge features the
+model owns that table and broadcasts its row to every edge (the original's (E, 1, hidden) shape quirk, which
+breaks its layer, is not reproduced).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.blocks import post_aggregation, stack_widths
-from gnnbench.models.scatter import SparseAdjacency, scatter_sum
+from gnnbench.models.blocks import gru_update, post_aggregation, stack_widths
+from gnnbench.models.sparse import SparseAdjacency, scatter_sum, unit_adjacency
 
 
 class _LayerBase(nn.Module):
@@ -141,12 +142,6 @@ class GatedGCNLayerIsotropic(_LayerBase):
         return h_new, e
 
 
-def unit_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype = torch.float32) -> SparseAdjacency:
-    """M[v, u] = number of edges u→v: ``propagate`` sums the in-neighbours' rows."""
-    return SparseAdjacency(edge_index, torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device),
-                           num_nodes)
-
-
 LAYER_TYPES = {"edgereprfeat": GatedGCNLayer, "edgefeat": GatedGCNLayerEdgeFeatOnly,
                "isotropic": GatedGCNLayerIsotropic}
 
@@ -171,7 +166,7 @@ class GatedGCN(Architecture):
             raise ValueError(f"use_gru needs out_dim = hidden_dim (GRU({hidden_dim}, {hidden_dim})), got {out_dim}")
         self.gru = nn.GRU(hidden_dim, hidden_dim) if use_gru else None
         self.isotropic = layer_cls is GatedGCNLayerIsotropic
-        # WikiCS: Embedding(1, hidden) edge table owned here instead of an edge encoder (see module docstring)
+        # "edge_type_table" (WikiCS): Embedding(1, hidden) owned here instead of an edge encoder (module docstring)
         self.edge_table = nn.Embedding(1, hidden_dim) if edge_table else None
         self.uses_edges = not edge_table
         self.input_width, self.out_width = hidden_dim, out_dim
@@ -180,7 +175,7 @@ class GatedGCN(Architecture):
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> GatedGCN:
         node_level = meta.task in ("node_classification", "multitask_regression")
         out_dim = cfg["hidden_dim"] if node_level else cfg["out_dim"]  # the benchmark ignores out_dim there
-        edge_table = meta.name == "WikiCS" and meta.edge_features is None
+        edge_table = "edge_type_table" in meta.net_conventions and meta.edge_features is None
         return cls(cfg["hidden_dim"], out_dim, cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"],
                    cfg.get("layer_type", "edgereprfeat"), cfg.get("use_gru", False), edge_table)
 
@@ -194,9 +189,3 @@ class GatedGCN(Architecture):
             h_layer, e = layer(h, e, edge_index, edge_output=i < last, adjacency=adjacency)
             h = h_layer if self.gru is None else gru_update(self.gru, h, h_layer)
         return Representation(h)
-
-
-def gru_update(gru: nn.GRU, h_prev: torch.Tensor, h_layer: torch.Tensor) -> torch.Tensor:
-    """The benchmark's GraphTheoryProp step ``gru(h_prev, h_layer)[1]``: one GRU step whose *input* is the
-    previous node state and whose *initial hidden state* is the layer's output; returns the final hidden."""
-    return gru(h_prev.unsqueeze(0), h_layer.unsqueeze(0))[1].squeeze(0)

@@ -1,5 +1,6 @@
 """GCN as the benchmark uses it: DGL ``GraphConv(norm='both')`` inside a BN/ReLU/residual/dropout layer
-(spec benchmarking-gnns.md §2.2).
+(spec benchmarking-gnns.md §2.2); and :class:`StackedGCN`, the "Pitfalls of GNN Evaluation" network (spec
+p2-pitfalls.md §3.1) trained as R initialisations at once (:mod:`gnnbench.models.stacked`).
 
 For every edge u→v, with out- and in-degrees clamped at 1 and no self loops:
 
@@ -25,7 +26,23 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.blocks import post_aggregation, stack_widths
-from gnnbench.models.scatter import SparseAdjacency, add_self_loops, degree
+from gnnbench.models.sparse import SparseAdjacency, add_self_loops, degree
+from gnnbench.models.stacked import (
+    DroppedInput,
+    HopsCache,
+    InputFeatures,
+    ModelConfig,
+    NodeGraph,
+    StackedModel,
+    adjacency_pattern,
+    dropout,
+    glorot_,
+    propagate,
+    row_degrees,
+    stacked_linear,
+    stacked_parameter,
+    with_values,
+)
 
 
 def gcn_adjacency(edge_index: torch.Tensor, num_nodes: int) -> SparseAdjacency:
@@ -88,3 +105,62 @@ class GCN(Architecture):
         for layer in self.layers:
             h = layer(h, adjacency)
         return Representation(h)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.1): R initialisations at once
+
+
+class StackedGCN(StackedModel):
+    """The released code's two-layer GCN for node classification, R initialisations at once (parameters (R, …)):
+
+        H₁ = ReLU(Â · (Dropout(X) · W₁) + b₁)          W₁ (F, hidden)
+        Z  = Â · (Dropout(H₁) · W₂) + b₂               W₂ (hidden, C); logits, no activation
+
+    Â = D^-1/2 A D^-1/2 with the degrees of A and no self loops (``gcn_self_loops: false``, the released code's
+    ``renormalize_adj``, which builds A + I but returns the normalised A) or D̃^-1/2 (A + I) D̃^-1/2
+    (``gcn_self_loops: true``, Kipf & Welling and the paper; the diagonal set to 1). Degree 0 is clamped to 1
+    (no edges there either way). Dropout p = ``dropout_prob`` on the input of both layers, on the sparse features'
+    stored entries. L2: λ/2·‖W₁‖² only (the original: "L2 regularization only on first layer"). Glorot W, zero b.
+
+    Differs from :class:`GCN` above (the benchmarking-gnns layer): no batch norm, residual or per-layer dropout
+    after the activation; symmetric normalisation of an undirected graph; dropout before the product; two layers
+    with the class logits as the second layer's output. Logits at T are computed as (Â_T · Dropout(H₁)) · W₂ + b₂
+    from H₁ at the neighbours of T only (the same numbers as Â(H₁W₂) + b₂, by associativity).
+    """
+
+    l2_parameters = ("weight1",)
+
+    def __init__(self, graph: NodeGraph, seeds: list[int], hidden: int, dropout_prob: float, weight_decay: float,
+                 self_loops: bool = False) -> None:
+        super().__init__(graph, weight_decay)
+        inits = len(seeds)
+        self.weight1 = stacked_parameter(inits, graph.num_features, hidden)
+        self.bias1 = stacked_parameter(inits, hidden)
+        self.weight2 = stacked_parameter(inits, hidden, graph.num_classes)
+        self.bias2 = stacked_parameter(inits, graph.num_classes)
+        self.dropout_prob, self.self_loops = dropout_prob, self_loops
+        pattern = adjacency_pattern(graph, self_loops)
+        scale = row_degrees(pattern).clamp_(min=1).rsqrt_()
+        self.hops = HopsCache(with_values(pattern, scale[pattern.row] * scale[pattern.col]), depth=2)
+        self.features = InputFeatures(graph.features)
+        self.reset_parameters(seeds)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedGCN:
+        return cls(graph, seeds, config.positive_int("hidden_size"), config.probability("dropout_prob"),
+                   config.nonnegative("weight_decay"), config.flag("gcn_self_loops", False))
+
+    def init_weights(self, r: int, generator: torch.Generator) -> None:
+        glorot_(self.weight1[r], generator)
+        glorot_(self.weight2[r], generator)
+
+    def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        hops = self.hops.get(nodes)
+        inits, p = self.inits, self.dropout_prob if training else 0.0
+        x = DroppedInput(self.features.rows(hops, 2), inits, p).matmul(self.weight1)  # (R, |S2|, hidden)
+        h = propagate(hops.blocks[1], x)  # (R, |S1|, hidden)
+        h = torch.relu(h + self.bias1.unsqueeze(1))
+        h = propagate(hops.blocks[0], dropout(h, p, training))  # (R, |T|, hidden)
+        return stacked_linear(h, self.weight2) + self.bias2.unsqueeze(1)
+

@@ -35,9 +35,8 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.blocks import post_aggregation
-from gnnbench.models.gated_gcn import gru_update, unit_adjacency
-from gnnbench.models.scatter import SparseAdjacency, degree, scatter_max
+from gnnbench.models.blocks import gru_update, post_aggregation
+from gnnbench.models.sparse import SparseAdjacency, degree, scatter_max, unit_adjacency
 
 AGGREGATORS = ("sum", "mean", "max")
 GRAPH_READOUTS = ("sum", "mean", "max")

@@ -1,6 +1,8 @@
 """GraphSAGE as the benchmark writes it: its own ``GraphSageLayer`` (not DGL's ``SAGEConv``) and, for the
 COLLAB edge-feature analysis, the gated variants ``GraphSageLayerEdgeFeat`` and ``GraphSageLayerEdgeReprFeat``
-(spec benchmarking-gnns.md §2.2). Sums and maxima run over the in-edges u→v of every node v.
+(spec benchmarking-gnns.md §2.2). Sums and maxima run over the in-edges u→v of every node v. At the end:
+:class:`StackedGraphSage`, the "Pitfalls of GNN Evaluation" network (spec p2-pitfalls.md §3.4) trained as R
+initialisations at once (:mod:`gnnbench.models.stacked`).
 
 Standard layer (``layer_type`` "isotropic" or absent), ``sage_aggregator`` = maxpool (every published config):
 
@@ -40,8 +42,8 @@ Decisions against the original, so that no setting is silently ignored: an unkno
 which always use the gated max, require ``sage_aggregator`` = maxpool; the unused "lstm" aggregator is not
 provided.
 
-Speed: edges are sorted by destination once per batch. The maxima (:class:`MaxPlan`) gather every node's
-in-neighbour rows into dense blocks, one per class of similar in-degrees, and reduce them with
+Speed: edges are sorted by destination once per batch. The maxima (:class:`~gnnbench.models.sparse.MaxPlan`)
+gather every node's in-neighbour rows into dense blocks, one per class of similar in-degrees, and reduce them with
 ``max(dim=1)``; the backward scatters each output's gradient to the row that attained it, (N, d) work
 instead of (E, d). On a PATTERN-sized batch this is ~2× faster than ``segment_reduce`` and several times faster than
 ``scatter_reduce(amax)``, whose backwards redo (E, d) comparisons. Every message of a max is a ReLU output
@@ -51,137 +53,37 @@ product; [x_v ‖ c_v] is never concatenated (W is split into its two halves).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.errors import ConfigError
 from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.blocks import stack_widths
-from gnnbench.models.scatter import SparseAdjacency
+from gnnbench.models.sparse import CSRPattern, InEdges, MaxPlan, SparseAdjacency
+from gnnbench.models.stacked import (
+    DroppedInput,
+    Hops,
+    HopsCache,
+    InputFeatures,
+    ModelConfig,
+    NodeGraph,
+    StackedModel,
+    adjacency_pattern,
+    dropout,
+    gather_rows,
+    glorot_,
+    propagate,
+    row_degrees,
+    stacked_linear,
+    stacked_parameter,
+    with_values,
+)
 
 AGGREGATORS = ("maxpool", "mean", "meanpool")
 LAYER_TYPES = ("isotropic", "edgefeat", "edgereprfeat")
-
-
-def lexsort_pairs(major: torch.Tensor, minor: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """The permutation sorting node-id pairs by (major, minor); 32-bit keys where they fit (~2× faster)."""
-    key = major * num_nodes + minor
-    if num_nodes * num_nodes < 2**31:
-        key = key.int()
-    return torch.argsort(key, stable=True)
-
-
-class MaxPlan:
-    """Where every node's in-edge messages lie, padded per degree class, for a maximum with a cheap backward.
-
-    Nodes are grouped by in-degree into classes of width w (w grows geometrically, so padding stays under
-    ~25 %); class c gathers its rows as a dense (n_c, w_c, d) block whose padding points at an extra zero
-    row. ``pads[c]`` (n_c, w_c) index the rows of the message tensor, ``nodes[c]`` the nodes of the class.
-    """
-
-    def __init__(self, rows: torch.Tensor, num_rows: int, crow: torch.Tensor, in_degree: torch.Tensor,
-                 growth: float = 1.25) -> None:
-        """``rows[i]``: the message row of the i-th sorted in-edge, one of ``num_rows``."""
-        self.num_rows, self.num_nodes = num_rows, in_degree.numel()
-        self.nodes: list[torch.Tensor] = []
-        self.pads: list[torch.Tensor] = []
-        if rows.numel() == 0:
-            return
-        order = torch.argsort(in_degree)
-        sorted_degree = in_degree.index_select(0, order)
-        widths, width, largest = [], 0, int(sorted_degree[-1])
-        while width < largest:
-            width = min(max(width + 1, int(width * growth)), largest)
-            widths.append(width)
-        bounds = torch.tensor(widths, device=order.device)
-        ends = torch.searchsorted(sorted_degree, bounds, right=True).tolist()
-        start = int(torch.searchsorted(sorted_degree, bounds.new_zeros(1), right=True))  # nodes without in-edges
-        for width, end in zip(widths, ends, strict=True):
-            if end > start:
-                nodes = order[start:end]
-                slots = torch.arange(width, device=order.device)
-                index = (crow.index_select(0, nodes).unsqueeze(1) + slots).clamp_(max=rows.numel() - 1)
-                valid = slots < in_degree.index_select(0, nodes).unsqueeze(1)
-                self.nodes.append(nodes)
-                self.pads.append(torch.where(valid, rows.index_select(0, index.view(-1)).view_as(index),
-                                             self.num_rows))
-            start = end
-
-    def max(self, messages: torch.Tensor) -> torch.Tensor:
-        """out[v] = elementwise max over the padded rows of v (the padding row is 0; 0 without in-edges).
-
-        Exact for messages ≥ 0 (every use here: ReLU outputs). The backward sends each output's gradient
-        to the one row that attained it (like DGL's builtin max), an (N, d) scatter instead of (E, d) work."""
-        return _PaddedMax.apply(messages, self)
-
-
-class _PaddedMax(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, messages: torch.Tensor, plan: MaxPlan) -> torch.Tensor:
-        rows, width = messages.shape
-        if rows != plan.num_rows:
-            raise ValueError(f"this MaxPlan reduces {plan.num_rows} message rows, got {rows}")
-        padded = torch.cat([messages, messages.new_zeros(1, width)])
-        out = messages.new_zeros(plan.num_nodes, width)
-        argmax = torch.full((plan.num_nodes, width), rows, dtype=torch.long, device=messages.device)
-        for nodes, pad in zip(plan.nodes, plan.pads, strict=True):
-            block = padded.index_select(0, pad.view(-1)).view(*pad.shape, width)
-            values, position = block.max(dim=1)
-            out.index_copy_(0, nodes, values)
-            argmax.index_copy_(0, nodes, pad.gather(1, position))
-        ctx.save_for_backward(argmax)
-        ctx.rows = rows
-        return out
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (argmax,) = ctx.saved_tensors
-        width = grad.shape[1]
-        flat = (argmax * width + torch.arange(width, device=grad.device)).view(-1)
-        grad_messages = grad.new_zeros((ctx.rows + 1) * width).index_add_(0, flat, grad.reshape(-1))
-        return grad_messages.view(ctx.rows + 1, width)[:-1], None
-
-
-@dataclass
-class InEdges:
-    """The edges of a batch sorted by (destination, source): CSR order, the in-edges of every node contiguous.
-
-    ``order`` maps sorted positions to the batch's edge ids; ``in_degree`` (int64) are the segment lengths,
-    ``crow`` their offsets."""
-
-    order: torch.Tensor
-    src: torch.Tensor
-    dst: torch.Tensor
-    in_degree: torch.Tensor
-    crow: torch.Tensor
-    num_nodes: int
-
-    @classmethod
-    def of(cls, edge_index: torch.Tensor, num_nodes: int) -> InEdges:
-        src, dst = edge_index
-        order = lexsort_pairs(dst, src, num_nodes)
-        dst_sorted = dst.index_select(0, order)
-        in_degree = torch.bincount(dst_sorted, minlength=num_nodes)
-        crow = in_degree.new_zeros(num_nodes + 1)
-        torch.cumsum(in_degree, 0, out=crow[1:])
-        return cls(order, src.index_select(0, order), dst_sorted, in_degree, crow, num_nodes)
-
-    def max_plan(self, over_edges: bool = False) -> MaxPlan:
-        """Per-node maxima of node rows x[src] (default) or of per-edge messages in sorted edge order."""
-        if over_edges:
-            return MaxPlan(torch.arange(self.src.numel(), device=self.src.device), self.src.numel(), self.crow,
-                           self.in_degree)
-        return MaxPlan(self.src, self.num_nodes, self.crow, self.in_degree)
-
-    def mean_adjacency(self, dtype: torch.dtype) -> SparseAdjacency:
-        """M[v, u] = 1 / in_degree(v) for every edge u→v: ``propagate(x)`` is the mean over in-neighbours."""
-        weight = self.in_degree.clamp(min=1).to(dtype).reciprocal()
-        return SparseAdjacency(torch.stack([self.src, self.dst]), weight.index_select(0, self.dst),
-                               self.num_nodes)
 
 
 class _NodeApply(nn.Module):
@@ -327,5 +229,128 @@ class GraphSage(Architecture):
         return Representation(h)
 
 
-__all__ = ["GraphSage", "GraphSageLayer", "GraphSageLayerEdgeFeat", "GraphSageLayerEdgeReprFeat", "InEdges",
-           "MaxPlan", "lexsort_pairs"]
+# ---------------------------------------------------------------------------------------------------------
+# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.4): R initialisations at once
+
+STACKED_AGGREGATORS = ("mean", "maxpool", "meanpool")
+
+
+def padded_max_pattern(pattern: CSRPattern) -> CSRPattern:
+    """A + I plus the original's padding: every node whose N⁺(i) is smaller than the largest one also reads node 0.
+
+    The released code gathers max-pool neighbours from a dense N × max_degree index matrix filled row by row with
+    the columns of A + I and padded with index 0, so node 0's pooled row enters the maximum of every node i with
+    |N⁺(i)| < max_j |N⁺(j)| (spec §3.4). An entry (i, 0) is added for exactly those nodes, unless 0 ∈ N⁺(i)
+    already (a duplicate changes no maximum)."""
+    size = pattern.crow[1:] - pattern.crow[:-1]
+    reads_zero = torch.zeros(pattern.num_rows, dtype=torch.bool, device=size.device)
+    reads_zero[pattern.row[pattern.col == 0]] = True
+    padded = torch.nonzero((size < size.max()) & ~reads_zero).view(-1)
+    rows = torch.cat([pattern.row, padded])
+    cols = torch.cat([pattern.col, torch.zeros_like(padded)])
+    return CSRPattern.from_coo(rows, cols, None, pattern.num_rows, pattern.num_cols)
+
+
+class StackedGraphSage(StackedModel):
+    """The released code's two-layer full-batch GraphSAGE for node classification, R initialisations at once.
+
+    A layer with input H (F → F'), over the neighbourhoods N⁺(i) = N(i) ∪ {i} of A + I (diagonal set to 1):
+
+        H_d   = Dropout(H)                                      (one draw, read by every branch)
+        mean:      AGG_i = mean_{j ∈ N⁺(i)} (H_d · W_agg)_j                       W_agg (F, F')
+        meanpool:  AGG_i = (mean_{j ∈ N⁺(i)} ReLU(H_d · W_pool)_j) · W_agg         W_pool (F, T), W_agg (T, F')
+        maxpool:   AGG_i = (max_{j ∈ N⁺(i)} ReLU(H_d · W_pool)_j) · W_agg          (element-wise max)
+        O_i   = AGG_i + (H_d · W_self)_i + b;   O_i ← O_i / max(‖O_i‖₂, 1)        (both layers, logits too)
+
+    ReLU after layer 1 only; widths F → ``hidden_size`` → C, T = ``agg_transform_size``. L2 on layer 1's W_agg and
+    W_self (not W_pool, not layer 2). Glorot weights (created pool, agg, self per layer, as the original), zero b.
+    ``maxpool_pads_with_node0`` (default true) reproduces the released code's padding bug: node 0's pooled row also
+    enters the maximum of every node whose N⁺(i) is smaller than the largest (:func:`padded_max_pattern`); false
+    gives the correct max over N⁺(i).
+
+    Differs from :class:`GraphSageLayer` above (the benchmarking-gnns layer): neighbourhoods include the node
+    itself, self and neighbour terms are *summed* (separate W_self, not a split [x ‖ c] weight), the mean
+    aggregator transforms before averaging, the pool transform has no bias, rows are scaled to norm ≤ 1 (not to 1),
+    ReLU follows the normalisation, and there is no batch norm or residual.
+    """
+
+    l2_parameters = ("agg_weight1", "self_weight1")
+
+    def __init__(self, graph: NodeGraph, seeds: list[int], aggregator: str, hidden: int, transform: int | None,
+                 dropout_prob: float, weight_decay: float, pads_with_node0: bool = True) -> None:
+        super().__init__(graph, weight_decay)
+        if aggregator not in STACKED_AGGREGATORS:
+            raise ConfigError(f"model GraphSage: unknown aggregator {aggregator!r}; choose one of "
+                              f"{', '.join(STACKED_AGGREGATORS)}")
+        inits, pooled = len(seeds), aggregator != "mean"
+        for layer, (width_in, width_out) in enumerate([(graph.num_features, hidden), (hidden, graph.num_classes)], 1):
+            if pooled:
+                setattr(self, f"pool_weight{layer}", stacked_parameter(inits, width_in, transform))
+            setattr(self, f"agg_weight{layer}", stacked_parameter(inits, transform if pooled else width_in,
+                                                                  width_out))
+            setattr(self, f"self_weight{layer}", stacked_parameter(inits, width_in, width_out))
+            setattr(self, f"bias{layer}", stacked_parameter(inits, width_out))
+        self.aggregator, self.dropout_prob = aggregator, dropout_prob
+        self.pads_with_node0 = pads_with_node0 and aggregator == "maxpool"
+        pattern = adjacency_pattern(graph, self_loops=True)
+        if aggregator == "maxpool":
+            pattern = padded_max_pattern(pattern) if self.pads_with_node0 else pattern
+        else:
+            pattern = with_values(pattern, row_degrees(pattern).reciprocal()[pattern.row])  # the mean over N⁺(i)
+        self.hops = HopsCache(pattern, depth=2)
+        self.features = InputFeatures(graph.features)
+        self.reset_parameters(seeds)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedGraphSage:
+        aggregator = config.choice("aggregator", STACKED_AGGREGATORS)
+        transform = config.positive_int("agg_transform_size") if aggregator != "mean" else None
+        return cls(graph, seeds, aggregator, config.positive_int("hidden_size"), transform,
+                   config.probability("dropout_prob"), config.nonnegative("weight_decay"),
+                   config.flag("maxpool_pads_with_node0", True))
+
+    def init_weights(self, r: int, generator: torch.Generator) -> None:
+        for layer in (1, 2):
+            for name in ("pool_weight", "agg_weight", "self_weight"):
+                if hasattr(self, f"{name}{layer}"):
+                    glorot_(getattr(self, f"{name}{layer}")[r], generator)
+
+    def _aggregate(self, x: torch.Tensor, hops: Hops, level: int) -> torch.Tensor:
+        """Mean or max of x (R, |sources|, D) over the neighbourhood of every target of block ``level``."""
+        if self.aggregator != "maxpool":
+            return propagate(hops.blocks[level], x)
+        key = ("max", level)
+        if key not in hops.extras:
+            block = hops.blocks[level]
+            hops.extras[key] = MaxPlan(block.col, block.num_cols, block.crow, block.crow[1:] - block.crow[:-1])
+        blocks, rows, width = x.shape  # node-major (rows, R·D): every gathered row is one contiguous R·D run
+        wide = hops.extras[key].max(x.transpose(0, 1).reshape(rows, blocks * width))  # ReLU outputs ≥ 0 (see MaxPlan)
+        return wide.view(-1, blocks, width).transpose(0, 1)
+
+    def _output(self, agg: torch.Tensor, own: torch.Tensor, layer: int) -> torch.Tensor:
+        out = agg + own + getattr(self, f"bias{layer}").unsqueeze(1)
+        return out / torch.linalg.vector_norm(out, dim=2, keepdim=True).clamp(min=1.0)
+
+    def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        hops = self.hops.get(nodes)
+        inits, p = self.inits, self.dropout_prob if training else 0.0
+        x = DroppedInput(self.features.rows(hops, 2), inits, p)  # layer 1: input at S2, output at S1
+        if self.aggregator == "mean":
+            agg = self._aggregate(x.matmul(self.agg_weight1), hops, 1)
+        else:
+            pooled = torch.relu(x.matmul(self.pool_weight1))
+            agg = stacked_linear(self._aggregate(pooled, hops, 1), self.agg_weight1)
+        own = x.matmul(self.self_weight1, self.features.subset(hops, 1))  # the self term at S1 only
+        h = torch.relu(self._output(agg, own, 1))  # (R, |S1|, hidden)
+        h = dropout(h, p, training)  # layer 2: input at S1, output at T
+        if self.aggregator == "mean":  # mean first, then W_agg: the same numbers at |T| rows
+            agg = stacked_linear(self._aggregate(h, hops, 0), self.agg_weight2)
+        else:
+            pooled = torch.relu(stacked_linear(h, self.pool_weight2))
+            agg = stacked_linear(self._aggregate(pooled, hops, 0), self.agg_weight2)
+        own = stacked_linear(gather_rows(h, hops.positions(0)), self.self_weight2)
+        return self._output(agg, own, 2)
+
+
+__all__ = ["GraphSage", "GraphSageLayer", "GraphSageLayerEdgeFeat", "GraphSageLayerEdgeReprFeat", "StackedGraphSage",
+           "padded_max_pattern"]

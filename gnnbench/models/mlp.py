@@ -1,13 +1,16 @@
-"""MLP baseline: ignores the graph structure (spec benchmarking-gnns.md §2.4).
+"""MLP baseline: ignores the graph structure (spec benchmarking-gnns.md §2.4). At the end: the "Pitfalls of GNN
+Evaluation" baselines :class:`StackedMLP` and :class:`StackedLogReg` (spec p2-pitfalls.md §3.5, §3.6), trained as
+R initialisations at once (:mod:`gnnbench.models.stacked`).
 
     h ← Dropout(ReLU(W_ℓ h + b_ℓ))            for ℓ = 1..L
     h ← σ(W_g h + b_g) ⊙ h                     if gated
 The graph readout is fixed by the architecture, not the config: mean pooling, or sum when gated (the
 benchmark ignores the config's ``readout`` for MLPs). With categorical inputs (or PE replacing them) an
 embedding of width ``hidden_dim`` precedes the L layers; raw continuous features feed the first layer
-directly (no embedding), as in the benchmark's superpixel/TSP/TU/COLLAB MLPs — except WikiCS, whose MLP net
-embeds its 300 continuous features with ``Linear(300, hidden)`` before the L layers (spec §2.4; the published
-count 110,710 needs that extra layer).
+directly (no embedding), as in the benchmark's superpixel/TSP/TU/COLLAB MLPs — except on datasets whose description
+says the benchmark's nets embed them (``meta.net_conventions`` "embed_continuous_input": WikiCS, whose MLP net embeds
+its 300 features with ``Linear(300, hidden)`` before the L layers; spec §2.4, the published count 110,710 needs
+that extra layer).
 """
 
 from __future__ import annotations
@@ -19,6 +22,18 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
+from gnnbench.models.stacked import (
+    DroppedInput,
+    InputFeatures,
+    ModelConfig,
+    NodeGraph,
+    NodeRows,
+    StackedModel,
+    dropout,
+    glorot_,
+    stacked_linear,
+    stacked_parameter,
+)
 
 
 class MLP(Architecture):
@@ -38,7 +53,7 @@ class MLP(Architecture):
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> MLP:
         feature = meta.node_features
         raw_input = (not cfg.get("pos_enc") or meta.pe_usage == "add") and feature is not None \
-            and feature.kind == "continuous" and meta.name != "WikiCS"
+            and feature.kind == "continuous" and "embed_continuous_input" not in meta.net_conventions
         in_dim = feature.size if raw_input else cfg["hidden_dim"]
         model = cls(in_dim, cfg["hidden_dim"], cfg["L"], cfg["dropout"], cfg["gated"])
         model.project_continuous = not raw_input
@@ -52,3 +67,81 @@ class MLP(Architecture):
         if self.gate is not None:
             h = torch.sigmoid(self.gate(h)) * h
         return Representation(h)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# "Pitfalls of GNN Evaluation" baselines (spec p2-pitfalls.md §3.5, §3.6): R initialisations at once
+
+
+class StackedMLP(StackedModel):
+    """The released code's two-layer MLP baseline on node features (no graph), R initialisations at once:
+
+        H = ReLU(Dropout(X) · W₁ + b₁);   Z = Dropout(H) · W₂ + b₂          W₁ (F, hidden), W₂ (hidden, C)
+
+    Dropout p = ``dropout_prob`` on both layers' inputs (on the stored entries of sparse features); L2 on W₁ and
+    W₂; Glorot W, zero b. Only the rows asked for are computed.
+
+    Differs from :class:`MLP` above (the benchmarking-gnns network): two layers with the class logits as the
+    second layer's output, dropout before each product (not after the activation), no gating or readout.
+    """
+
+    l2_parameters = ("weight1", "weight2")
+
+    def __init__(self, graph: NodeGraph, seeds: list[int], hidden: int, dropout_prob: float,
+                 weight_decay: float) -> None:
+        super().__init__(graph, weight_decay)
+        inits = len(seeds)
+        self.weight1 = stacked_parameter(inits, graph.num_features, hidden)
+        self.bias1 = stacked_parameter(inits, hidden)
+        self.weight2 = stacked_parameter(inits, hidden, graph.num_classes)
+        self.bias2 = stacked_parameter(inits, graph.num_classes)
+        self.dropout_prob = dropout_prob
+        self.features = InputFeatures(graph.features)
+        self.rows = NodeRows(graph.num_nodes, graph.edge_index.device)
+        self.reset_parameters(seeds)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedMLP:
+        return cls(graph, seeds, config.positive_int("hidden_size"), config.probability("dropout_prob"),
+                   config.nonnegative("weight_decay"))
+
+    def init_weights(self, r: int, generator: torch.Generator) -> None:
+        glorot_(self.weight1[r], generator)
+        glorot_(self.weight2[r], generator)
+
+    def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        rows = self.rows.get(nodes)
+        p = self.dropout_prob if training else 0.0
+        h = DroppedInput(self.features.rows(rows, 0), self.inits, p).matmul(self.weight1)
+        h = dropout(torch.relu(h + self.bias1.unsqueeze(1)), p, training)
+        return stacked_linear(h, self.weight2) + self.bias2.unsqueeze(1)
+
+
+class StackedLogReg(StackedModel):
+    """The released code's logistic regression (softmax regression) on node features, R initialisations at once:
+
+        Z = X · W + b           W (F, C); no dropout; L2 on W; Glorot W, zero b
+
+    Only the rows asked for are computed, with one sparse product for all initialisations."""
+
+    l2_parameters = ("weight",)
+
+    def __init__(self, graph: NodeGraph, seeds: list[int], weight_decay: float) -> None:
+        super().__init__(graph, weight_decay)
+        inits = len(seeds)
+        self.weight = stacked_parameter(inits, graph.num_features, graph.num_classes)
+        self.bias = stacked_parameter(inits, graph.num_classes)
+        self.features = InputFeatures(graph.features)
+        self.rows = NodeRows(graph.num_nodes, graph.edge_index.device)
+        self.reset_parameters(seeds)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedLogReg:
+        return cls(graph, seeds, config.nonnegative("weight_decay"))
+
+    def init_weights(self, r: int, generator: torch.Generator) -> None:
+        glorot_(self.weight[r], generator)
+
+    def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        rows = self.rows.get(nodes)
+        return DroppedInput(self.features.rows(rows, 0), self.inits, 0.0).matmul(self.weight) + self.bias.unsqueeze(1)

@@ -1,5 +1,6 @@
 """MoNet (Monti et al.): the benchmark's ``GMMLayer`` with degree-based pseudo-coordinates (spec
-benchmarking-gnns.md §2.2).
+benchmarking-gnns.md §2.2); and :class:`StackedMoNet`, the "Pitfalls of GNN Evaluation" network (spec
+p2-pitfalls.md §3.3) trained as R initialisations at once (:mod:`gnnbench.models.stacked`).
 
 Pseudo-coordinates, with deg = in-degree: every edge u→v gets p_uv = (1/√(deg(u)+1), 1/√(deg(v)+1)), and
 layer ℓ sees its own projection Tanh(Linear_ℓ(2 → dim)) of it (``pseudo_proj[ℓ]``). With K Gaussian kernels
@@ -36,7 +37,22 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.blocks import post_aggregation, stack_widths
-from gnnbench.models.graphsage import InEdges, lexsort_pairs
+from gnnbench.models.sparse import BagPlan, InEdges, bag_mm, lexsort_pairs
+from gnnbench.models.stacked import (
+    DroppedInput,
+    Hops,
+    HopsCache,
+    InputFeatures,
+    ModelConfig,
+    NodeGraph,
+    StackedModel,
+    adjacency_pattern,
+    dropout,
+    glorot_,
+    row_degrees,
+    stacked_linear,
+    stacked_parameter,
+)
 
 
 def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
@@ -207,3 +223,126 @@ class MoNet(Architecture):
         for layer, projection in zip(self.layers, self.pseudo_proj, strict=True):
             h = layer(h, project(projection, pairs.table_t), adjacency, pairs)
         return Representation(h)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.3): R initialisations at once
+
+
+def kernel_means(kernels: int) -> list[float]:
+    """The original's ``get_mean_inits``: μ_k = −1 + 1/(2K) + 2k/K (−0.75 and 0.25 for K = 2)."""
+    return [-1.0 + 1.0 / (2 * kernels) + 2.0 * k / kernels for k in range(kernels)]
+
+
+class StackedMoNet(StackedModel):
+    """The released code's two-layer MoNet for node classification, R initialisations at once (parameters (R, …)).
+
+    Over the neighbourhoods N⁺(i) of A + I (diagonal set to 1), with deg⁺ the degrees of A + I:
+
+        u_ij   = (1/√deg⁺_i, 1/√deg⁺_j)                               i the target, j ∈ N⁺(i)
+        ũ_ij   = tanh(u_ij · W_c + b_c)                               W_c (2, r), b_c (r): shared by both layers
+        w_k    = Π_d exp(−½ (ũ_ij,d − μ_k,d)² / (1e−14 + σ_k,d²))      μ_k, σ_k (r): shared by both layers
+        w̃_k    = w_k(i, j) / (1e−14 + Σ_{j' ∈ N⁺(i)} w_k(i, j'))
+        H'_i   = Σ_k Σ_{j ∈ N⁺(i)} w̃_k(i, j) · (Dropout(H) · G_k)_j  one dropout mask shared by the K kernels
+
+    ReLU after layer 1 (K kernels of ``hidden_size`` units, summed), none after layer 2 (C units); no bias. L2 on the
+    layer-1 G_k only. Initialisation: G_k and W_c Glorot-uniform, b_c = 0, μ_k = the constant −1 + 1/(2K) + 2k/K,
+    σ_k = 1 (neither regularised). ``weight1`` holds G_k of layer 1 as [:, :, k, :] (R, F, K, hidden), so one sparse
+    product computes all K kernels.
+
+    Differs from :class:`GMMLayer` above (the benchmarking-gnns layer): pseudo-coordinates from A + I degrees of
+    both ends, one projection and one set of kernels shared by the layers, Gaussian kernels normalised over each
+    neighbourhood, σ (not 1/σ), kernel outputs summed from K separate weight matrices, no bias, batch norm or
+    residual. The kernel-weighted aggregation of all R·K (initialisation, kernel) pairs is one ``embedding_bag``
+    (:func:`~gnnbench.models.sparse.bag_mm`) over the (R, nodes, K, F') table, differentiable in the weights. The
+    unnormalised w_k depend on an entry's (deg⁺_i, deg⁺_j) only: computed once per distinct pair (~600 against
+    ~4,200 entries in a CORA training block) and gathered per entry (~8× less time than per entry).
+    """
+
+    l2_parameters = ("weight1",)
+
+    def __init__(self, graph: NodeGraph, seeds: list[int], hidden: int, kernels: int, r: int, dropout_prob: float,
+                 weight_decay: float) -> None:
+        super().__init__(graph, weight_decay)
+        inits = len(seeds)
+        self.weight1 = stacked_parameter(inits, graph.num_features, kernels, hidden)
+        self.weight2 = stacked_parameter(inits, hidden, kernels, graph.num_classes)
+        self.coordinate_weight = stacked_parameter(inits, 2, r)
+        self.coordinate_bias = stacked_parameter(inits, r)
+        self.mu = stacked_parameter(inits, kernels, r)
+        self.sigma = stacked_parameter(inits, kernels, r)
+        self.kernels, self.dropout_prob = kernels, dropout_prob
+        pattern = adjacency_pattern(graph, self_loops=True)
+        self.degree = row_degrees(pattern)  # deg⁺ (float)
+        self.hops = HopsCache(pattern, depth=2)
+        self.features = InputFeatures(graph.features)
+        self.reset_parameters(seeds)
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedMoNet:
+        return cls(graph, seeds, config.positive_int("hidden_size"), config.positive_int("num_kernels"),
+                   config.positive_int("r"), config.probability("dropout_prob"), config.nonnegative("weight_decay"))
+
+    def init_weights(self, r: int, generator: torch.Generator) -> None:
+        glorot_(self.coordinate_weight[r], generator)
+        for weight in (self.weight1, self.weight2):
+            for k in range(self.kernels):
+                glorot_(weight[r, :, k], generator)
+        with torch.no_grad():
+            self.mu[r] = torch.tensor(kernel_means(self.kernels)).unsqueeze(1)
+            self.sigma[r] = 1.0
+
+    def _structure(self, hops: Hops, level: int, inits: int) -> tuple[BagPlan, torch.Tensor, torch.Tensor,
+                                                                         torch.Tensor]:
+        """Block ``level``'s bag plan (bag (r, i) sums table rows (r, j, k) of the (R, |sources|, K, F') input over
+        its entries (e, k)), the pseudo-coordinates of its distinct (deg⁺_i, deg⁺_j) pairs (P, 2), the pair of every
+        entry (E,) and its target row (E,); cached."""
+        key = ("kernels", level, inits)
+        if key not in hops.extras:
+            block, k = hops.blocks[level], self.kernels
+            targets, sources = hops.global_ids(level), hops.global_ids(level + 1)
+            degree = self.degree.long()
+            target_degree, source_degree = degree[targets[block.row]], degree[sources[block.col]]
+            pairs, pair = torch.unique(target_degree * (int(degree.max()) + 1) + source_degree, return_inverse=True)
+            pair_degrees = torch.stack([pairs // (int(degree.max()) + 1), pairs % (int(degree.max()) + 1)], dim=1)
+            coordinates = pair_degrees.to(torch.float32).rsqrt()  # (1/√deg⁺_i, 1/√deg⁺_j) per pair
+            kernel = torch.arange(k, device=block.col.device)
+            replica = torch.arange(inits, device=block.col.device).view(-1, 1, 1)
+            index = ((block.col.view(1, -1, 1) + replica * block.num_cols) * k + kernel).reshape(-1)
+            offsets = ((block.crow[:-1].view(1, -1) + replica.view(-1, 1) * block.nnz) * k).reshape(-1)
+            plan = BagPlan(index, offsets, inits * block.num_cols * k)
+            hops.extras[key] = (plan, coordinates, pair, block.row)
+        return hops.extras[key]
+
+    def _kernel_weights(self, coordinates: torch.Tensor, pair: torch.Tensor, rows: torch.Tensor,
+                        num_rows: int) -> torch.Tensor:
+        """w̃ (R, E, K): the normalised Gaussian kernel weights of every entry. The weights depend on an entry's
+        (deg⁺_i, deg⁺_j) pair only: computed per pair (``coordinates`` (P, 2)), then gathered per entry (``pair``);
+        node-major (P or E, R, K) so that the gathers and the per-target sums move contiguous rows."""
+        projected = torch.tanh(torch.einsum("pc,rcd->prd", coordinates, self.coordinate_weight)
+                               + self.coordinate_bias)  # (P, R, r)
+        inv_variance = (1e-14 + self.sigma.square()).reciprocal()  # (R, K, r)
+        exponent = None
+        for d in range(projected.shape[2]):  # r is small: per dimension, not a reduction over a short last axis
+            term = (projected[:, :, None, d] - self.mu[:, :, d]).square() * inv_variance[:, :, d]
+            exponent = term if exponent is None else exponent + term
+        weights = torch.exp(-0.5 * exponent).index_select(0, pair)  # (E, R, K)
+        totals = weights.new_zeros(num_rows, *weights.shape[1:]).index_add_(0, rows, weights)
+        return (weights / (1e-14 + totals.index_select(0, rows))).permute(1, 0, 2)
+
+    def _layer(self, transformed: torch.Tensor, hops: Hops, level: int) -> torch.Tensor:
+        """Σ_k W̃_k · transformed[..., k, :] for transformed (R, |sources|, K, F') → (R, |targets|, F')."""
+        inits, _, _, width = transformed.shape
+        plan, coordinates, pair, rows = self._structure(hops, level, inits)
+        weights = self._kernel_weights(coordinates, pair, rows, hops.size(level))
+        out = bag_mm(plan, transformed.reshape(-1, width), weights.reshape(-1))
+        return out.view(inits, hops.size(level), width)
+
+    def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        hops = self.hops.get(nodes)
+        inits, k, p = self.inits, self.kernels, self.dropout_prob if training else 0.0
+        hidden, classes = self.weight1.shape[3], self.weight2.shape[3]
+        x = DroppedInput(self.features.rows(hops, 2), inits, p).matmul(self.weight1.reshape(inits, -1, k * hidden))
+        h = torch.relu(self._layer(x.view(inits, -1, k, hidden), hops, 1))  # (R, |S1|, hidden)
+        h = stacked_linear(dropout(h, p, training), self.weight2.reshape(inits, hidden, k * classes))
+        return self._layer(h.reshape(inits, -1, k, classes), hops, 0)

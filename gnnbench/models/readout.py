@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gnnbench.models.scatter import scatter_max, scatter_mean, scatter_sum, segment_softmax
+from gnnbench.models.sparse import scatter_max, scatter_mean, scatter_sum, segment_softmax
 
 READOUTS = ("sum", "mean", "max")
 

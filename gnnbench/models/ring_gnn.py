@@ -51,13 +51,9 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.dense import DenseLayout, to_dense
+from gnnbench.models.dense import DENSE_TASKS, DENSE_UNSUPPORTED, DenseLayout, to_dense
 
 BASIS = 15
-DENSE_TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification")
-DENSE_UNSUPPORTED = ("link prediction would need the dense n×n tensor of COLLAB's one 235k-node graph (infeasible) "
-                     "and the benchmark never ran dense WL-GNNs on link prediction or multitask regression")
-
 # op index (0-based) of each basis op, by the part of the output it fills:
 _DIAG_VECTOR = (0, 2, 3)  # diag ← [diag X, row sums/m, col sums/m]
 _ROW_VECTOR = (11, 6, 5)  # [i, j] ← f_i for f = [diag X, row sums/m, col sums/m]

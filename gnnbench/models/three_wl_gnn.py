@@ -42,8 +42,7 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.dense import DenseLayout, to_dense
-from gnnbench.models.ring_gnn import DENSE_TASKS, DENSE_UNSUPPORTED
+from gnnbench.models.dense import DENSE_TASKS, DENSE_UNSUPPORTED, DenseLayout, to_dense
 
 
 def _xavier_conv(d_in: int, d_out: int) -> nn.Conv2d:
