@@ -15,6 +15,7 @@ import torch
 
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.protocols.benchmarking_gnns import train
 from gnnbench.training import loop
 from gnnbench.training.run import train_run
 
@@ -24,8 +25,8 @@ TIMING = ("seconds", "seconds_per_epoch", "total_seconds", "total_hours")
 
 def csl_run(datasets, out, preset="CSL_graph_classification_GCN_CSL_PE_100k", fold=0, **overrides):
     config = run_config(preset, {**SMALL, "epochs": 4, **overrides})
-    return train_run(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=fold, config=config,
-                     out_dir=out, pe_path=datasets["CSL_pe"] if config.get("pos_enc") else None, threads=1)
+    return train(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=fold, config=config,
+                 out_dir=out, pe_path=datasets["CSL_pe"] if config.get("pos_enc") else None, threads=1)
 
 
 def scores(metrics: dict) -> dict:
@@ -56,7 +57,8 @@ def test_outputs_and_last_epoch_reporting(datasets, tmp_path):
     assert m["epochs"] == 5 and m["stop_reason"] == "max_epochs"
     assert m["config"]["seed"] == 3 and m["config"]["hidden_dim"] == 32 and m["fold"] == 0
     assert set(m["versions"]) >= {"python", "torch", "numpy", "gnnbench"} and m["device"].startswith("cpu")
-    assert m["data"]["split_protocol"] == "stratified_kfold" and m["time_limit_hours"] == pytest.approx(12 / 10)
+    # the benchmarking-gnns protocol's per-fold budget under cross-validation: max_time / 10
+    assert m["data"]["split_scheme"] == "stratified_kfold" and m["time_limit_hours"] == pytest.approx(12 / 10)
     assert m["total_hours"] == pytest.approx(m["total_seconds"] / 3600) and m["seconds_per_epoch"] > 0
     rows = history(tmp_path / "run")
     assert [r["epoch"] for r in rows] == list(range(5))
@@ -167,7 +169,7 @@ def test_bad_inputs_raise_clear_errors_and_write_nothing(datasets, tmp_path):
         train_run(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0,
                   config=run_config("CSL_graph_classification_GCN_CSL_PE_100k", {"pos_enc_dim": 2}),
                   out_dir=out, pe_path=datasets["PATTERN_pe"])
-    with pytest.raises(DataError, match="made for a different version of dataset"):
+    with pytest.raises(DataError, match="belongs to dataset PATTERN, not CSL"):
         train_run(dataset_dir=datasets["CSL"], splits_path=datasets["PATTERN_splits"], fold=0,
                   config=run_config("CSL_graph_classification_GCN_CSL_100k"), out_dir=out)
     with pytest.raises(ConfigError, match="training needs config key"):

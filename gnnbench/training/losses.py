@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from gnnbench.data.batching import GraphBatch
 from gnnbench.errors import ConfigError
-from gnnbench.models.scatter import scatter_sum
+from gnnbench.models.sparse import scatter_sum
 
 Loss = Callable[[torch.Tensor, GraphBatch], torch.Tensor]
 

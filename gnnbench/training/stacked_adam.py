@@ -1,0 +1,63 @@
+"""Adam for stacked parameters (leading dimension = independent runs), with TensorFlow 1's update.
+
+TF1's ``AdamOptimizer`` (the optimiser of gnn-benchmark) applies ε to the bias-corrected step ("ε-hat"):
+
+    t ← t + 1;   lr_t = lr · √(1 − β₂ᵗ) / (1 − β₁ᵗ)
+    m ← β₁ m + (1 − β₁) g;   v ← β₂ v + (1 − β₂) g²
+    θ ← θ − lr_t · m / (√v + ε)
+
+``torch.optim.Adam`` divides by (√v / √(1 − β₂ᵗ) + ε) instead; the two differ only while √v is comparable to ε.
+Runs never interact: every element's update depends on its own gradient only, so R runs stacked along dim 0 train
+exactly as R separate optimisers would. Finished runs are dropped with :meth:`select` (the same rows of every
+parameter and state tensor), which keeps the step count: all runs of a stack started together.
+
+Implemented with torch's fused Adam kernel (one pass over every parameter and its state): TF's step equals torch's
+with the step-dependent ε_t = ε / √(1 − β₂ᵗ), since lr_t·m/(√v + ε) = lr/(1 − β₁ᵗ)·m/(√v/√(1 − β₂ᵗ) + ε_t).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+class StackedAdam:
+    def __init__(self, params: list[torch.nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8) -> None:
+        self.params = list(params)
+        self.lr, (self.beta1, self.beta2), self.eps = lr, betas, eps
+        self.step_count = 0
+        self.exp_avg = [torch.zeros_like(p) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
+        self._steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params]
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        params = [p for p in self.params if p.grad is not None]
+        if not params:
+            return
+        index = [i for i, p in enumerate(self.params) if p.grad is not None]
+        self.step_count += 1
+        steps = [self._steps[i].fill_(self.step_count) for i in index]  # the kernel reads t from these
+        eps_t = self.eps / math.sqrt(1 - self.beta2 ** self.step_count)
+        torch._fused_adam_(params, [p.grad for p in params], [self.exp_avg[i] for i in index],
+                           [self.exp_avg_sq[i] for i in index], [], steps, lr=self.lr, beta1=self.beta1,
+                           beta2=self.beta2, weight_decay=0.0, eps=eps_t, amsgrad=False, maximize=False)
+
+    @torch.no_grad()
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep only the runs at positions ``keep`` in the optimiser state (the parameters are sliced by the caller)."""
+        self.exp_avg = [s.index_select(0, keep) for s in self.exp_avg]
+        self.exp_avg_sq = [s.index_select(0, keep) for s in self.exp_avg_sq]
+
+    def state_dict(self) -> dict:
+        return {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step_count = state["step"]
+        self.exp_avg, self.exp_avg_sq = list(state["exp_avg"]), list(state["exp_avg_sq"])

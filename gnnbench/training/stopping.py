@@ -1,0 +1,72 @@
+"""Early-stopping rules, vectorised over R runs trained side by side (R = 1 for a single run).
+
+Each rule sees, after every epoch, the validation loss and accuracy of every active run and answers two masks:
+``save`` (this epoch's weights become the run's best state) and ``stop`` (the run is finished). The trainer keeps
+the best state and restores it at the end.
+
+``patience`` — gnn-benchmark's ``KDDCriterion`` ("gnnbench", Shchur et al. §4.1): if val_loss ≤ best_loss
+    (non-strict) the weights are saved and the counter reset, else the counter grows; stop when it reaches
+    ``patience``. Validation accuracy plays no role.
+``gat_tol`` — ``GATCriterionWithTolerance`` as coded (used by label propagation): if val_acc ≥ best_acc or
+    val_loss ≤ best_loss, both bests are updated (max / min) and the state saved; the counter is reset only when
+    the improvement exceeds ``tolerance`` — but that test compares against the bests *after* the update, so it
+    never passes and the counter grows every epoch: the rule always stops after exactly ``patience`` epochs,
+    keeping the last state at which either quantity was at least as good as before. Reproduced as coded
+    (spec p2-pitfalls.md §3.7, §6.6).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gnnbench.errors import ConfigError
+
+CRITERIA = ("gnnbench", "gat_tol")
+
+
+class EarlyStopping:
+    """State of one rule for R runs: best loss/accuracy, patience counters, best epoch (all (R,) tensors)."""
+
+    def __init__(self, criterion: str, patience: int, runs: int, tolerance: float = 0.0,
+                 device: torch.device | str = "cpu") -> None:
+        if criterion not in CRITERIA:
+            raise ConfigError(f"early_stopping_criterion: unknown criterion {criterion!r}; choose one of "
+                              f"{', '.join(CRITERIA)}")
+        if patience < 1:
+            raise ConfigError(f"early_stopping_tolerance (the patience) must be at least 1, got {patience}")
+        self.criterion, self.patience, self.tolerance = criterion, patience, tolerance
+        self.best_loss = torch.full((runs,), float("inf"), dtype=torch.float64, device=device)
+        self.best_accuracy = torch.zeros(runs, dtype=torch.float64, device=device)
+        self.counter = torch.zeros(runs, dtype=torch.int64, device=device)
+        self.best_epoch = torch.full((runs,), -1, dtype=torch.int64, device=device)  # -1: the initial weights
+
+    def update(self, epoch: int, val_loss: torch.Tensor, val_accuracy: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(save, stop) masks for this epoch's validation loss and accuracy of every active run."""
+        val_loss, val_accuracy = val_loss.double(), val_accuracy.double()
+        if self.criterion == "gnnbench":
+            save = val_loss <= self.best_loss
+            self.best_loss = torch.where(save, val_loss, self.best_loss)
+            self.counter = torch.where(save, torch.zeros_like(self.counter), self.counter + 1)
+        else:
+            save = (val_accuracy >= self.best_accuracy) | (val_loss <= self.best_loss)
+            self.best_accuracy = torch.where(save, torch.maximum(val_accuracy, self.best_accuracy), self.best_accuracy)
+            self.best_loss = torch.where(save, torch.minimum(val_loss, self.best_loss), self.best_loss)
+            # the original's tolerance test, made against the bests just updated (never true; kept for fidelity)
+            reset = save & ((val_accuracy >= self.best_accuracy + self.tolerance)
+                            | (val_loss <= self.best_loss - self.tolerance))
+            self.counter = torch.where(reset, torch.zeros_like(self.counter), self.counter + 1)
+        self.best_epoch = torch.where(save, torch.full_like(self.best_epoch, epoch), self.best_epoch)
+        return save, self.counter >= self.patience
+
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep only the runs at positions ``keep`` (the others finished)."""
+        for name in ("best_loss", "best_accuracy", "counter", "best_epoch"):
+            setattr(self, name, getattr(self, name).index_select(0, keep))
+
+    def state_dict(self) -> dict:
+        return {name: getattr(self, name) for name in ("best_loss", "best_accuracy", "counter", "best_epoch")}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)

@@ -1,0 +1,234 @@
+"""Full-batch training on one graph: many initialisations of one model at once, each with its own early stopping.
+
+Used by the "Pitfalls of GNN evaluation" protocol (spec p2-pitfalls.md §4.1). For one split (train / val / test node
+sets) a :class:`StackedTrainer` trains R initialisations of a :class:`~gnnbench.models.stacked.StackedModel`
+(every parameter stacked along dim 0) as one model:
+
+    every epoch, for every active run r:
+        loss_r      = mean CE over the training nodes (dropout on) + L2_r          one backward for all runs
+        θ_r         ← Adam step (TF1's update, :mod:`gnnbench.training.stacked_adam`)
+        val_loss_r  = mean CE over the validation nodes (dropout off) + L2_r    ("total validation loss")
+        rule(val_loss_r, val_acc_r) → save θ_r as best / stop run r         (:mod:`gnnbench.training.stopping`)
+    finished runs leave the stack (their rows are dropped from every parameter and optimiser state), so the cost
+    of an epoch follows the runs still training; at the end every run's best weights are restored and it is
+    evaluated on train, val and test (losses include the L2 term, as the original's ``model.loss``).
+
+Runs are independent: their weights come from their own seeds, their gradients never mix, and dropping a run
+changes nothing for the others except the dropout draws (one global RNG serves the whole stack, seeded per
+split). Label propagation has no weights: :class:`PropagationTrainer` runs its propagation steps under the same
+rules (one "run", the state Y saved and restored like weights).
+
+The trainers' whole state (weights, optimiser, bests, counters, history, RNG) is a ``state_dict``, so a job can
+checkpoint between epochs and resume to the same results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gnnbench.training.stacked_adam import StackedAdam
+from gnnbench.training.stopping import EarlyStopping
+
+PARTS = ("train", "val", "test")
+
+
+@dataclass
+class SplitResult:
+    """What the runs of one split produce: one record per run and the per-epoch history of all of them."""
+
+    records: list[dict]
+    history: dict[str, np.ndarray] = field(default_factory=dict)  # init, epoch, train_loss, val_loss, val_accuracy
+
+
+def masked_scores(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-run mean cross-entropy (R,) and accuracy in percent (R,) of logits (R, M, C) for targets (M,)."""
+    runs, nodes, classes = logits.shape
+    ce = F.cross_entropy(logits.reshape(runs * nodes, classes), targets.repeat(runs), reduction="none")
+    accuracy = (logits.argmax(dim=2) == targets).double().mean(dim=1) * 100.0
+    return ce.view(runs, nodes).mean(dim=1), accuracy
+
+
+class StackedTrainer:
+    """R initialisations of one stacked model on one split (see module docstring)."""
+
+    def __init__(self, model: torch.nn.Module, labels: torch.Tensor, parts: dict[str, torch.Tensor], *,
+                 learning_rate: float, criterion: str, patience: int, max_epochs: int, init_ids: list[int],
+                 tolerance: float = 0.0) -> None:
+        self.model, self.labels, self.parts = model, labels, parts
+        self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
+        self.max_epochs = max_epochs
+        self.init_ids = list(init_ids)
+        runs = len(self.init_ids)
+        device = labels.device
+        self.params = list(model.parameters())
+        self.optimizer = StackedAdam(self.params, learning_rate)
+        self.stopping = EarlyStopping(criterion, patience, runs, tolerance, device)
+        with torch.no_grad():  # the best state starts as the initial weights (as the original's reset())
+            self.best = [p.detach().clone() for p in self.params]
+            self.final = [p.detach().clone() for p in self.params]  # best weights of every run, finished or not
+        self.active = torch.arange(runs, device=device)  # position of each stack row among all runs
+        self.epoch = 0
+        self.epochs = torch.zeros(runs, dtype=torch.int64)
+        self.best_epoch = torch.full((runs,), -1, dtype=torch.int64)
+        self.stop_reason = ["max_epochs"] * runs
+        self._history: list[tuple[torch.Tensor, ...]] = []
+
+    @property
+    def finished(self) -> bool:
+        return self.active.numel() == 0 or self.epoch >= self.max_epochs
+
+    def train_epoch(self) -> None:
+        model, opt = self.model, self.optimizer
+        opt.zero_grad()
+        train_ce, _ = masked_scores(model(self.parts["train"], training=True), self.targets["train"])
+        penalty = model.l2_penalty()
+        (train_ce + penalty).sum().backward()
+        opt.step()
+        with torch.no_grad():
+            val_ce, val_acc = masked_scores(model(self.parts["val"], training=False), self.targets["val"])
+            val_loss = val_ce + model.l2_penalty()
+            save, stop = self.stopping.update(self.epoch, val_loss, val_acc)
+            rows = save.nonzero().flatten()
+            if rows.numel():
+                for best, p in zip(self.best, self.params, strict=True):
+                    best.index_copy_(0, rows, p.index_select(0, rows))
+        self._history.append((self.active.cpu(), torch.full((self.active.numel(),), self.epoch),
+                              (train_ce + penalty).detach().double().cpu(), val_loss.double().cpu(),
+                              val_acc.cpu()))
+        self.epoch += 1
+        done = stop.nonzero().flatten()
+        if done.numel():
+            self._finish(done, "early_stopping")
+        if self.epoch >= self.max_epochs and self.active.numel():
+            self._finish(torch.arange(self.active.numel(), device=self.active.device), "max_epochs")
+
+    @torch.no_grad()
+    def _finish(self, rows: torch.Tensor, reason: str) -> None:
+        """Move the runs at stack positions ``rows`` out of the stack, keeping their best weights."""
+        runs = self.active.index_select(0, rows)
+        for final, best in zip(self.final, self.best, strict=True):
+            final.index_copy_(0, runs, best.index_select(0, rows))
+        cpu_runs, cpu_rows = runs.cpu(), rows.cpu()
+        self.epochs[cpu_runs] = self.epoch
+        self.best_epoch[cpu_runs] = self.stopping.best_epoch.cpu()[cpu_rows]
+        for r in cpu_runs.tolist():
+            self.stop_reason[r] = reason
+        keep = torch.ones(self.active.numel(), dtype=torch.bool, device=self.active.device)
+        keep[rows] = False
+        keep = keep.nonzero().flatten()
+        self.active = self.active.index_select(0, keep)
+        for p in self.params:
+            p.grad = None
+            p.data = p.data.index_select(0, keep)
+        self.best = [b.index_select(0, keep) for b in self.best]
+        self.optimizer.select(keep)
+        self.stopping.select(keep)
+
+    @torch.no_grad()
+    def results(self) -> SplitResult:
+        """Restore every run's best weights, evaluate on train / val / test and collect the records."""
+        for p, final in zip(self.params, self.final, strict=True):
+            p.data = final.clone()
+        scores = {}
+        for part in PARTS:
+            ce, acc = masked_scores(self.model(self.parts[part], training=False), self.targets[part])
+            scores[part] = ((ce + self.model.l2_penalty()).double().cpu(), acc.cpu())
+        records = [{"init": init, "epochs": int(self.epochs[r]), "best_epoch": int(self.best_epoch[r]),
+                    "stop_reason": self.stop_reason[r],
+                    **{f"{part}_{name}": float(scores[part][k][r]) for part in PARTS
+                       for k, name in ((1, "accuracy"), (0, "loss"))}}
+                   for r, init in enumerate(self.init_ids)]
+        return SplitResult(records, self.history())
+
+    def history(self) -> dict[str, np.ndarray]:
+        if not self._history:
+            return {name: np.zeros(0) for name in ("init", "epoch", "train_loss", "val_loss", "val_accuracy")}
+        rows, epoch, train_loss, val_loss, val_acc = (torch.cat(c).numpy() for c in zip(*self._history, strict=True))
+        return {"init": np.asarray(self.init_ids, dtype=np.int64)[rows], "epoch": epoch.astype(np.int64),
+                "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc}
+
+    def state_dict(self) -> dict:
+        return {"params": [p.detach() for p in self.params], "best": self.best, "final": self.final,
+                "optimizer": self.optimizer.state_dict(), "stopping": self.stopping.state_dict(),
+                "active": self.active, "epoch": self.epoch, "epochs": self.epochs, "best_epoch": self.best_epoch,
+                "stop_reason": list(self.stop_reason), "history": list(self._history),
+                "rng": torch.get_rng_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for p, value in zip(self.params, state["params"], strict=True):
+            p.data = value.clone()
+        self.best, self.final = list(state["best"]), list(state["final"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.stopping.load_state_dict(state["stopping"])
+        self.active, self.epoch = state["active"], state["epoch"]
+        self.epochs, self.best_epoch = state["epochs"], state["best_epoch"]
+        self.stop_reason, self._history = list(state["stop_reason"]), list(state["history"])
+        torch.set_rng_state(state["rng"])
+
+
+class PropagationTrainer:
+    """Label propagation (no weights): one propagation step per epoch under an early-stopping rule, the best state
+    Y kept and restored like weights; its loss is the cross-entropy of softmax(Y), without an L2 term."""
+
+    def __init__(self, propagation, labels: torch.Tensor, parts: dict[str, torch.Tensor], *, criterion: str,
+                 patience: int, max_epochs: int, tolerance: float = 0.0) -> None:
+        self.propagation, self.labels, self.parts = propagation, labels, parts
+        self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
+        self.max_epochs = max_epochs
+        self.stopping = EarlyStopping(criterion, patience, 1, tolerance, labels.device)
+        self.best = propagation.state.clone()
+        self.epoch, self.stopped = 0, False
+        self._history: list[tuple[float, ...]] = []
+
+    @property
+    def finished(self) -> bool:
+        return self.stopped or self.epoch >= self.max_epochs
+
+    def train_epoch(self) -> None:
+        prop = self.propagation
+        prop.step()
+        train_ce, _ = masked_scores(prop.logits(self.parts["train"]), self.targets["train"])
+        val_ce, val_acc = masked_scores(prop.logits(self.parts["val"]), self.targets["val"])
+        save, stop = self.stopping.update(self.epoch, val_ce, val_acc)
+        if bool(save[0]):
+            self.best = prop.state.clone()
+        self._history.append((self.epoch, float(train_ce[0]), float(val_ce[0]), float(val_acc[0])))
+        self.epoch += 1
+        self.stopped = bool(stop[0])
+
+    def results(self) -> SplitResult:
+        self.propagation.state = self.best.clone()
+        record = {"init": 0, "epochs": self.epoch, "best_epoch": int(self.stopping.best_epoch[0]),
+                  "stop_reason": "early_stopping" if self.stopped else "max_epochs"}
+        for part in PARTS:
+            ce, acc = masked_scores(self.propagation.logits(self.parts[part]), self.targets[part])
+            record[f"{part}_accuracy"], record[f"{part}_loss"] = float(acc[0]), float(ce[0])
+        epochs = np.asarray([h[0] for h in self._history], dtype=np.int64)
+        history = {"init": np.zeros(epochs.size, dtype=np.int64), "epoch": epochs,
+                   **{name: np.asarray([h[i] for h in self._history], dtype=np.float64)
+                      for i, name in enumerate(("train_loss", "val_loss", "val_accuracy"), start=1)}}
+        return SplitResult([record], history)
+
+    def state_dict(self) -> dict:
+        return {"state": self.propagation.state, "best": self.best, "stopping": self.stopping.state_dict(),
+                "epoch": self.epoch, "stopped": self.stopped, "history": list(self._history)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.propagation.state = state["state"].clone()
+        self.best = state["best"].clone()
+        self.stopping.load_state_dict(state["stopping"])
+        self.epoch, self.stopped, self._history = state["epoch"], state["stopped"], list(state["history"])
+
+
+def train_to_end(trainer, checkpoint: Callable[[], None] | None = None) -> SplitResult:
+    """Run ``trainer`` until every run has stopped; ``checkpoint()`` is offered a chance after every epoch."""
+    while not trainer.finished:
+        trainer.train_epoch()
+        if checkpoint is not None:
+            checkpoint()
+    return trainer.results()
