@@ -2,9 +2,10 @@
 
     snakemake --cores 2                                   # the suite in config/config.yaml
     snakemake --cores 2 results/runs/CSL/GCN-PE/seed41/fold0/metrics.json   # one run and what it needs
-    snakemake --cores 2 --configfile my_suite.yaml        # another suite
+    snakemake --cores 2 --configfile config/suites/pitfalls.yaml            # another suite (replaces the default)
 """
 
+import os
 import sys
 
 from snakemake.utils import min_version
@@ -15,11 +16,17 @@ from gnnbench.errors import GnnbenchError
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# A suite given with --configfile replaces the default suite: Snakemake would deep-merge it into the workflow's
+# configfile (every default dataset and `set` override leaking into the user's suite), so the default is loaded
+# only when no --configfile was given (from beside this Snakefile, whatever the working directory).
+# --config KEY=VALUE still applies on top of either.
+if not workflow.overwrite_configfiles:
+
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 try:
-    SUITE = load_suite(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+    SUITE = load_suite(config)
 except GnnbenchError as exc:
     sys.exit(f"gnnbench: error: {exc}")
 

@@ -61,7 +61,7 @@ def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
         **{part: {"metric": scores[part], "loss": None} for part in ("train", "val", "test")},
         "num_params": 0, "epochs": 0, "seconds_per_epoch": 0.0,
         "total_hours": (time.perf_counter() - start) / 3600, "stop_reason": "baseline (not trained)",
-        "data": {"split_protocol": splits.protocol, "dataset_checksum": meta.checksum},
+        "data": {"split_scheme": splits.scheme, "dataset_checksum": meta.checksum},
         "config": {"k": k, "batch_size": batch_size},
     }
 

@@ -2,10 +2,14 @@
 
     gnnbench generate sbm_pattern --name PATTERN --seed 0 --set num_train=1000 --out results/datasets/PATTERN
     gnnbench pe results/datasets/CSL --k 20 --out results/features/CSL/laplacian_pe_k20.parquet
-    gnnbench splits results/datasets/CSL --protocol stratified_kfold --folds 5 --out results/splits/CSL/splits.json
+    gnnbench splits results/datasets/CSL --scheme stratified_kfold --folds 5 --out results/splits/CSL/splits.json
+    gnnbench splits results/datasets/Cora --scheme random_per_class --splits 100 --out results/splits/Cora/splits.json
     gnnbench train --dataset results/datasets/CSL --splits results/splits/CSL/splits.json --fold 0 \\
         --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
+    gnnbench train --protocol pitfalls --dataset results/datasets/Cora --splits results/splits/Cora/splits.json \\
+        --fold 0 1 2 --inits 20 --preset pitfalls_GCN --out results/runs/Cora/GCN/chunk0
     gnnbench aggregate results/runs/CSL/*/*/*/metrics.json --out results/tables/CSL
+    gnnbench aggregate --protocol pitfalls results/runs/Cora/*/*/runs.parquet --out results/tables/Cora
     gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
     gnnbench fit-budget --dataset ZINC --model GAT --layers 4 --budget 100000
     gnnbench presets
@@ -23,6 +27,7 @@ import sys
 import yaml
 
 from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.splits import SCHEMES
 
 
 def _key_values(pairs: list[str] | None) -> dict:
@@ -57,28 +62,35 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("splits", help="make a split file")
     p.add_argument("dataset", help="dataset folder")
-    p.add_argument("--protocol", choices=["given", "stratified_kfold"], required=True)
-    p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--val-fraction", type=float, default=0.25)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scheme", "--protocol", dest="scheme", choices=SCHEMES, required=True,
+                   help="split scheme (--protocol: its older name)")
+    for name, kind in (("folds", int), ("val-fraction", float), ("splits", int), ("train-per-class", int),
+                       ("val-per-class", int), ("val-size", int), ("test-size", int), ("seed", int)):
+        p.add_argument(f"--{name}", type=kind, help="scheme parameter (default: the scheme's)")
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("train", help="train one run (model × seed × fold)")
+    p = sub.add_parser("train", help="train one run (model × seed × fold), or with --protocol pitfalls every "
+                                     "initialisation of the given splits")
+    p.add_argument("--protocol", default="benchmarking-gnns", help="benchmarking-gnns (default) or pitfalls")
     p.add_argument("--dataset", required=True, help="dataset folder")
     p.add_argument("--splits", required=True, help="split file")
-    p.add_argument("--fold", type=int, default=0)
+    p.add_argument("--fold", type=int, nargs="+", default=[0], help="fold (pitfalls: one or more splits)")
+    p.add_argument("--inits", type=int, default=20, help="pitfalls: initialisations per split")
+    p.add_argument("--init-ids", type=int, nargs="+", help="pitfalls: train only these initialisations")
     p.add_argument("--pe", help="positional-encoding file (needed when pos_enc is true)")
     p.add_argument("--preset", help="published config to start from")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
-    p.add_argument("--seed", type=int, help="overrides the config's seed")
+    p.add_argument("--seed", type=int, help="overrides the config's seed (pitfalls: seed of the initialisations)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--threads", type=int)
     p.add_argument("--label", help="model label recorded in metrics.json")
     p.add_argument("--out", required=True, help="run folder")
 
-    p = sub.add_parser("aggregate", help="summary tables from runs' metrics.json files")
+    p = sub.add_parser("aggregate", help="summary tables from runs' metrics.json (pitfalls: runs.parquet) files")
     p.add_argument("metrics", nargs="+")
-    p.add_argument("--out", required=True, help="output prefix: writes PREFIX.csv, .md and .parquet")
+    p.add_argument("--protocol", default="benchmarking-gnns", help="benchmarking-gnns (default) or pitfalls")
+    p.add_argument("--out", required=True, help="output prefix: writes PREFIX.csv, .md and .parquet (pitfalls: "
+                                                "also the box plot PREFIX.png and .svg)")
 
     p = sub.add_parser("params", help="print the trainable-parameter count of a config")
     p.add_argument("--preset", help="published config name")
@@ -114,35 +126,45 @@ def _run(args: argparse.Namespace) -> None:
         compute_pe(args.dataset, args.k, args.out)
     elif args.command == "splits":
         from gnnbench.pipeline import make_split_file
+        from gnnbench.splits import resolve_split
 
-        params = {"folds": args.folds, "val_fraction": args.val_fraction, "seed": args.seed}
-        make_split_file(args.dataset, args.protocol, params if args.protocol != "given" else {}, args.out)
+        given = {k: v for k, v in vars(args).items()
+                 if k in ("folds", "val_fraction", "splits", "train_per_class", "val_per_class", "val_size",
+                          "test_size", "seed") and v is not None}
+        split = resolve_split({"scheme": args.scheme, **given}, "splits")
+        make_split_file(args.dataset, split.pop("scheme"), split, args.out)
     elif args.command == "train":
-        from gnnbench.config.presets import run_config
-        from gnnbench.training.run import train_run
-
-        overrides = _key_values(args.set)
-        if args.seed is not None:
-            overrides["seed"] = args.seed
-        config = run_config(args.preset, overrides, where="--set")
-        results = train_run(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold, config=config,
-                            out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads,
-                            label=args.label)
-        print(f"test {results['metric']}: {results['test']['metric']:.4f}")
+        _train(args)
     elif args.command == "aggregate":
-        from gnnbench.pipeline import aggregate_tables
+        from gnnbench.protocols import get_protocol
 
-        aggregate_tables(args.metrics, f"{args.out}.csv", f"{args.out}.md", f"{args.out}.parquet")
+        out = args.out
+        if get_protocol(args.protocol, "--protocol").name == "pitfalls":
+            from gnnbench.protocols.pitfalls import dataset_report
+
+            dataset_report(args.metrics, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
+        else:
+            from gnnbench.protocols.benchmarking_gnns import aggregate_tables
+
+            aggregate_tables(args.metrics, f"{out}.csv", f"{out}.md", f"{out}.parquet")
     elif args.command == "params":
-        from gnnbench.config.presets import get_preset, run_config
+        from gnnbench.config.presets import get_preset, preset_protocol, run_config
         from gnnbench.data.catalog import describe_dataset
-        from gnnbench.models import build_model, count_parameters
 
-        dataset = args.dataset or (get_preset(args.preset)["dataset"] if args.preset else None)
+        preset = get_preset(args.preset) if args.preset else None
+        dataset = args.dataset or (preset["dataset"] if preset else None)
         if dataset is None:
             raise ConfigError("params: give --preset, or --dataset with --set model=... and the model's keys")
         config = run_config(args.preset, _key_values(args.set), where="--set")
-        print(count_parameters(build_model(config, describe_dataset(dataset))))
+        meta = describe_dataset(dataset)
+        if preset is not None and preset_protocol(preset) == "pitfalls":
+            from gnnbench.protocols.pitfalls import num_parameters, stand_in_graph
+
+            print(num_parameters(config, stand_in_graph(meta)))
+        else:
+            from gnnbench.models import build_model, count_parameters
+
+            print(count_parameters(build_model(config, meta)))
     elif args.command == "fit-budget":
         from gnnbench.config.budget import fit_preset
         from gnnbench.data.catalog import describe_dataset
@@ -152,10 +174,11 @@ def _run(args: argparse.Namespace) -> None:
         tuned = fit.out_dim is not None and fit.out_dim != fit.config.get("n_heads", 1) * fit.hidden_dim
         print(f"{fit.hidden_dim} {fit.total_params}" + (f" out_dim={fit.out_dim}" if tuned else ""))
     elif args.command == "presets":
-        from gnnbench.config.presets import all_presets
+        from gnnbench.config.presets import all_presets, preset_protocol
 
         for name, preset in all_presets().items():
-            print(f"{name}\t{preset['model']}\t{preset['dataset']}\t{preset.get('total_params', '')}")
+            print(f"{name}\t{preset_protocol(preset)}\t{preset['model']}\t{preset['dataset']}\t"
+                  f"{preset.get('total_params', '')}")
     elif args.command == "tsp" and args.tsp_command == "solve":
         from gnnbench.data.tsplib import read_tsplib, solve_instance
 
@@ -163,6 +186,33 @@ def _run(args: argparse.Namespace) -> None:
         _, length = solve_instance(instance, args.runs)
         print(f"{instance.name} {instance.dimension}")
         print(length)  # last line: the tour length alone, in TSPLIB integer units
+
+
+def _train(args: argparse.Namespace) -> None:
+    from gnnbench.config.presets import run_config
+    from gnnbench.protocols import get_protocol
+
+    protocol = get_protocol(args.protocol, "--protocol").name
+    overrides = _key_values(args.set)
+    if protocol == "pitfalls":
+        from gnnbench.protocols.pitfalls import run_chunk
+
+        config = run_config(args.preset, overrides, where="--set", protocol=protocol)
+        metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
+                            inits=args.inits, seed=args.seed or 0, out_dir=args.out, device=args.device,
+                            threads=args.threads, label=args.label, init_ids=args.init_ids)
+        print(f"{metrics['runs']} runs, mean test accuracy: {metrics['test_accuracy_mean']:.2f}")
+        return
+    from gnnbench.protocols.benchmarking_gnns import train
+
+    if len(args.fold) != 1:
+        raise ConfigError(f"--fold: protocol {protocol} trains one fold per run, got {len(args.fold)}")
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    config = run_config(args.preset, overrides, where="--set", protocol=protocol)
+    results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold[0], config=config,
+                    out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads, label=args.label)
+    print(f"test {results['metric']}: {results['test']['metric']:.4f}")
 
 
 def main(argv: list[str] | None = None) -> int:

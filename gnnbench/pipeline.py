@@ -11,7 +11,6 @@ from gnnbench.data.generators import generate, get_generator, resolve_params
 from gnnbench.data.meta import DatasetMeta, read_dataset, write_dataset
 from gnnbench.features.laplacian_pe import laplacian_pe
 from gnnbench.features.pe_file import write_pe
-from gnnbench.reporting.aggregate import aggregate, load_runs, write_tables
 from gnnbench.splits import make_splits, write_splits
 
 log = logging.getLogger(__name__)
@@ -38,15 +37,15 @@ def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -
              time.perf_counter() - start)
 
 
-def make_split_file(dataset_dir: str | os.PathLike, protocol: str, params: dict, out: str | os.PathLike) -> None:
+def make_split_file(dataset_dir: str | os.PathLike, scheme: str, params: dict, out: str | os.PathLike) -> None:
+    """Split file of a dataset: graph splits from the graph labels, or node splits of a single-graph dataset from
+    its node labels (and its node column ``split`` when it comes with one)."""
     meta, columns = read_dataset(dataset_dir)
-    labels = columns.graph.get("y")
-    write_splits(out, make_splits(meta, labels, protocol, params))
-
-
-def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,
-                     parquet: str | os.PathLike) -> None:
-    write_tables(aggregate(load_runs(metrics_files)), csv, markdown, parquet)
+    if meta.transductive:
+        labels, given = columns.node.get("y"), columns.node.get("split")
+    else:
+        labels, given = columns.graph.get("y"), None
+    write_splits(out, make_splits(meta, labels, scheme, params, given))
 
 
 def label_tsp_shard(params: dict | None, seed: int, shard: int, out: str | os.PathLike, workers: int = 1) -> None:

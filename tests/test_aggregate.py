@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from gnnbench.errors import DataError
-from gnnbench.pipeline import aggregate_tables
+from gnnbench.protocols.benchmarking_gnns import aggregate_tables
 
 
 def fake_run(folder, label, seed, fold, test, train, protocol, params=1000, epochs=10):

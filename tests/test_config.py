@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gnnbench.config.presets import REPO_ROOT, get_preset, run_config
+from gnnbench.config.presets import get_preset, run_config
 from gnnbench.config.suite import load_suite, load_suite_file
 from gnnbench.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 
@@ -33,10 +35,19 @@ def test_default_suite_resolves_to_the_expected_runs():
     assert suite.table_files()[:3] == ["results/tables/PATTERN.csv", "results/tables/PATTERN.md",
                                        "results/tables/PATTERN.parquet"]
     assert suite.metrics_files("CSL")[0] == "results/runs/CSL/MLP/seed14/fold0/metrics.json"
-    assert suite.datasets["CSL"].split == {"protocol": "stratified_kfold", "folds": 5, "val_fraction": 0.25,
+    assert suite.datasets["CSL"].split == {"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25,
                                            "seed": 1}
-    assert suite.datasets["PATTERN"].split == {"protocol": "given"}
+    assert suite.datasets["PATTERN"].split == {"scheme": "given"}
     assert suite.device == "auto" and suite.threads_per_run == 1
+    csbm = suite.benchmarks["CSBM"]  # the pitfalls block: 10 models, 4 splits in one job each, 4 inits (LabelProp: 1)
+    assert csbm.protocol == "pitfalls" and len(csbm.models) == 10 and csbm.num_chunks == 1
+    assert csbm.model_inits("GCN") == 4 and csbm.model_inits("LabelProp") == 1
+    assert suite.datasets["CSBM"].split == {"scheme": "random_per_class", "splits": 4, "train_per_class": 20,
+                                            "val_per_class": 30, "seed": 2018}
+    assert csbm.models["GAT"].config["num_heads"] == [8, 1] and csbm.models["GAT"].config["num_epochs"] == 100_000
+    assert suite.table_files()[-5:] == ["results/plots/CSBM.png", "results/plots/CSBM.svg",
+                                        "results/tables/pitfalls.csv", "results/tables/pitfalls.md",
+                                        "results/tables/pitfalls.parquet"]
 
 
 def test_run_config_layers_preset_overrides_and_coerces_strings():
@@ -93,9 +104,22 @@ BAD_CONFIGS = [
      "benchmarks.CSL.models.MF: model MF cannot do graph_classification (dataset CSL)"),
     ("benchmarks.CSL.models.GIN", {"model": "GIN", "budget": 0}, "benchmarks.CSL.models.GIN.budget"),
     ("benchmarks.CSL.models.GIN", {"budget": 10000}, "a budget needs the model"),
-    ("datasets.PATTERN.split", {"protocol": "stratified_kfold"},
-     "datasets.PATTERN.split.protocol: stratified_kfold needs graph labels"),
-    ("datasets.CSL.split", {"protocol": "given"}, "datasets.CSL.split.protocol: dataset CSL comes without a split"),
+    ("datasets.PATTERN.split", {"scheme": "stratified_kfold"},
+     "datasets.PATTERN.split.scheme: stratified_kfold needs graph labels"),
+    ("datasets.CSL.split", {"scheme": "given"}, "datasets.CSL.split.scheme: dataset CSL comes without a split"),
+    ("datasets.CSL.split", {"protocol": "given"}, "datasets.CSL.split.scheme: dataset CSL comes without a split"),
+    ("datasets.CSL.split", {"scheme": "random_per_class"},
+     "datasets.CSL.split: protocol benchmarking-gnns evaluates on split schemes given, stratified_kfold, but dataset "
+     "CSL is split by random_per_class"),
+    ("benchmarks.CSL.protocol", "fair-comparison", "benchmarks.CSL.protocol: protocol 'fair-comparison': nested "
+                                                   "cross-validation with model selection (Errica et al.) is not"),
+    ("benchmarks.CSL.protocol", "pitfals", "benchmarks.CSL.protocol: unknown protocol 'pitfals'; choose one of "
+                                           "benchmarking-gnns, pitfalls"),
+    ("benchmarks.CSL.protocol", "pitfalls", "benchmarks.CSL.protocol: protocol pitfalls needs one graph with node "
+                                            "labels (transductive node classification), but dataset CSL is a "
+                                            "graph_classification dataset of 150 graphs; use protocol benchmarking"),
+    ("benchmarks.CSL.inits", 20, "benchmarks.CSL.inits: not a setting of protocol benchmarking-gnns"),
+    ("benchmarks.CSL.seeds", None, "benchmarks.CSL: protocol benchmarking-gnns needs seeds"),
     ("datasets", None, "config: 'datasets' is a required property"),
     ("datasets.PATTERN.params.num_val", 5, "datasets.PATTERN.params.num_val: 5 graphs cannot hold one graph of each "
                                            "of the 10 pattern instances"),
@@ -122,4 +146,4 @@ def test_config_files_that_are_missing_or_not_yaml(tmp_path):
     with pytest.raises(ConfigError, match="is not valid YAML"):
         load_suite_file(bad)
     assert load_suite_file(Path(REPO_ROOT / "config" / "config.yaml")).benchmarks.keys() == {
-        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp", "MNIST-digits"}
+        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp", "MNIST-digits", "CSBM"}

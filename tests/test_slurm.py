@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gnnbench.config.presets import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
 
 PROFILE = REPO_ROOT / "workflow" / "profiles" / "slurm"
 TEST_SNAKEFILE = REPO_ROOT / "tests" / "slurm" / "Snakefile"

@@ -7,12 +7,14 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from gnnbench.config.presets import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
 
 pytestmark = pytest.mark.slow
 

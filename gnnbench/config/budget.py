@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gnnbench.config.presets import all_presets, run_config
+from gnnbench.config.presets import DEFAULT_PROTOCOL, all_presets, preset_protocol, run_config
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 
@@ -45,7 +45,7 @@ class Fit:
 def base_preset(dataset: str, model: str) -> str:
     """The published config a fit starts from: the model's config for ``dataset`` (else for any dataset),
     preferring the plain 100k/40k budget over PE, L8 and edge-analysis variants."""
-    presets = all_presets()
+    presets = {n: p for n, p in all_presets().items() if preset_protocol(p) == DEFAULT_PROTOCOL}
     same_model = [n for n, p in presets.items() if p["model"] == model]
     if not same_model:
         raise ConfigError(f"fit-budget: no published config uses model {model!r}; models: "

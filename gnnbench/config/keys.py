@@ -1,8 +1,14 @@
-"""Every key a run config may hold, with its type (the original's JSON keys plus gnnbench's own).
+"""Every key a run config may hold, with its type, per protocol (each protocol's original config keys plus
+gnnbench's own).
 
-The original scripts have no defaults (a missing key is a KeyError); gnnbench checks presence per
-architecture (``required`` on each model class) and types here, so a typo or a wrong type is reported
-with the key's name instead of failing deep inside training.
+``KEY_TYPES``: the benchmarking-gnns protocol (the original's JSON ``net_params`` / ``params`` keys). The original
+scripts have no defaults (a missing key is a KeyError); gnnbench checks presence per architecture (``required`` on
+each model class) and types here, so a typo or a wrong type is reported with the key's name instead of failing deep
+inside training.
+
+``PITFALLS_KEY_TYPES``: the pitfalls protocol (gnn-benchmark's YAML keys: ``config/train.conf.yaml`` and
+``config/optimized/*.yaml``, plus gnnbench's switches for the original's bugs: ``gcn_self_loops`` and
+``maxpool_pads_with_node0``).
 """
 
 from __future__ import annotations
@@ -24,20 +30,34 @@ TRAIN_KEYS: dict[str, type] = {
     "lr_schedule_patience": int, "min_lr": float, "weight_decay": float, "max_time": float,
 }
 OTHER_KEYS: dict[str, type] = {"model": str, "dense_schedule": str}
-CHOICES = {"dense_schedule": ("minibatch", "original")}
 KEY_TYPES: dict[str, type] = {**NET_KEYS, **TRAIN_KEYS, **OTHER_KEYS}
+PITFALLS_KEY_TYPES: dict[str, type] = {
+    "model": str, "hidden_size": int, "num_heads": list, "input_dropout_prob": float,
+    "coefficient_dropout_prob": float, "dropout_prob": float, "num_kernels": int, "r": int, "aggregator": str,
+    "agg_transform_size": int, "gcn_self_loops": bool, "maxpool_pads_with_node0": bool, "learning_rate": float,
+    "weight_decay": float, "prop_type": str, "return_prob": float, "num_epochs": int,
+    "early_stopping_criterion": str, "early_stopping_tolerance": int, "improvement_tolerance": float,
+    "num_training_runs": int,
+}
+PROTOCOL_KEYS = {"benchmarking-gnns": KEY_TYPES, "pitfalls": PITFALLS_KEY_TYPES}
+CHOICES = {"dense_schedule": ("minibatch", "original"), "aggregator": ("mean", "maxpool", "meanpool"),
+           "prop_type": ("vanilla", "smoothed"), "early_stopping_criterion": ("gnnbench", "gat_tol")}
 
-_POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel"}
-_FRACTION = {"in_feat_dropout", "dropout"}
+_POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel", "hidden_size",
+             "num_kernels", "r", "agg_transform_size", "num_epochs", "early_stopping_tolerance", "num_training_runs"}
+_FRACTION = {"in_feat_dropout", "dropout", "input_dropout_prob", "coefficient_dropout_prob", "dropout_prob",
+             "return_prob"}
 
 
-def coerce(key: str, value: Any, where: str) -> Any:
+def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = None) -> Any:
     """Check (and, from strings such as ``--set`` values or YAML's ``1e-5``, convert) one config value."""
-    if key not in KEY_TYPES:
-        close = difflib.get_close_matches(key, KEY_TYPES, n=2, cutoff=0.7)
+    types = KEY_TYPES if types is None else types
+    if key not in types:
+        close = difflib.get_close_matches(key, types, n=2, cutoff=0.7)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise ConfigError(f"{where}: unknown config key {key!r}{hint}; see the keys of config/presets/*.yaml")
-    expected = KEY_TYPES[key]
+        raise ConfigError(f"{where}: unknown config key {key!r}{hint}; `gnnbench presets` lists the published "
+                          "configs and their keys")
+    expected = types[key]
     try:
         value = _convert(expected, value)
     except (TypeError, ValueError):
@@ -50,6 +70,8 @@ def coerce(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {key} must be at least 1, got {value!r}; fix the value")
     if key in _FRACTION and not 0 <= value < 1:
         raise ConfigError(f"{where}: {key} must be in [0, 1), got {value!r}; fix the value")
+    if expected is list and not (value and all(v >= 1 for v in value)):
+        raise ConfigError(f"{where}: {key} must be a non-empty list of positive integers, got {value!r}; fix the value")
     if expected is float and value < 0:
         raise ConfigError(f"{where}: {key} must not be negative, got {value!r}; fix the value")
     return value
@@ -78,14 +100,21 @@ def _convert(expected: type, value: Any) -> Any:
         if isinstance(value, str):
             return float(value)
         raise TypeError
+    if expected is list:
+        if isinstance(value, str):
+            value = [int(v) for v in value.strip("[]").split(",")]
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise TypeError
+        return list(value)
     if not isinstance(value, str):
         raise TypeError
     return value
 
 
 def _describe(expected: type) -> str:
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[expected]
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+            list: "a list of integers"}[expected]
 
 
-def coerce_all(values: dict, where: str) -> dict:
-    return {k: coerce(k, v, f"{where}.{k}" if where else k) for k, v in values.items()}
+def coerce_all(values: dict, where: str, types: dict[str, type] | None = None) -> dict:
+    return {k: coerce(k, v, f"{where}.{k}" if where else k, types) for k, v in values.items()}

@@ -1,11 +1,14 @@
-"""The benchmark's published configs as data (``config/presets/*.yaml``), addressable by original name.
+"""The published configs as data (``gnnbench/config/presets/*.yaml``, shipped inside the package), addressable by
+their original names.
 
-A preset holds the original JSON's ``net_params`` and ``params`` groups, the model name, the parameter
-total the original prints, and how the original scripts ran it (``runs``: CLI overrides and seeds).
-A *run config* is a preset flattened into one dict, with overrides applied and every value checked.
+A benchmarking-gnns preset holds the original JSON's ``net_params`` and ``params`` groups, the model name, the
+parameter total the original prints, and how the original scripts ran it (``runs``: CLI overrides and seeds). A
+preset of another protocol says so (``protocol: pitfalls``) and holds its model's ``params`` under that protocol's
+keys (:mod:`gnnbench.config.keys`). A *run config* is a preset flattened into one dict, with overrides applied
+and every value checked against the keys of its protocol.
 
-Presets are looked up in the directory given explicitly, else ``$GNNBENCH_PRESETS``, else the
-``config/presets`` folder of the source checkout gnnbench is installed from (``pip install -e .``).
+Presets are looked up in the directory given explicitly, else ``$GNNBENCH_PRESETS``, else the package's own
+``presets`` folder (so ``pip install .`` and wheels work from any directory).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from pathlib import Path
 
 import yaml
 
-from gnnbench.config.keys import coerce_all
+from gnnbench.config.keys import PROTOCOL_KEYS, coerce_all
 from gnnbench.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_PRESETS = Path(__file__).resolve().parent / "presets"
+DEFAULT_PROTOCOL = "benchmarking-gnns"
 
 
 def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
@@ -28,14 +32,14 @@ def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
         return Path(explicit)
     if os.environ.get("GNNBENCH_PRESETS"):
         return Path(os.environ["GNNBENCH_PRESETS"])
-    return REPO_ROOT / "config" / "presets"
+    return PACKAGE_PRESETS
 
 
 @cache
 def _load(directory: Path) -> dict[str, dict]:
     if not directory.is_dir():
-        raise ConfigError(f"preset directory {directory} does not exist; set GNNBENCH_PRESETS to the "
-                          "config/presets folder of a gnnbench checkout")
+        raise ConfigError(f"preset directory {directory} does not exist; unset GNNBENCH_PRESETS (the package ships "
+                          "its presets) or point it at a folder of preset YAML files")
     presets: dict[str, dict] = {}
     for path in sorted(directory.glob("*.yaml")):
         try:
@@ -62,15 +66,29 @@ def get_preset(name: str, directory: str | os.PathLike | None = None, where: str
     return presets[name]
 
 
-def run_config(preset: str | None, overrides: dict | None = None, *, directory=None, where: str = "") -> dict:
-    """Flat, checked run config: the preset's net_params and params (if any) updated by ``overrides``."""
+def preset_protocol(entry: dict) -> str:
+    return entry.get("protocol", DEFAULT_PROTOCOL)
+
+
+def run_config(preset: str | None, overrides: dict | None = None, *, directory=None, where: str = "",
+               protocol: str | None = None) -> dict:
+    """Flat, checked run config: the preset's net_params and params (if any) updated by ``overrides``.
+
+    ``protocol`` (default: the preset's, else benchmarking-gnns) selects the keys values are checked against; a
+    preset of another protocol is a ConfigError."""
     config: dict = {}
-    if preset is not None:
-        entry = get_preset(preset, directory, where or "preset")
+    entry = get_preset(preset, directory, where or "preset") if preset is not None else None
+    if entry is not None:
+        if protocol is not None and preset_protocol(entry) != protocol:
+            raise ConfigError(f"{where or 'preset'}: preset {preset} is a config of protocol {preset_protocol(entry)}"
+                              f", not {protocol}; pick a {protocol} preset (`gnnbench presets` lists them)")
+        protocol = preset_protocol(entry)
+    types = PROTOCOL_KEYS[protocol or DEFAULT_PROTOCOL]
+    if entry is not None:
         config.update({"model": entry["model"]})
-        config.update(coerce_all(entry["net_params"], f"preset {preset}"))
-        config.update(coerce_all(entry["params"], f"preset {preset}"))
-    config.update(coerce_all(overrides or {}, where))
+        config.update(coerce_all(entry.get("net_params") or {}, f"preset {preset}", types))
+        config.update(coerce_all(entry.get("params") or {}, f"preset {preset}", types))
+    config.update(coerce_all(overrides or {}, where, types))
     if "model" not in config:
         raise ConfigError(f"{where or 'config'}: no model given; name a preset or set model (e.g. GCN)")
     return config

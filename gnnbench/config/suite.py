@@ -1,20 +1,24 @@
 """The workflow's suite configuration (``config/config.yaml``): datasets, benchmarks, and the runs they imply.
 
-Loading checks the config against ``workflow/schemas/config.schema.yaml`` and then semantically: known
-generators and parameters, benchmarks that name defined datasets, presets that exist, override keys and
-types, folds that exist, and that every model can be built for its dataset. Each problem is reported as one
-line naming the key and the fix, before anything is generated or trained.
+A suite has datasets (how to make each, and how to split it) and benchmarks (per dataset: the protocol, the models
+and the run grid). Each benchmark block names its evaluation protocol (``protocol:``, default
+``benchmarking-gnns``; :mod:`gnnbench.protocols`), which resolves the block and says which files the workflow
+must produce. Loading checks the config against the schema (``gnnbench/config/suite.schema.yaml``, also at
+``workflow/schemas/config.schema.yaml``) and then semantically: known generators and parameters, split schemes the
+protocol evaluates on, benchmarks that name defined datasets, presets that exist, override keys and types, folds
+that exist, and that every model can be built for its dataset. Each problem is reported as one line naming the
+key and the fix, before anything is generated or trained.
 
 Output layout (paths relative to the working directory)::
 
-    resources/raw/{source}/{file}                               (downloads: MNIST IDX files, CIFAR-10 tarball, ...)
+    resources/raw/{source}/{file}                               (downloads: MNIST IDX files, Planetoid, npz, ...)
     results/datasets/{dataset}/graphs.parquet, meta.json
     results/datasets/{dataset}/label_shards/{shard}.parquet   (TSP: tours of one labelling shard)
     results/features/{dataset}/laplacian_pe_k{k}.parquet
     results/splits/{dataset}/splits.json
-    results/runs/{dataset}/{model}/seed{seed}/fold{fold}/metrics.json, history.parquet, checkpoint.pt
+    results/runs/...                                            (per protocol, see gnnbench/protocols/)
     results/baselines/{dataset}/knn_k2.json                    (TSP: the k-NN heuristic, scored like a run)
-    results/tables/{dataset}.csv, .md, .parquet
+    results/tables/{dataset}.csv, .md, .parquet                 (+ results/plots/, suite-wide tables per protocol)
 """
 
 from __future__ import annotations
@@ -25,23 +29,23 @@ from pathlib import Path
 
 import yaml
 
-from gnnbench.config.presets import REPO_ROOT, run_config
 from gnnbench.data.generators import get_generator, resolve_params
 from gnnbench.data.meta import DatasetMeta
-from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.errors import ConfigError
+from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
+from gnnbench.protocols.base import Benchmark
+from gnnbench.protocols.benchmarking_gnns import BenchmarkingGNNsBenchmark
+from gnnbench.splits import resolve_split
 
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 DATASET_DIR = "results/datasets/{dataset}"
 PE_FILE = "results/features/{dataset}/laplacian_pe_k{k}.parquet"
 SPLITS_FILE = "results/splits/{dataset}/splits.json"
-RUN_DIR = "results/runs/{dataset}/{model}/seed{seed}/fold{fold}"
 RAW_DIR = "resources/raw"  # downloads (raw files), shared by all suites run in this directory
 LABEL_SHARD_FILE = "results/datasets/{dataset}/label_shards/{shard}.parquet"
 KNN_BASELINE_FILE = "results/baselines/{dataset}/knn_k{k}.json"
 KNN_BASELINE_K = 2  # the paper's TSP k-NN heuristic (F1 0.693)
 SHARDED_GENERATORS = ("tsp",)  # generators whose labelling runs as one job per shard
-TABLE_FILE = "results/tables/{dataset}.{ext}"
-TABLE_FORMATS = ("csv", "md", "parquet")
 DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
 # What each stage's jobs ask a scheduler for (config key `resources`; runtime in minutes). The `train` defaults
 # come from the older top-level keys (threads_per_run, ...), which stay accepted as shorthands.
@@ -60,27 +64,14 @@ class DatasetSpec:
     generator: str
     seed: int
     params: dict
-    split: dict
+    split: dict  # resolved: {"scheme": ..., parameters}
     meta: DatasetMeta  # described from the generator: no data needed
+    generator_split: dict = field(default_factory=dict)  # the generator's own default split
 
     @property
     def num_folds(self) -> int:
-        return self.split.get("folds", 1) if self.split["protocol"] == "stratified_kfold" else 1
-
-
-@dataclass
-class ModelSpec:
-    label: str
-    preset: str | None
-    config: dict  # resolved run config; the run's seed is filled in per run
-
-
-@dataclass
-class Benchmark:
-    dataset: str
-    seeds: list[int]
-    folds: list[int]
-    models: dict[str, ModelSpec] = field(default_factory=dict)
+        """Partitions in the split file: cross-validation folds, random splits, or 1."""
+        return self.split.get("folds", self.split.get("splits", 1)) if self.split["scheme"] != "given" else 1
 
 
 @dataclass
@@ -104,20 +95,28 @@ class Suite:
                 out["gpu_model"] = spec["gpu_model"]
         return out
 
+    def protocol_datasets(self, protocol: str) -> list[str]:
+        return [name for name, b in self.benchmarks.items() if b.protocol == protocol]
+
+    def _p1(self, dataset: str) -> BenchmarkingGNNsBenchmark:
+        benchmark = self.benchmarks.get(dataset)
+        if not isinstance(benchmark, BenchmarkingGNNsBenchmark):
+            raise ValueError(f"dataset {dataset} has no benchmarking-gnns benchmark in this suite")
+        return benchmark
+
+    # benchmarking-gnns runs (model × seed × fold)
     def run_config(self, dataset: str, model: str, seed: int) -> dict:
-        return {**self.benchmarks[dataset].models[model].config, "seed": int(seed)}
+        return self._p1(dataset).run_config(model, seed)
 
     def pe_dim(self, dataset: str, model: str) -> int | None:
-        config = self.benchmarks[dataset].models[model].config
-        return config["pos_enc_dim"] if config.get("pos_enc") else None
+        return self._p1(dataset).pe_dim(model)
 
     def runs(self, dataset: str | None = None) -> list[dict]:
-        return [{"dataset": b.dataset, "model": label, "seed": seed, "fold": fold}
-                for b in self.benchmarks.values() if dataset in (None, b.dataset)
-                for label in b.models for seed in b.seeds for fold in b.folds]
+        return [run for name, b in self.benchmarks.items() if dataset in (None, name)
+                and isinstance(b, BenchmarkingGNNsBenchmark) for run in b.runs()]
 
-    def metrics_files(self, dataset: str | None = None) -> list[str]:
-        return [RUN_DIR.format(**run) + "/metrics.json" for run in self.runs(dataset)]
+    def metrics_files(self, dataset: str) -> list[str]:
+        return self.benchmarks[dataset].run_files()
 
     @property
     def sharded_datasets(self) -> list[str]:
@@ -165,8 +164,17 @@ class Suite:
         sizes = [int(m.config["batch_size"]) for m in self.benchmarks[dataset].models.values()]
         return max(sizes, key=lambda b: (sizes.count(b), b)) if sizes else 64
 
+    def suite_files(self, protocol: str) -> list[str]:
+        """Reports of one protocol spanning its benchmarks (e.g. the pitfalls ranking tables)."""
+        benchmarks = [b for b in self.benchmarks.values() if b.protocol == protocol]
+        return get_protocol(protocol).suite_files(benchmarks) if benchmarks else []
+
     def table_files(self) -> list[str]:
-        return [TABLE_FILE.format(dataset=d, ext=ext) for d in self.benchmarks for ext in TABLE_FORMATS]
+        """Everything a full run of the suite produces at the end: per-dataset tables (and plots), suite tables."""
+        files = [f for b in self.benchmarks.values() for f in b.table_files()]
+        for protocol in dict.fromkeys(b.protocol for b in self.benchmarks.values()):
+            files += self.suite_files(protocol)
+        return files
 
 
 def load_suite_file(path: str | os.PathLike) -> Suite:
@@ -184,14 +192,21 @@ def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH) -> Su
     """Validate a workflow config (already parsed) and resolve it into a :class:`Suite`."""
     _check_schema(config, Path(schema_path))
     settings = {k: config.get(k, v) for k, v in DEFAULTS.items()}
-    datasets = {name: _dataset(name, entry) for name, entry in config["datasets"].items()}
+    for name in config["benchmarks"]:
+        if name not in config["datasets"]:
+            raise ConfigError(f"benchmarks.{name}: unknown dataset {name!r}; define it under datasets "
+                              f"(defined: {', '.join(config['datasets'])})")
+    protocols = {name: get_protocol(entry.get("protocol", DEFAULT_PROTOCOL), f"benchmarks.{name}.protocol")
+                 for name, entry in config["benchmarks"].items()}
+    datasets = {name: _dataset(name, entry, protocols.get(name)) for name, entry in config["datasets"].items()}
     benchmarks = {}
     for name, entry in config["benchmarks"].items():
-        where = f"benchmarks.{name}"
-        if name not in datasets:
-            raise ConfigError(f"{where}: unknown dataset {name!r}; define it under datasets "
-                              f"(defined: {', '.join(datasets)})")
-        benchmarks[name] = _benchmark(datasets[name], entry, where)
+        where, protocol = f"benchmarks.{name}", protocols[name]
+        protocol.check_dataset(datasets[name], where)
+        protocol.check_split(datasets[name], f"datasets.{name}.split")
+        benchmarks[name] = protocol.benchmark(datasets[name], entry, where)
+    for protocol in dict.fromkeys(protocols.values()):
+        protocol.check_suite([b for b in benchmarks.values() if b.protocol == protocol.name], benchmarks)
     resources = _resources(config, settings)
     settings.update({key: resources["train"][name] for key, name in TRAIN_SHORTHANDS.items()})
     return Suite(datasets=datasets, benchmarks=benchmarks, resources=resources, **settings)
@@ -225,71 +240,33 @@ def _check_schema(config: object, schema_path: Path) -> None:
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "config"
         message = error.message.splitlines()[0]
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            import re
+
+            schema_here = error.schema
+            extras = [k for k in error.instance if k not in schema_here.get("properties", {})
+                      and not any(re.search(p, k) for p in schema_here.get("patternProperties", {}))]
+            message = f"Additional properties are not allowed ({', '.join(map(repr, extras))} was unexpected)"
         if error.validator == "oneOf":
             message = f"{error.instance!r} must be a preset name or a mapping with keys preset and set"
         raise ConfigError(f"{where}: {message}; fix it (schema: workflow/schemas/config.schema.yaml)")
 
 
-def _dataset(name: str, entry: dict) -> DatasetSpec:
+def _dataset(name: str, entry: dict, protocol) -> DatasetSpec:
+    """A dataset entry resolved; its split defaults to what the protocol of its benchmark (if any) evaluates on."""
     where = f"datasets.{name}"
     generator = get_generator(entry["generator"], f"{where}.generator")
     params = resolve_params(generator, entry.get("params"), f"{where}.params")
     seed = entry.get("seed", 0)
-    split = dict(entry.get("split") or generator.default_split)
-    if split["protocol"] == "stratified_kfold":
-        split = {"folds": 5, "val_fraction": 0.25, "seed": 0, **split}
     meta = generator.describe(name, params, seed)
-    if split["protocol"] == "given" and not meta.split_sizes:
-        raise ConfigError(f"{where}.split.protocol: dataset {name} comes without a split; use stratified_kfold")
-    if split["protocol"] == "stratified_kfold" and meta.task != "graph_classification":
-        raise ConfigError(f"{where}.split.protocol: stratified_kfold needs graph labels but {name} is a "
-                          f"{meta.task} dataset; use given")
-    return DatasetSpec(name, generator.name, seed, params, split, meta)
-
-
-def _benchmark(dataset: DatasetSpec, entry: dict, where: str) -> Benchmark:
-    folds = entry.get("folds", list(range(dataset.num_folds)))
-    bad = [f for f in folds if f >= dataset.num_folds]
-    if bad:
-        raise ConfigError(f"{where}.folds: fold(s) {bad} do not exist; {dataset.name} has {dataset.num_folds} "
-                          f"fold(s), numbered from 0")
-    benchmark = Benchmark(dataset.name, list(entry["seeds"]), list(folds))
-    shared = entry.get("set") or {}
-    for label, model in entry["models"].items():
-        model_where = f"{where}.models.{label}"
-        model = {"preset": model} if isinstance(model, str) else model
-        preset, own = model.get("preset"), {**shared, **(model.get("set") or {})}
-        if "model" in model:
-            own["model"] = model["model"]
-        if "budget" in model:
-            config = _fit(dataset, preset, own, model, model_where)
-        else:
-            config = run_config(preset, own, where=model_where)
-        _check_buildable(config, dataset.meta, model_where)
-        benchmark.models[label] = ModelSpec(label, preset, config)
-    return benchmark
-
-
-def _fit(dataset: DatasetSpec, preset: str | None, overrides: dict, entry: dict, where: str) -> dict:
-    """Run config of a model entry that names a parameter budget: the fitted hidden width (and out_dim)."""
-    from gnnbench.config.budget import base_preset, fit_budget
-    from gnnbench.data.catalog import published_name
-
-    model = overrides.get("model") or (run_config(preset, where=where)["model"] if preset else None)
-    if model is None:
-        raise ConfigError(f"{where}: a budget needs the model (e.g. model: GCN) or a preset to start from")
-    base = preset or base_preset(published_name(dataset.generator, dataset.name), model)
-    config = run_config(base, overrides, where=where)
-    try:
-        return fit_budget(config, dataset.meta, entry["budget"], entry.get("layers")).config
-    except GnnbenchError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-
-
-def _check_buildable(config: dict, meta: DatasetMeta, where: str) -> None:
-    from gnnbench.models import build_model
-
-    try:
-        build_model(config, meta)
-    except GnnbenchError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+    generator_split = resolve_split(generator.default_split, f"generator {generator.name} default split")
+    spec = DatasetSpec(name, generator.name, seed, params, generator_split, meta, generator_split)
+    given = entry.get("split")
+    if given is None and protocol is not None:
+        given = protocol.default_split(spec)
+    if given is not None:
+        spec.split = resolve_split(given, f"{where}.split")
+    if spec.split["scheme"] == "given" and not meta.split_sizes:
+        raise ConfigError(f"{where}.split.scheme: dataset {name} comes without a split; use "
+                          f"{'random_per_class' if meta.transductive else 'stratified_kfold'}")
+    return spec

@@ -1,9 +1,10 @@
-"""Aggregate runs into one table per dataset (spec protocols.md P1).
+"""Aggregate runs of the benchmarking-gnns protocol into one table per dataset (spec protocols.md P1).
 
 One row per model label: number of runs, parameter count, mean ± std over seeds (and folds) of the
-test and train metric, epochs, seconds per epoch and total hours; with cross-validation splits also the
-minimum and maximum test score (CSL reports mean ± std, max, min over 5 folds × seeds). Standard
-deviations are population deviations (ddof = 0, NumPy's ``np.std``), as the original computes them.
+test and train metric, epochs, seconds per epoch and total hours; with ``extrema`` (the protocol asks for them
+under cross-validation) also the minimum and maximum test score (CSL reports mean ± std, max, min over 5 folds ×
+seeds). Standard deviations are population deviations (ddof = 0, NumPy's ``np.std``), as the original computes
+them.
 
 Multitask runs (GraphTheoryProp) also report each task's test score (``metrics.json`` ``test.per_task``, [task, score]
 pairs in the metric's order):
@@ -23,7 +24,7 @@ import pandas as pd
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path, read_json
 
-RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_protocol",
+RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_scheme",
                "test_metric", "val_metric", "train_metric", "test_loss", "num_params", "epochs",
                "seconds_per_epoch", "total_hours", "stop_reason")
 
@@ -37,7 +38,7 @@ def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
             rows.append({
                 "dataset": m["dataset"], "label": m["label"], "model": m["model"], "seed": m["seed"],
                 "fold": m["fold"], "metric": m["metric"], "higher_is_better": m["higher_is_better"],
-                "split_protocol": m["data"]["split_protocol"], "test_metric": m["test"]["metric"],
+                "split_scheme": _scheme(m["data"]), "test_metric": m["test"]["metric"],
                 "val_metric": m["val"]["metric"], "train_metric": m["train"]["metric"],
                 "test_loss": m["test"]["loss"], "num_params": m["num_params"], "epochs": m["epochs"],
                 "seconds_per_epoch": m["seconds_per_epoch"], "total_hours": m["total_hours"],
@@ -51,16 +52,20 @@ def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *tasks])
 
 
+def _scheme(data: dict) -> str:
+    """The split scheme a run was trained on (``split_protocol`` in files written before gnnbench 0.2)."""
+    return data["split_scheme"] if "split_scheme" in data else data["split_protocol"]
+
+
 def _task_columns(frame: pd.DataFrame) -> list[str]:
     """Per-task test score columns (``test_<task>``) of multitask runs, in first-seen order."""
     return [c for c in frame.columns if c.startswith("test_") and c not in RUN_COLUMNS]
 
 
-def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per-label summary table (labels in order of first appearance)."""
+def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
+    """Per-label summary table (labels in order of first appearance); ``extrema`` adds min and max test scores."""
     if runs.empty:
         raise DataError("no runs to aggregate; check the benchmark's models and seeds in the config")
-    extrema = bool((runs["split_protocol"] == "stratified_kfold").any())
     rows = []
     for label, group in runs.groupby("label", sort=False):
         row = {"dataset": group["dataset"].iloc[0], "model": label, "architecture": group["model"].iloc[0],

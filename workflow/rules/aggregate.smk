@@ -1,3 +1,6 @@
+from gnnbench.protocols.pitfalls import ranking_pairs, summary_inputs
+
+
 rule tsp_knn_baseline:
     input:
         unpack(lambda wc: dataset_files(wc.dataset)),
@@ -15,6 +18,7 @@ rule tsp_knn_baseline:
         "../scripts/knn_baseline.py"
 
 
+# benchmarking-gnns: one table per dataset
 rule aggregate:
     input:
         lambda wc: SUITE.metrics_files(wc.dataset) + SUITE.baseline_files(wc.dataset),
@@ -22,9 +26,66 @@ rule aggregate:
         csv="results/tables/{dataset}.csv",
         md="results/tables/{dataset}.md",
         parquet="results/tables/{dataset}.parquet",
+    wildcard_constraints:
+        dataset=_alternatives(P1_DATASETS),
     log:
         "results/logs/tables/{dataset}.log",
     conda:
         "../envs/gnnbench.yaml"
     script:
         "../scripts/aggregate.py"
+
+
+# pitfalls: per dataset a table over all runs and a box plot
+rule pitfalls_tables:
+    input:
+        lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
+    output:
+        csv="results/tables/{dataset}.csv",
+        md="results/tables/{dataset}.md",
+        parquet="results/tables/{dataset}.parquet",
+        png="results/plots/{dataset}.png",
+        svg="results/plots/{dataset}.svg",
+    wildcard_constraints:
+        dataset=_alternatives(PITFALLS_DATASETS),
+    log:
+        "results/logs/tables/{dataset}.log",
+    conda:
+        "../envs/gnnbench.yaml"
+    script:
+        "../scripts/pitfalls_tables.py"
+
+
+# pitfalls across the suite: Table 1 matrix, relative accuracy and average rank over the random-split benchmarks
+rule pitfalls_summary:
+    input:
+        summary_inputs([SUITE.benchmarks[d] for d in PITFALLS_DATASETS]),
+    output:
+        csv="results/tables/pitfalls.csv",
+        md="results/tables/pitfalls.md",
+        parquet="results/tables/pitfalls.parquet",
+    log:
+        "results/logs/tables/pitfalls.log",
+    conda:
+        "../envs/gnnbench.yaml"
+    script:
+        "../scripts/pitfalls_summary.py"
+
+
+# pitfalls: a single fixed split ranks the models differently from random splits
+rule pitfalls_split_ranking:
+    input:
+        [f for pair in ranking_pairs(SUITE.benchmarks) for d in pair for f in SUITE.benchmarks[d].run_files()],
+    output:
+        csv="results/tables/pitfalls_split_ranking.csv",
+        md="results/tables/pitfalls_split_ranking.md",
+        parquet="results/tables/pitfalls_split_ranking.parquet",
+    params:
+        pairs=[(fixed, SUITE.benchmarks[fixed].run_files(), rand, SUITE.benchmarks[rand].run_files())
+               for fixed, rand in ranking_pairs(SUITE.benchmarks)],
+    log:
+        "results/logs/tables/pitfalls_split_ranking.log",
+    conda:
+        "../envs/gnnbench.yaml"
+    script:
+        "../scripts/pitfalls_split_ranking.py"

@@ -1,11 +1,15 @@
 # Target lists, wildcard constraints and input functions shared by the rules.
 import re
 
-from gnnbench.config.suite import DATASET_DIR, PE_FILE, RUN_DIR, SPLITS_FILE
+from gnnbench.config.suite import DATASET_DIR, PE_FILE, SPLITS_FILE
 
 
 def _alternatives(names):
     return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
+
+
+P1_DATASETS = SUITE.protocol_datasets("benchmarking-gnns")
+PITFALLS_DATASETS = SUITE.protocol_datasets("pitfalls")
 
 
 wildcard_constraints:
@@ -13,6 +17,7 @@ wildcard_constraints:
     model=_alternatives({m for b in SUITE.benchmarks.values() for m in b.models}),
     seed=r"\d+",
     fold=r"\d+",
+    chunk=r"\d+",
     k=r"\d+",
 
 
@@ -21,14 +26,19 @@ def dataset_files(dataset):
     return {"graphs": f"{folder}/graphs.parquet", "meta": f"{folder}/meta.json"}
 
 
-def run_inputs(wildcards):
-    """Dataset, split file and — when the model uses positional encodings — the PE file of one run."""
+def benchmark_of(wildcards):
     benchmark = SUITE.benchmarks.get(wildcards.dataset)
     if benchmark is None or wildcards.model not in benchmark.models:
         raise ValueError(f"no model {wildcards.model!r} in benchmarks.{wildcards.dataset} of the config")
+    return benchmark
+
+
+def run_inputs(wildcards):
+    """Dataset, split file and — when the model uses positional encodings — the PE file of one run."""
+    benchmark = benchmark_of(wildcards)
     files = dataset_files(wildcards.dataset)
     files["splits"] = SPLITS_FILE.format(dataset=wildcards.dataset)
-    k = SUITE.pe_dim(wildcards.dataset, wildcards.model)
+    k = benchmark.pe_dim(wildcards.model) if hasattr(benchmark, "pe_dim") else None
     if k:
         files["pe"] = PE_FILE.format(dataset=wildcards.dataset, k=k)
     return files

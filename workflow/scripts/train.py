@@ -1,11 +1,11 @@
-"""Snakemake adapter for rule train: gnnbench.training.run.train_run."""
+"""Snakemake adapter for rule train: gnnbench.protocols.benchmarking_gnns.train."""
 
 from pathlib import Path
 
-from gnnbench.training.run import train_run
+from gnnbench.protocols.benchmarking_gnns import train
 from gnnbench.workflow import run_step
 
-run_step(snakemake, lambda: train_run(
+run_step(snakemake, lambda: train(
     dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
     fold=int(snakemake.wildcards.fold), config=dict(snakemake.params.config),
     out_dir=Path(snakemake.output.metrics).parent, pe_path=snakemake.input.get("pe"),

@@ -1,0 +1,44 @@
+"""Evaluation protocols: how models are compared fairly (spec protocols.md).
+
+============================  =========================================================================
+``benchmarking-gnns``         Dwivedi et al.: fixed splits (or k-fold CV), parameter budgets, plateau
+                              schedule, last-epoch scores — :mod:`gnnbench.protocols.benchmarking_gnns`
+``pitfalls``                  Shchur et al.: 100 random node splits × 20 initialisations, early stopping
+                              with best-weights restore, relative accuracy and ranks —
+                              :mod:`gnnbench.protocols.pitfalls`
+``fair-comparison``           Errica et al.: nested cross-validation with model selection (not yet
+                              available)
+============================  =========================================================================
+
+A suite's benchmark block names its protocol; :func:`get_protocol` returns it. See
+:mod:`gnnbench.protocols.base` for what a protocol decides.
+"""
+
+from __future__ import annotations
+
+from gnnbench.errors import ConfigError
+from gnnbench.protocols.base import Protocol
+
+DEFAULT_PROTOCOL = "benchmarking-gnns"
+PLANNED = {"fair-comparison": "nested cross-validation with model selection (Errica et al.) is not available in "
+                              "this version of gnnbench"}
+
+
+def _registry() -> dict[str, Protocol]:
+    from gnnbench.protocols.benchmarking_gnns import BenchmarkingGNNs
+    from gnnbench.protocols.pitfalls import Pitfalls
+
+    return {p.name: p for p in (BenchmarkingGNNs(), Pitfalls())}
+
+
+def protocol_names() -> list[str]:
+    return list(_registry())
+
+
+def get_protocol(name: str, where: str = "protocol") -> Protocol:
+    registry = _registry()
+    if name in registry:
+        return registry[name]
+    if name in PLANNED:
+        raise ConfigError(f"{where}: protocol {name!r}: {PLANNED[name]}; use one of {', '.join(registry)}")
+    raise ConfigError(f"{where}: unknown protocol {name!r}; choose one of {', '.join(registry)}")

@@ -1,0 +1,72 @@
+"""What a protocol is, for the suite and the workflow.
+
+A protocol answers "how are models compared fairly": which split schemes it evaluates on, what one run (one
+training job) is, when training stops and which weights are scored, and how runs aggregate into tables. A suite's
+benchmark block names its protocol (``protocol: pitfalls``; default ``benchmarking-gnns``); the protocol turns the
+block into a :class:`Benchmark` — the models with resolved configs and the run grid — which lists the files the
+workflow must produce. Shared code (store, batching, models, training loops, checkpoints) knows no protocol; each
+protocol composes them in its own module.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from gnnbench.errors import ConfigError
+
+
+@dataclass
+class ModelSpec:
+    label: str
+    preset: str | None
+    config: dict  # resolved run config (the run's seed is filled in per run where the protocol has seeds)
+
+
+@dataclass
+class Benchmark(ABC):
+    """The runs a benchmark block of a suite asks for: one dataset, its models, the protocol's run grid."""
+
+    dataset: str
+    protocol: str
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+
+    @abstractmethod
+    def run_files(self) -> list[str]:
+        """The training outputs of every model (what the tables are made from)."""
+
+    @abstractmethod
+    def table_files(self) -> list[str]:
+        """The per-dataset reports: tables (and plots)."""
+
+
+class Protocol(ABC):
+    name: str
+    title: str
+    split_schemes: tuple[str, ...]  # split schemes this protocol evaluates on
+
+    @abstractmethod
+    def default_split(self, dataset) -> dict:
+        """The split config used when the dataset entry names none."""
+
+    @abstractmethod
+    def check_dataset(self, dataset, where: str) -> None:
+        """Raise a ConfigError when the protocol cannot evaluate on this dataset."""
+
+    @abstractmethod
+    def benchmark(self, dataset, entry: dict, where: str) -> Benchmark:
+        """Resolve a benchmark block of the suite (models, run grid) for ``dataset`` (a DatasetSpec)."""
+
+    def check_suite(self, benchmarks: list[Benchmark], all_benchmarks: dict[str, Benchmark]) -> None:  # noqa: B027
+        """Checks across this protocol's benchmarks of a suite (none by default)."""
+
+    def suite_files(self, benchmarks: list[Benchmark]) -> list[str]:
+        """Reports spanning every benchmark of this protocol in a suite (none by default)."""
+        return []
+
+    def check_split(self, dataset, where: str) -> None:
+        scheme = dataset.split["scheme"]
+        if scheme not in self.split_schemes:
+            raise ConfigError(f"{where}: protocol {self.name} evaluates on split schemes "
+                              f"{', '.join(self.split_schemes)}, but dataset {dataset.name} is split by {scheme}; "
+                              f"change datasets.{dataset.name}.split.scheme or the protocol")

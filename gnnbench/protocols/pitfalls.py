@@ -1,0 +1,423 @@
+"""Protocol "pitfalls" — Shchur et al., "Pitfalls of Graph Neural Network Evaluation" (spec p2-pitfalls.md).
+
+Transductive node classification on one graph. Splits: ``random_per_class`` — 100 random splits of 20 training
+and 30 validation nodes per class, the rest test (the same splits for every model); ``random_sizes`` and
+``given`` (the Planetoid public split) for the paper's single-split comparison. Every model trains 20 random
+initialisations per split, full batch, with the same procedure (§4.1): Adam (TF1's update), the model's L2 terms in
+the loss, at most ``num_epochs`` (100,000) epochs, early stopping when the total validation loss (data + L2) has
+not improved for ``early_stopping_tolerance`` (50) epochs, then the weights of the best validation-loss epoch are
+restored and scored. Label propagation runs its propagation steps under its own rule (``gat_tol``) with one run per
+split (it has no weights). Models: the paper's two-layer networks (:func:`gnnbench.models.stacked.build_stacked_model`)
+with the published configs (``gnnbench/config/presets/pitfalls.yaml``).
+
+What one job is. The protocol is 2,000 runs per model and dataset; one process per run would spend most of its
+time starting Python and importing torch. A job (``results/runs/{dataset}/{model}/chunk{c}/``) trains
+``splits_per_job`` consecutive splits of one model, and within a split all initialisations **at once** as one
+stacked model (:mod:`gnnbench.training.transductive`): one forward/backward pass per epoch for the whole stack,
+each initialisation with its own early stopping, finished ones dropped from the stack. Seeds: initialisation i of
+split k draws its weights from ``SeedSequence(seed, spawn_key=(k, i))`` and the split's dropout masks from
+``SeedSequence(seed, spawn_key=(k,))``, so results do not depend on how splits are grouped into jobs.
+A job writes ``runs.parquet`` (one row per split × initialisation), ``history.parquet`` (per epoch and run: train
+and validation loss, validation accuracy) and ``metrics.json`` (config, timing, versions), and checkpoints between
+epochs (at most every ``CHECKPOINT_SECONDS``) and after every split; a killed job resumes to the same results.
+
+Reports: per dataset a table (mean ± std of test accuracy over all runs, sample std as the paper's script) and a
+box plot; per suite the Table-1 matrix with relative accuracy and average rank (Table 2a) over the random-split
+benchmarks, and, for benchmarks that name ``compare_with``, the fixed-split versus random-splits ranking (Table 2b).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from gnnbench.config.presets import run_config
+from gnnbench.errors import ConfigError, DataError, GnnbenchError
+from gnnbench.io import atomic_path, sha256_json, write_json
+from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
+from gnnbench.splits import NODE_SCHEMES
+
+log = logging.getLogger(__name__)
+
+RUN_DIR = "results/runs/{dataset}/{model}/chunk{chunk}"
+RUN_OUTPUTS = ("runs.parquet", "history.parquet", "metrics.json")
+TABLE_FILE = "results/tables/{dataset}.{ext}"
+PLOT_FILE = "results/plots/{dataset}.{ext}"
+SUITE_TABLE = "results/tables/pitfalls.{ext}"
+RANKING_TABLE = "results/tables/pitfalls_split_ranking.{ext}"
+TABLE_FORMATS = ("csv", "md", "parquet")
+PLOT_FORMATS = ("png", "svg")
+CHECKPOINT_FILE = "checkpoint.pt"
+CHECKPOINT_SECONDS = 30.0
+# config/train.conf.yaml of gnn-benchmark: the training procedure shared by every model
+TRAINING_DEFAULTS = {"num_epochs": 100_000, "early_stopping_criterion": "gnnbench", "early_stopping_tolerance": 50,
+                     "improvement_tolerance": 0.0}
+DEFAULT_INITS, DEFAULT_SPLITS_PER_JOB = 20, 10
+PROPAGATION_MODELS = ("LabelProp",)
+
+
+@dataclass
+class PitfallsBenchmark(Benchmark):
+    inits: int = DEFAULT_INITS
+    seed: int = 0
+    splits_per_job: int = DEFAULT_SPLITS_PER_JOB
+    num_splits: int = 1
+    scheme: str = "random_per_class"
+    compare_with: str | None = None
+
+    @property
+    def num_chunks(self) -> int:
+        return -(-self.num_splits // self.splits_per_job)
+
+    def chunk_splits(self, chunk: int) -> list[int]:
+        return list(range(chunk * self.splits_per_job, min((chunk + 1) * self.splits_per_job, self.num_splits)))
+
+    def model_inits(self, model: str) -> int:
+        """Initialisations per split: the benchmark's, unless the model config fixes them (label propagation: 1)."""
+        return self.models[model].config.get("num_training_runs", self.inits)
+
+    def run_dirs(self, model: str | None = None) -> list[str]:
+        return [RUN_DIR.format(dataset=self.dataset, model=label, chunk=c)
+                for label in self.models if model in (None, label) for c in range(self.num_chunks)]
+
+    def run_files(self) -> list[str]:
+        return [f"{d}/runs.parquet" for d in self.run_dirs()]
+
+    def table_files(self) -> list[str]:
+        return ([TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
+                + [PLOT_FILE.format(dataset=self.dataset, ext=ext) for ext in PLOT_FORMATS])
+
+
+class Pitfalls(Protocol):
+    name = "pitfalls"
+    title = "Pitfalls of Graph Neural Network Evaluation (Shchur et al.)"
+    split_schemes = NODE_SCHEMES
+
+    def default_split(self, dataset) -> dict:
+        return {"scheme": "random_per_class"}
+
+    def check_dataset(self, dataset, where: str) -> None:
+        meta = dataset.meta
+        if not (meta.task == "node_classification" and meta.num_graphs == 1):
+            raise ConfigError(f"{where}.protocol: protocol {self.name} needs one graph with node labels "
+                              f"(transductive node classification), but dataset {dataset.name} is a {meta.task} "
+                              f"dataset of {meta.num_graphs} graphs; use protocol benchmarking-gnns")
+
+    def benchmark(self, dataset, entry: dict, where: str) -> PitfallsBenchmark:
+        for key in ("seeds", "folds"):
+            if key in entry:
+                raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name}; it trains `inits` "
+                                  f"initialisations (seeded from `seed`) on every split of the dataset's split")
+        benchmark = PitfallsBenchmark(
+            dataset.name, self.name, inits=entry.get("inits", DEFAULT_INITS), seed=entry.get("seed", 0),
+            splits_per_job=entry.get("splits_per_job", DEFAULT_SPLITS_PER_JOB), num_splits=dataset.num_folds,
+            scheme=dataset.split["scheme"], compare_with=entry.get("compare_with"))
+        shared = entry.get("set") or {}
+        for label, model in entry["models"].items():
+            model_where = f"{where}.models.{label}"
+            model = {"preset": model} if isinstance(model, str) else model
+            for key in ("budget", "layers"):
+                if key in model:
+                    raise ConfigError(f"{model_where}.{key}: protocol {self.name} uses the published two-layer "
+                                      "configs; parameter budgets belong to protocol benchmarking-gnns")
+            own = {**shared, **(model.get("set") or {})}
+            if "model" in model:
+                own["model"] = model["model"]
+            config = {**TRAINING_DEFAULTS, **run_config(model.get("preset"), own, where=model_where,
+                                                        protocol=self.name)}
+            check_model(config, dataset.meta, model_where)
+            benchmark.models[label] = ModelSpec(label, model.get("preset"), config)
+        return benchmark
+
+    def check_suite(self, benchmarks: list[Benchmark], all_benchmarks: dict[str, Benchmark]) -> None:
+        for b in benchmarks:
+            if b.compare_with is None:
+                continue
+            other = all_benchmarks.get(b.compare_with)
+            where = f"benchmarks.{b.dataset}.compare_with"
+            if other is None or other.protocol != self.name:
+                raise ConfigError(f"{where}: {b.compare_with!r} is not a {self.name} benchmark of this suite; name "
+                                  "the random-splits benchmark this split is ranked against")
+            if other.scheme != "random_per_class" or b.scheme == "random_per_class":
+                raise ConfigError(f"{where}: compare a single fixed split (given or random_sizes) with a "
+                                  f"random_per_class benchmark; {b.dataset} is split by {b.scheme} and "
+                                  f"{other.dataset} by {other.scheme}")
+
+    def suite_files(self, benchmarks: list[Benchmark]) -> list[str]:
+        files = []
+        if any(b.scheme == "random_per_class" for b in benchmarks):
+            files += [SUITE_TABLE.format(ext=ext) for ext in TABLE_FORMATS]
+        if any(b.compare_with for b in benchmarks):
+            files += [RANKING_TABLE.format(ext=ext) for ext in TABLE_FORMATS]
+        return files
+
+
+def summary_inputs(benchmarks: list[PitfallsBenchmark]) -> list[str]:
+    """Runs behind the suite table: every random-splits benchmark."""
+    return [f for b in benchmarks if b.scheme == "random_per_class" for f in b.run_files()]
+
+
+def ranking_pairs(benchmarks: dict[str, Benchmark]) -> list[tuple[str, str]]:
+    """(fixed-split benchmark, random-splits benchmark) pairs of a suite, in suite order."""
+    return [(b.dataset, b.compare_with) for b in benchmarks.values()
+            if isinstance(b, PitfallsBenchmark) and b.compare_with]
+
+
+# ---------------------------------------------------------------------------------------------- models and data
+
+
+def stand_in_graph(meta):
+    """A two-node graph with the dataset's feature width and classes: enough to build (and count) a model."""
+    from gnnbench.models.stacked import NodeGraph
+
+    width = meta.node_features.size if meta.node_features is not None else 1
+    return NodeGraph(2, torch.tensor([[0, 1], [1, 0]]), torch.zeros(2, width), max(meta.num_outputs, 1))
+
+
+def check_model(config: dict, meta, where: str) -> None:
+    """Build the model once on a two-node stand-in of the dataset's sizes: unknown models and keys fail here."""
+    from gnnbench.models.labelprop import LabelPropagation
+    from gnnbench.models.stacked import build_stacked_model
+
+    graph = stand_in_graph(meta)
+    try:
+        if config["model"] in PROPAGATION_MODELS:
+            LabelPropagation(graph, torch.zeros(2, dtype=torch.long), torch.zeros(1, dtype=torch.long),
+                             config.get("prop_type", "vanilla"), config.get("return_prob", 0.0))
+        else:
+            build_stacked_model(config, graph, [0])
+    except GnnbenchError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def load_node_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cpu"):
+    """(meta, NodeGraph, node labels (-1 = unlabelled)) of a transductive dataset folder."""
+    from gnnbench.data.meta import read_dataset
+    from gnnbench.models.stacked import NodeGraph
+
+    meta, columns = read_dataset(dataset_dir)
+    if not meta.transductive:
+        raise ConfigError(f"dataset {meta.name} is not one graph with node labels ({meta.task}, {meta.num_graphs} "
+                          "graphs); protocol pitfalls needs a transductive node-classification dataset")
+    if "x" in getattr(columns, "sparse", {}):
+        features = columns.sparse["x"].to_torch()
+    else:
+        features = torch.from_numpy(np.ascontiguousarray(columns.node["x"], dtype=np.float32))
+    edge_index = torch.from_numpy(np.stack([columns.src, columns.dst]).astype(np.int64))
+    labels = torch.from_numpy(columns.node["y"].astype(np.int64))
+    graph = NodeGraph(int(columns.num_nodes[0]), edge_index.to(device), features.to(device), meta.num_outputs)
+    return meta, graph, labels.to(device)
+
+
+def num_parameters(config: dict, graph) -> int:
+    """Trainable weights of one initialisation (0 for label propagation)."""
+    if config["model"] in PROPAGATION_MODELS:
+        return 0
+    from gnnbench.models.stacked import build_stacked_model, count_stacked_parameters
+
+    return count_stacked_parameters(build_stacked_model(config, graph, [0]))
+
+
+def init_seed(seed: int, split: int, init: int) -> int:
+    """Seed of initialisation ``init`` on split ``split`` (independent of how splits are grouped into jobs)."""
+    return int(np.random.SeedSequence(seed, spawn_key=(split, init)).generate_state(1)[0])
+
+
+def dropout_seed(seed: int, split: int) -> int:
+    return int(np.random.SeedSequence(seed, spawn_key=(split,)).generate_state(1)[0])
+
+
+def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, torch.Tensor], seed: int, split: int,
+                 init_ids: list[int]):
+    """The trainer of one split: a stacked model of ``init_ids`` (or label propagation), seeded for ``split``."""
+    from gnnbench.training.transductive import PropagationTrainer, StackedTrainer
+
+    rule = {"criterion": config["early_stopping_criterion"], "patience": config["early_stopping_tolerance"],
+            "max_epochs": config["num_epochs"], "tolerance": config["improvement_tolerance"]}
+    torch.manual_seed(dropout_seed(seed, split))
+    if config["model"] in PROPAGATION_MODELS:
+        from gnnbench.models.labelprop import LabelPropagation
+
+        propagation = LabelPropagation(graph, labels, parts["train"], config.get("prop_type", "vanilla"),
+                                       config.get("return_prob", 0.0))
+        return PropagationTrainer(propagation, labels, parts, **rule)
+    from gnnbench.models.stacked import build_stacked_model
+
+    model = build_stacked_model(config, graph, [init_seed(seed, split, i) for i in init_ids])
+    return StackedTrainer(model, labels, parts, learning_rate=config["learning_rate"], init_ids=init_ids, **rule)
+
+
+# ---------------------------------------------------------------------------------------------- one job
+
+
+def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, splits: list[int], config: dict,
+              inits: int, seed: int, out_dir: str | os.PathLike, device: str = "auto", threads: int | None = None,
+              label: str | None = None, init_ids: list[int] | None = None) -> dict:
+    """Train every initialisation of ``config`` on the given splits and write the job's outputs (module docstring).
+
+    ``init_ids`` selects initialisations (default ``range(inits)``; one-run-per-process comparisons run one).
+    Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
+    """
+    from gnnbench.training.preemption import Preempted, StopOnSignal
+
+    with StopOnSignal() as guard:
+        try:
+            return _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
+                              threads, label, init_ids)
+        except Preempted as exc:
+            path = Path(out_dir) / CHECKPOINT_FILE
+            raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; checkpoint {path} "
+                                        "holds the finished splits and epochs; run the same command again "
+                                        "(Snakemake: rerun the job) to resume from it") from None
+
+
+def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, out_dir, device, threads, label,
+               init_ids) -> dict:
+    from gnnbench.config.keys import PITFALLS_KEY_TYPES, coerce_all
+    from gnnbench.splits import read_splits
+    from gnnbench.training.allocator import keep_freed_memory
+    from gnnbench.training.checkpoint import load_resumable, save_checkpoint
+    from gnnbench.training.run import _device_name, package_versions, resolve_device
+
+    keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
+    start = time.perf_counter()
+    cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", PITFALLS_KEY_TYPES)}
+    if threads:
+        torch.set_num_threads(threads)
+    dev = resolve_device(device)
+    meta, graph, labels = load_node_graph(dataset_dir, dev)
+    splits = read_splits(splits_path, meta)
+    if splits.level != "node":
+        raise DataError(f"split file {splits_path} holds graph splits; protocol pitfalls needs node splits "
+                        "(schemes random_per_class, random_sizes, given)")
+    inits = cfg.get("num_training_runs", inits)
+    init_ids = list(range(inits)) if init_ids is None else list(init_ids)
+    if cfg["model"] in PROPAGATION_MODELS:
+        init_ids = [0]  # deterministic: one run per split (the original's num_training_runs: 1)
+    key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds),
+                       "split_ids": list(split_ids), "init_ids": init_ids, "seed": seed})
+    checkpoint_path = out_dir / CHECKPOINT_FILE
+    state = load_resumable(checkpoint_path, key) or {"done": [], "current": None}
+    done: list[dict] = state["done"]  # per finished split: records, history, seconds
+    last_save = time.perf_counter()
+
+    def save(current: dict | None, finished: bool = False) -> None:
+        with guard.deferred(raise_after=not finished):  # a stop signal waits until the file is in place
+            save_checkpoint(checkpoint_path, {"key": key, "finished": finished, "done": done, "current": current})
+
+    for split in split_ids:
+        if any(d["split"] == split for d in done):
+            continue
+        parts = {p: torch.from_numpy(idx).to(dev) for p, idx in splits.fold(split).items()}
+        trainer = make_trainer(cfg, graph, labels, parts, seed, split, init_ids)
+        current = state["current"]
+        seconds = 0.0
+        if current is not None and current["split"] == split:
+            trainer.load_state_dict(current["trainer"])
+            seconds = current["seconds"]
+            log.info("resuming split %d from %s at epoch %d", split, checkpoint_path, trainer.epoch)
+        elif not done:
+            save(None)  # a stop before the first checkpoint leaves a resumable (empty) state
+        split_start = time.perf_counter()
+        while not trainer.finished:
+            trainer.train_epoch()
+            if time.perf_counter() - last_save > CHECKPOINT_SECONDS:
+                save({"split": split, "trainer": trainer.state_dict(),
+                      "seconds": seconds + time.perf_counter() - split_start})
+                last_save = time.perf_counter()
+        result = trainer.results()
+        seconds += time.perf_counter() - split_start
+        done.append({"split": split, "records": result.records, "history": result.history, "seconds": seconds})
+        state["current"] = None
+        save(None)
+        last_save = time.perf_counter()
+        accuracy = np.mean([r["test_accuracy"] for r in result.records])
+        log.info("split %d: %d run(s), mean test accuracy %.2f%%, %d epochs at most, %.1fs", split,
+                 len(result.records), accuracy, max(r["epochs"] for r in result.records), seconds)
+
+    done.sort(key=lambda d: d["split"])
+    label = label or cfg["model"]
+    rows = [{"dataset": meta.name, "model": label, "architecture": cfg["model"], "split": d["split"], **r,
+             "seed": init_seed(seed, d["split"], r["init"]), "seconds": d["seconds"] / len(d["records"])}
+            for d in done for r in d["records"]]
+    history = {name: np.concatenate([d["history"][name] for d in done]) for name in done[0]["history"]}
+    history["split"] = np.concatenate([np.full(len(d["history"]["epoch"]), d["split"]) for d in done])
+    train_seconds = sum(d["seconds"] for d in done)
+    total = time.perf_counter() - start
+    metrics = {
+        "dataset": meta.name, "label": label, "model": cfg["model"], "protocol": "pitfalls", "splits": list(split_ids),
+        "inits": len(init_ids), "runs": len(rows), "seed": seed,
+        "test_accuracy_mean": float(np.mean([r["test_accuracy"] for r in rows])),
+        "num_params": num_parameters(cfg, graph),
+        "epochs_mean": float(np.mean([r["epochs"] for r in rows])), "train_seconds": train_seconds,
+        "total_seconds": total, "runs_per_minute": 60 * len(rows) / max(total, 1e-9), "config": cfg,
+        "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
+        "data": {"dataset_checksum": meta.checksum, "split_scheme": splits.scheme,
+                 "split_checksum": sha256_json(splits.folds)},
+    }
+    with guard.deferred(raise_after=False):  # the job is complete: a stop signal now lets the outputs finish
+        save(None, finished=True)
+        with atomic_path(out_dir / "history.parquet") as tmp:
+            pq.write_table(pa.table(history), tmp)
+        with atomic_path(out_dir / "runs.parquet") as tmp:
+            pq.write_table(pa.Table.from_pylist(rows), tmp)
+        write_json(out_dir / "metrics.json", metrics)
+    return metrics
+
+
+# ---------------------------------------------------------------------------------------------- reports
+
+
+def read_runs(files: list[str | os.PathLike]):
+    """One DataFrame of the runs in ``files`` (``runs.parquet`` of jobs), in the given order."""
+    import pandas as pd
+
+    frames = []
+    for path in files:
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"runs file {path} does not exist; run snakemake for it")
+        try:
+            frames.append(pq.read_table(path).to_pandas())
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(f"runs file {path} is corrupt ({str(exc).splitlines()[0]}); delete it and rerun "
+                            "snakemake for that job") from None
+    if not frames:
+        raise DataError("no runs to aggregate; check the benchmark's models in the config")
+    return pd.concat(frames, ignore_index=True)
+
+
+def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, png, svg) -> None:
+    """Per-dataset table (mean ± std over all runs per model) and box plot."""
+    from gnnbench.reporting import pitfalls as report
+
+    runs = read_runs(runs_files)
+    dataset = runs["dataset"].iloc[0]
+    table = report.dataset_table(runs)
+    report.write_table(table, f"## {dataset}\n\n" + report.dataset_markdown(table), csv, markdown, parquet)
+    report.box_plot(runs, f"{dataset}: test accuracy of every run", png, svg)
+
+
+def suite_report(runs_files: list[str | os.PathLike], csv, markdown, parquet) -> None:
+    """Table 1 matrix with relative accuracy and average rank (Table 2a) over the random-split benchmarks."""
+    from gnnbench.reporting import pitfalls as report
+
+    table = report.summary_table(read_runs(runs_files))
+    report.write_table(table, report.summary_markdown(table), csv, markdown, parquet)
+
+
+def ranking_report(pairs: list[tuple[str, list, str, list]], csv, markdown, parquet) -> None:
+    """Fixed split versus random splits: the two rankings of the models side by side (Table 2b)."""
+    from gnnbench.reporting import pitfalls as report
+
+    table = report.split_ranking_table([(fixed, read_runs(ff), rand, read_runs(rf)) for fixed, ff, rand, rf in pairs])
+    report.write_table(table, report.split_ranking_markdown(table), csv, markdown, parquet)

@@ -1,0 +1,50 @@
+"""gnnbench works installed as a wheel, not only editable: what it reads at run time ships inside the package."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_directory(tmp_path):
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "--no-build-isolation",
+                            "-w", str(tmp_path / "dist"), "-q"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    wheel = next((tmp_path / "dist").glob("gnnbench-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"gnnbench/config/suite.schema.yaml", "gnnbench/config/presets/pitfalls.yaml",
+            "gnnbench/config/presets/CSL_graph_classification.yaml"} <= names
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel),
+                              "-q"], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    env.pop("GNNBENCH_PRESETS", None)
+
+    def gnnbench(*args):
+        return subprocess.run([sys.executable, "-c", "import sys, gnnbench.cli; print(gnnbench.cli.__file__, "
+                               "file=sys.stderr); sys.exit(gnnbench.cli.main(sys.argv[1:]))", *args],
+                              cwd=elsewhere, env=env, capture_output=True, text=True)
+
+    result = gnnbench("params", "--preset", "CSL_graph_classification_GCN_CSL_100k")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(str(target))  # the installed copy ran, not the checkout
+    assert result.stdout.strip() == "100927"  # the published count (its preset's total_params)
+    result = gnnbench("params", "--preset", "pitfalls_GCN")
+    assert result.returncode == 0 and result.stdout.strip() == "92231", result.stderr
+    listed = gnnbench("presets").stdout
+    assert "pitfalls_GAT\tpitfalls\tGAT\tCORA" in listed and len(listed.splitlines()) == 210
+    check = subprocess.run([sys.executable, "-c", "from gnnbench.config.suite import load_suite_file; "
+                            f"print(len(load_suite_file({str(REPO_ROOT / 'config' / 'suites' / 'pitfalls.yaml')!r})"
+                            ".benchmarks))"], cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert check.returncode == 0 and check.stdout.strip() == "14", check.stderr

@@ -1,0 +1,12 @@
+"""Snakemake adapter for rule train_inits: gnnbench.protocols.pitfalls.run_chunk."""
+
+from pathlib import Path
+
+from gnnbench.protocols.pitfalls import run_chunk
+from gnnbench.workflow import run_step
+
+run_step(snakemake, lambda: run_chunk(
+    dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
+    splits=list(snakemake.params.splits), config=dict(snakemake.params.config), inits=snakemake.params.inits,
+    seed=snakemake.params.seed, out_dir=Path(snakemake.output.runs).parent, device=snakemake.params.device,
+    threads=snakemake.threads, label=snakemake.wildcards.model))
