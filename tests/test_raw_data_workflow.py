@@ -108,8 +108,8 @@ def test_download_job_feeds_the_dataset_and_is_cached(served, tmp_path):
     assert forced.returncode != 0
     log = (tmp_path / "results/logs/dataset/CYCLES-release.log").read_text()
     # The download stage's check of the existing file catches it, before the dataset is built.
-    assert (f"existing file has SHA-256 {sha256_file(raw)}, but {Path(RAW).name}.sha256 recorded {recorded} when it was "
-            "downloaded") in log
+    assert (f"existing file has SHA-256 {sha256_file(raw)}, but {Path(RAW).name}.sha256 recorded {recorded} "
+            "when it was downloaded") in log
     assert not dataset.exists() or dataset.read_bytes() == before
 
 
