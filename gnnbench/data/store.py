@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,10 +85,12 @@ class SparseRows:
 
     def to_torch(self) -> torch.Tensor:
         """torch sparse CSR tensor (N, width), float32 values, int64 indices."""
-        return torch.sparse_csr_tensor(torch.from_numpy(self.indptr.astype(np.int64)),
-                                       torch.from_numpy(self.indices.astype(np.int64)),
-                                       torch.from_numpy(np.ascontiguousarray(self.values, dtype=np.float32)),
-                                       size=(self.num_rows, self.width), check_invariants=False)  # validated
+        with warnings.catch_warnings():  # "sparse CSR support is in beta": construction is stable and tested here
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.sparse_csr_tensor(torch.from_numpy(self.indptr.astype(np.int64)),
+                                           torch.from_numpy(self.indices.astype(np.int64)),
+                                           torch.from_numpy(np.ascontiguousarray(self.values, dtype=np.float32)),
+                                           size=(self.num_rows, self.width), check_invariants=False)  # validated
 
     def to_dense(self) -> np.ndarray:
         """(N, width) float32."""

@@ -1,0 +1,108 @@
+"""Runs per minute of the pitfalls protocol: stacked initialisations in one job, against one run per process.
+
+    python benchmarks/pitfalls_speed.py --planetoid ../shared/data/real/planetoid --name cora \\
+        --split-ids 0 1 --inits 20 --single 3 [--models pitfalls_GCN pitfalls_GAT ...] [--threads 1]
+
+Builds the standardised dataset (spec §1.3) from a folder holding the original Planetoid files
+(``{name}/raw/ind.{name}.*``) and its 100 random splits, then for every model preset:
+
+(a) **stacked**: one in-process job (:func:`gnnbench.protocols.pitfalls.run_chunk`, exactly what a workflow job
+    runs) trains ``--inits`` initialisations of every split in ``--split-ids`` at once; its runs per minute include
+    loading the data and writing the outputs, not the Python start-up (a job pays that once);
+(b) **one run per process**: ``--single`` runs (split ``--split-ids[0]``, initialisations 0, 1, ...), each through
+    ``gnnbench train --protocol pitfalls --init-ids i`` in a fresh Python process — start-up, imports, data loading
+    and one run, as a naive job runner would do.
+
+It prints runs per minute of both, their ratio, and the mean test accuracy of the same (split, initialisation) runs
+in both modes. The initial weights are identical; the dropout draws are not (the stack shares one random stream), so
+the accuracies agree in distribution, not bit for bit (``tests/test_pitfalls.py`` checks bitwise equality without
+dropout). Timings on a shared 2-core machine vary by ±20 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+ALL_MODELS = ["pitfalls_GCN", "pitfalls_GAT", "pitfalls_MoNet", "pitfalls_GS-mean", "pitfalls_GS-maxpool",
+              "pitfalls_GS-meanpool", "pitfalls_MLP", "pitfalls_LogReg", "pitfalls_LabelProp", "pitfalls_LabelProp-NL"]
+
+
+def prepare(planetoid: Path, name: str, work: Path) -> tuple[Path, Path]:
+    from gnnbench.pipeline import generate_dataset, make_split_file
+
+    raw = work / "raw" / "planetoid" / name
+    raw.mkdir(parents=True)
+    for path in (planetoid / name / "raw").iterdir():
+        shutil.copy(path, raw / path.name)
+    dataset, splits = work / "dataset", work / "splits.json"
+    generate_dataset("planetoid", name.upper(), {"name": name}, 0, dataset, raw_dir=work / "raw")
+    make_split_file(dataset, "random_per_class", {"splits": 100, "train_per_class": 20, "val_per_class": 30,
+                                                  "seed": 2018}, splits)
+    return dataset, splits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--planetoid", type=Path, required=True, help="folder with {name}/raw/ind.{name}.* files")
+    parser.add_argument("--name", default="cora")
+    parser.add_argument("--split-ids", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--inits", type=int, default=20)
+    parser.add_argument("--single", type=int, default=3, help="runs measured one per process (0: skip)")
+    parser.add_argument("--models", nargs="+", default=ALL_MODELS)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+
+    import torch
+
+    from gnnbench.config.presets import run_config
+    from gnnbench.protocols.pitfalls import run_chunk
+
+    torch.set_num_threads(args.threads)
+    work = Path(tempfile.mkdtemp(prefix="pitfalls_speed_"))
+    dataset, splits = prepare(args.planetoid, args.name, work)
+    print(f"{'model':22s} {'runs':>5s} {'stacked runs/min':>17s} {'1/process runs/min':>19s} {'ratio':>6s} "
+          f"{'test acc stacked':>17s} {'test acc 1/process':>19s} {'epochs':>7s}")
+    totals = {"stacked_runs": 0, "stacked_s": 0.0}
+    for preset in args.models:
+        out = work / "runs" / preset
+        start = time.perf_counter()
+        metrics = run_chunk(dataset_dir=dataset, splits_path=splits, splits=args.split_ids, config=run_config(preset),
+                            inits=args.inits, seed=0, out_dir=out, threads=args.threads)
+        stacked_s = time.perf_counter() - start
+        totals["stacked_runs"] += metrics["runs"]
+        totals["stacked_s"] += stacked_s
+        runs = pq.read_table(out / "runs.parquet").to_pandas()
+        single_rate, single_acc, compared = float("nan"), float("nan"), float("nan")
+        singles = min(args.single, metrics["inits"])
+        if singles:
+            accuracies, start = [], time.perf_counter()
+            for init in range(singles):
+                single_out = work / "single" / preset / str(init)
+                subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "--protocol", "pitfalls", "--dataset",
+                                str(dataset), "--splits", str(splits), "--fold", str(args.split_ids[0]), "--preset",
+                                preset, "--inits", str(args.inits), "--init-ids", str(init), "--threads",
+                                str(args.threads), "--out", str(single_out)], check=True, capture_output=True)
+                accuracies.append(pq.read_table(single_out / "runs.parquet").to_pandas()["test_accuracy"].iloc[0])
+            single_rate = 60 * singles / (time.perf_counter() - start)
+            single_acc = float(np.mean(accuracies))
+            same = runs[(runs["split"] == args.split_ids[0]) & (runs["init"] < singles)]
+            compared = float(same["test_accuracy"].mean())
+        rate = 60 * metrics["runs"] / stacked_s
+        print(f"{preset:22s} {metrics['runs']:5d} {rate:17.1f} {single_rate:19.1f} {rate / single_rate:6.1f} "
+              f"{compared:17.2f} {single_acc:19.2f} {metrics['epochs_mean']:7.1f}", flush=True)
+    print(f"all models: {totals['stacked_runs']} runs in {totals['stacked_s']:.0f} s stacked "
+          f"({60 * totals['stacked_runs'] / totals['stacked_s']:.0f} runs/min on {args.threads} thread(s))")
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
