@@ -151,11 +151,11 @@ def _run(args: argparse.Namespace) -> None:
         from gnnbench.config.presets import get_preset, preset_protocol, run_config
         from gnnbench.data.catalog import describe_dataset
 
-        preset = get_preset(args.preset) if args.preset else None
+        preset = get_preset(args.preset, where="--preset") if args.preset else None
         dataset = args.dataset or (preset["dataset"] if preset else None)
         if dataset is None:
             raise ConfigError("params: give --preset, or --dataset with --set model=... and the model's keys")
-        config = run_config(args.preset, _key_values(args.set), where="--set")
+        config = run_config(args.preset, _key_values(args.set), where="--set", preset_where="--preset")
         meta = describe_dataset(dataset)
         if preset is not None and preset_protocol(preset) == "pitfalls":
             from gnnbench.protocols.pitfalls import num_parameters, stand_in_graph
@@ -197,7 +197,7 @@ def _train(args: argparse.Namespace) -> None:
     if protocol == "pitfalls":
         from gnnbench.protocols.pitfalls import run_chunk
 
-        config = run_config(args.preset, overrides, where="--set", protocol=protocol)
+        config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=protocol)
         metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
                             inits=args.inits, seed=args.seed or 0, out_dir=args.out, device=args.device,
                             threads=args.threads, label=args.label, init_ids=args.init_ids)
@@ -209,7 +209,7 @@ def _train(args: argparse.Namespace) -> None:
         raise ConfigError(f"--fold: protocol {protocol} trains one fold per run, got {len(args.fold)}")
     if args.seed is not None:
         overrides["seed"] = args.seed
-    config = run_config(args.preset, overrides, where="--set", protocol=protocol)
+    config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=protocol)
     results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold[0], config=config,
                     out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads, label=args.label)
     print(f"test {results['metric']}: {results['test']['metric']:.4f}")

@@ -137,7 +137,7 @@ def test_bad_inputs_are_one_line_errors_and_write_nothing(csbm, tmp_path):
                              "--preset", "CSL_graph_classification_GCN_CSL_100k", "--out", str(tmp_path / "o")],
                             capture_output=True, text=True)
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
-        "gnnbench: error: --set: preset CSL_graph_classification_GCN_CSL_100k is a config of protocol "
+        "gnnbench: error: --preset: preset CSL_graph_classification_GCN_CSL_100k is a config of protocol "
         "benchmarking-gnns, not pitfalls; pick a pitfalls preset (`gnnbench presets` lists them)")
 
 

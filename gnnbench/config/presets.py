@@ -71,16 +71,18 @@ def preset_protocol(entry: dict) -> str:
 
 
 def run_config(preset: str | None, overrides: dict | None = None, *, directory=None, where: str = "",
-               protocol: str | None = None) -> dict:
+               protocol: str | None = None, preset_where: str | None = None) -> dict:
     """Flat, checked run config: the preset's net_params and params (if any) updated by ``overrides``.
 
     ``protocol`` (default: the preset's, else benchmarking-gnns) selects the keys values are checked against; a
-    preset of another protocol is a ConfigError."""
+    preset of another protocol is a ConfigError. ``where`` names the overrides in errors, ``preset_where`` (default:
+    ``where``) the preset."""
     config: dict = {}
-    entry = get_preset(preset, directory, where or "preset") if preset is not None else None
+    preset_where = preset_where or where or "preset"
+    entry = get_preset(preset, directory, preset_where) if preset is not None else None
     if entry is not None:
         if protocol is not None and preset_protocol(entry) != protocol:
-            raise ConfigError(f"{where or 'preset'}: preset {preset} is a config of protocol {preset_protocol(entry)}"
+            raise ConfigError(f"{preset_where}: preset {preset} is a config of protocol {preset_protocol(entry)}"
                               f", not {protocol}; pick a {protocol} preset (`gnnbench presets` lists them)")
         protocol = preset_protocol(entry)
     types = PROTOCOL_KEYS[protocol or DEFAULT_PROTOCOL]
