@@ -137,3 +137,13 @@ def datasets(tmp_path_factory) -> dict:
     return {"root": root, "CSL": root / "CSL", "CSL_pe": root / "CSL_pe20.parquet",
             "CSL_splits": root / "CSL_splits.json", "PATTERN": root / "PATTERN",
             "PATTERN_pe": root / "PATTERN_pe2.parquet", "PATTERN_splits": root / "PATTERN_splits.json"}
+
+
+@pytest.fixture
+def server():
+    """A local HTTP server on 127.0.0.1 (:class:`test_download.LocalServer`) for the real download paths."""
+    from test_download import LocalServer
+
+    srv = LocalServer()
+    yield srv
+    srv.stop()

@@ -125,13 +125,6 @@ class LocalServer:
         self.httpd.server_close()
 
 
-@pytest.fixture
-def server():
-    srv = LocalServer()
-    yield srv
-    srv.stop()
-
-
 def closed_port_url() -> str:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_download import LocalServer, closed_port_url
+from test_download import closed_port_url
 
 from gnnbench.data import download
 from gnnbench.data.download import recorded_sha256
@@ -32,13 +32,6 @@ from gnnbench.data.transductive import (
 from gnnbench.errors import ConfigError, DataError
 
 CANONICAL_URL = npz.URL
-
-
-@pytest.fixture
-def server():
-    srv = LocalServer()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_download import LocalServer, closed_port_url
+from test_download import closed_port_url
 
 from gnnbench.data import download
 from gnnbench.data.download import DownloadError, recorded_sha256
@@ -39,13 +39,6 @@ EXTS = planetoid.EXTENSIONS
 CANONICAL_URL = planetoid.URL  # before the autouse fixture points it at a closed port
 # paper Table 3 (nodes, undirected edges, features, classes) and the smallest class (spec §1.4, recomputed)
 TABLE3 = {"cora": (2485, 5069, 1433, 7, 131), "citeseer": (2110, 3668, 3703, 6, 115)}
-
-
-@pytest.fixture
-def server():
-    srv = LocalServer()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ import tarfile
 import numpy as np
 import pytest
 from scipy import ndimage
-from test_download import LocalServer, cifar_fixture, idx_bytes, mnist_fixture, patch_registries
+from test_download import cifar_fixture, idx_bytes, mnist_fixture, patch_registries
 
 from gnnbench.data import raw_images
 from gnnbench.data.catalog import describe_dataset
@@ -36,13 +36,6 @@ SMALL = {"num_train": 6, "num_val": 3, "num_test": 4}
 @pytest.fixture(scope="module")
 def digits():
     return raw_images.load_digits_28()
-
-
-@pytest.fixture
-def server():
-    srv = LocalServer()
-    yield srv
-    srv.stop()
 
 
 # ---------------------------------------------------------------------------------------------------------- parsers

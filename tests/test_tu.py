@@ -18,7 +18,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
-from test_download import LocalServer, closed_port_url
+from test_download import closed_port_url
 
 from gnnbench.data import download
 from gnnbench.data.download import DownloadError, recorded_sha256
@@ -34,13 +34,6 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real TU zips not avai
 # published counts: graphs, nodes, classes (TU collection; spec §1.2 for graphs and classes)
 PUBLISHED = {"ENZYMES": (600, 19580, 6), "PROTEINS_full": (1113, 43471, 2), "PROTEINS": (1113, 43471, 2),
              "IMDB-BINARY": (1000, 19773, 2)}
-
-
-@pytest.fixture
-def server():
-    srv = LocalServer()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture(autouse=True)
