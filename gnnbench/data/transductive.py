@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from gnnbench.data.meta import SPLIT_CODES
+from gnnbench.data.meta import SPLIT_CODES, DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns, SparseRows
 
 
@@ -175,3 +175,12 @@ def split_codes(num_nodes: int, parts: dict[str, np.ndarray]) -> np.ndarray:
             raise ValueError(f"split part {part!r} overlaps another part")
         codes[nodes] = SPLIT_CODES[part]
     return codes
+
+
+def node_classification_meta(name: str, classes: int, features: FeatureSpec, source: dict,
+                             split_sizes: dict[str, int] | None = None) -> DatasetMeta:
+    """The description every single-graph node-classification source shares (cross-entropy, accuracy, one graph,
+    no edge features); ``split_sizes`` only where the data comes with its own split."""
+    return DatasetMeta(name=name, task="node_classification", loss="cross_entropy", metric="accuracy",
+                       num_outputs=classes, num_graphs=1, node_features=features, edge_features=None,
+                       pe_usage="add", split_sizes=split_sizes, source=source)

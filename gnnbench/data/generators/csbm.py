@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from gnnbench.data.generators import Generator, NonNegative
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
-from gnnbench.data.transductive import to_graph_columns
+from gnnbench.data.transductive import node_classification_meta, to_graph_columns
 from gnnbench.errors import ConfigError
 
 
@@ -129,10 +129,8 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
     plain = {k: float(v) if isinstance(v, float) else v for k, v in params.items()}  # NonNegative → float
     source = {"generator": "csbm", "seed": seed, "params": plain, "p_in": p_in, "p_out": p_out,
               "class_sizes": sizes.tolist()}
-    return DatasetMeta(name=name, task="node_classification", loss="cross_entropy", metric="accuracy",
-                       num_outputs=params["num_classes"], num_graphs=1,
-                       node_features=FeatureSpec("continuous", params["num_features"]), edge_features=None,
-                       pe_usage="add", split_sizes=None, source=source)
+    return node_classification_meta(name, params["num_classes"], FeatureSpec("continuous", params["num_features"]),
+                                    source)
 
 
 def _check(params: dict, where: str) -> None:

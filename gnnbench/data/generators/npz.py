@@ -43,7 +43,14 @@ from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
-from gnnbench.data.transductive import RawGraph, csr_from_parts, standardize, symmetric_unweighted, to_graph_columns
+from gnnbench.data.transductive import (
+    RawGraph,
+    csr_from_parts,
+    node_classification_meta,
+    standardize,
+    symmetric_unweighted,
+    to_graph_columns,
+)
 from gnnbench.errors import ConfigError, DataError
 
 URL = "https://github.com/shchur/gnn-benchmark/raw/master/data/npz/{file}"
@@ -143,9 +150,7 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
         steps = ["symmetric unweighted adjacency (self loops kept once)", "features as stored"]
     source = {"generator": "npz", "seed": seed, "params": {k: v for k, v in params.items() if k != "mirror"},
               "preprocessing": steps, "raw_files": {raw_file(params["name"]).relative_path: None}}
-    return DatasetMeta(name=name, task="node_classification", loss="cross_entropy", metric="accuracy",
-                       num_outputs=classes, num_graphs=1, node_features=FeatureSpec("continuous", width, sparse=True),
-                       edge_features=None, pe_usage="add", split_sizes=None, source=source)
+    return node_classification_meta(name, classes, FeatureSpec("continuous", width, sparse=True), source)
 
 
 def _check(params: dict, where: str) -> None:

@@ -47,7 +47,14 @@ from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.safe_pickle import safe_load, to_csr
 from gnnbench.data.store import GraphColumns
-from gnnbench.data.transductive import RawGraph, split_codes, standardize, symmetric_unweighted, to_graph_columns
+from gnnbench.data.transductive import (
+    RawGraph,
+    node_classification_meta,
+    split_codes,
+    standardize,
+    symmetric_unweighted,
+    to_graph_columns,
+)
 from gnnbench.errors import ConfigError, DataError
 
 NAMES = ("cora", "citeseer", "pubmed")
@@ -203,9 +210,7 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
               "params": {k: v for k, v in params.items() if k != "mirror"},
               "preprocessing": STANDARDIZE_STEPS if standard else PLANETOID_SPLIT_STEPS,
               "raw_files": {f.relative_path: f.sha256 for f in raw_files(params)}}
-    return DatasetMeta(name=name, task="node_classification", loss="cross_entropy", metric="accuracy",
-                       num_outputs=classes, num_graphs=1, node_features=FeatureSpec("continuous", width, sparse=True),
-                       edge_features=None, pe_usage="add", split_sizes=sizes, source=source)
+    return node_classification_meta(name, classes, FeatureSpec("continuous", width, sparse=True), source, sizes)
 
 
 def _check(params: dict, where: str) -> None:
