@@ -4,6 +4,7 @@
     gnnbench pe results/datasets/CSL --k 20 --out results/features/CSL/laplacian_pe_k20.parquet
     gnnbench splits results/datasets/CSL --scheme stratified_kfold --folds 5 --out results/splits/CSL/splits.json
     gnnbench splits results/datasets/Cora --scheme random_per_class --splits 100 --out results/splits/Cora/splits.json
+    gnnbench splits results/datasets/ENZYMES --scheme published --published ENZYMES_splits.json --out ...
     gnnbench train --dataset results/datasets/CSL --splits results/splits/CSL/splits.json --fold 0 \\
         --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
     gnnbench train --protocol pitfalls --dataset results/datasets/Cora --splits results/splits/Cora/splits.json \\
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 
 import yaml
@@ -67,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     for name, kind in (("folds", int), ("val-fraction", float), ("splits", int), ("train-per-class", int),
                        ("val-per-class", int), ("val-size", int), ("test-size", int), ("seed", int)):
         p.add_argument(f"--{name}", type=kind, help="scheme parameter (default: the scheme's)")
+    p.add_argument("--published", metavar="FILE", help="scheme published: the released split file to import (e.g. "
+                                                        "Errica et al.'s ENZYMES_splits.json)")
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("train", help="train one run (model × seed × fold), or with --protocol pitfalls every "
@@ -132,7 +136,7 @@ def _run(args: argparse.Namespace) -> None:
                  if k in ("folds", "val_fraction", "splits", "train_per_class", "val_per_class", "val_size",
                           "test_size", "seed") and v is not None}
         split = resolve_split({"scheme": args.scheme, **given}, "splits")
-        make_split_file(args.dataset, split.pop("scheme"), split, args.out)
+        make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published)
     elif args.command == "train":
         _train(args)
     elif args.command == "aggregate":
@@ -177,8 +181,10 @@ def _run(args: argparse.Namespace) -> None:
         from gnnbench.config.presets import all_presets, preset_protocol
 
         for name, preset in all_presets().items():
-            print(f"{name}\t{preset_protocol(preset)}\t{preset['model']}\t{preset['dataset']}\t"
-                  f"{preset.get('total_params', '')}")
+            grid = preset.get("grid")  # fair-comparison presets: a grid, for any dataset
+            size = f"\t{math.prod(len(v) for v in grid.values())} configurations" if grid else ""
+            print(f"{name}\t{preset_protocol(preset)}\t{preset['model']}\t{preset.get('dataset', 'any')}\t"
+                  f"{preset.get('total_params', '')}{size}")
     elif args.command == "tsp" and args.tsp_command == "solve":
         from gnnbench.data.tsplib import read_tsplib, solve_instance
 

@@ -37,15 +37,17 @@ def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -
              time.perf_counter() - start)
 
 
-def make_split_file(dataset_dir: str | os.PathLike, scheme: str, params: dict, out: str | os.PathLike) -> None:
+def make_split_file(dataset_dir: str | os.PathLike, scheme: str, params: dict, out: str | os.PathLike,
+                    published: str | os.PathLike | None = None) -> None:
     """Split file of a dataset: graph splits from the graph labels, or node splits of a single-graph dataset from
-    its node labels (and its node column ``split`` when it comes with one)."""
+    its node labels (and its node column ``split`` when it comes with one); scheme ``published`` imports the
+    released file ``published``."""
     meta, columns = read_dataset(dataset_dir)
     if meta.transductive:
         labels, given = columns.node.get("y"), columns.node.get("split")
     else:
         labels, given = columns.graph.get("y"), None
-    write_splits(out, make_splits(meta, labels, scheme, params, given))
+    write_splits(out, make_splits(meta, labels, scheme, params, given, published))
 
 
 def label_tsp_shard(params: dict | None, seed: int, shard: int, out: str | os.PathLike, workers: int = 1) -> None:

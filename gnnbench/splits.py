@@ -26,6 +26,10 @@ Schemes
     ``random_sizes``      ``splits`` random node splits with ``train_per_class`` training nodes per class and
                           ``val_size`` / ``test_size`` nodes drawn from the rest regardless of class (the
                           Planetoid-sized "another random split" of Shchur et al.: 20 per class / 500 / 1,000).
+    ``published``         the split files a paper released for the dataset, imported (``source``:
+                          ``fair-comparison`` — Errica et al.'s ``data_splits/*/NAME_splits.json``, see
+                          :func:`read_fair_comparison_folds`). The dataset's generator names the file (a raw
+                          download, checksummed) and the workflow fetches it before the split stage.
 
 The random node schemes follow gnn-benchmark's ``get_train_val_test_split`` draw for draw: split k uses
 ``RandomState(s_k)`` where ``s_k`` is the k-th of ``RandomState(seed).randint(0, 10**6, splits)`` (its job
@@ -52,14 +56,17 @@ from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_json, write_json
 
-SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes")
+SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published")
 NODE_SCHEMES = ("given", "random_per_class", "random_sizes")  # schemes of a transductive (one-graph) dataset
-GRAPH_SCHEMES = ("given", "stratified_kfold")
+GRAPH_SCHEMES = ("given", "stratified_kfold", "published")
+PUBLISHED_FOLDS = {"fair-comparison": 10}  # outer folds of each released split
+PUBLISHED_SOURCES = tuple(PUBLISHED_FOLDS)
 SCHEME_DEFAULTS = {
     "given": {},
     "stratified_kfold": {"folds": 5, "val_fraction": 0.25, "seed": 0},
     "random_per_class": {"splits": 100, "train_per_class": 20, "val_per_class": 30, "seed": 2018},
     "random_sizes": {"splits": 1, "train_per_class": 20, "val_size": 500, "test_size": 1000, "seed": 2018},
+    "published": {"source": "fair-comparison", "mirror": ""},
 }
 PARTS = ("train", "val", "test")
 FORMAT = 2
@@ -104,15 +111,20 @@ def resolve_split(split: dict, where: str) -> dict:
     if unknown:
         known = ", ".join(defaults) or "none"
         raise ConfigError(f"{where}.{unknown[0]}: not a parameter of split scheme {scheme} (its parameters: {known})")
-    return {"scheme": scheme, **defaults, **split}
+    resolved = {"scheme": scheme, **defaults, **split}
+    if scheme == "published" and resolved["source"] not in PUBLISHED_SOURCES:
+        raise ConfigError(f"{where}.source: unknown published split {resolved['source']!r}; choose one of "
+                          f"{', '.join(PUBLISHED_SOURCES)}")
+    return resolved
 
 
 def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, params: dict,
-                given: np.ndarray | None = None) -> Splits:
+                given: np.ndarray | None = None, published: str | os.PathLike | None = None) -> Splits:
     """Compute the splits of a dataset under ``scheme`` (see module docstring).
 
     ``labels``: graph labels (multi-graph datasets) or node labels, -1 = unlabelled (transductive datasets);
-    ``given``: the node column ``split`` of a transductive dataset that comes with a split.
+    ``given``: the node column ``split`` of a transductive dataset that comes with a split; ``published``: the
+    downloaded split file of scheme ``published``.
     """
     transductive = meta.task == "node_classification" and meta.num_graphs == 1
     level = "node" if transductive else "graph"
@@ -121,7 +133,17 @@ def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, param
         what = "a single-graph node-classification" if transductive else "a multi-graph"
         raise ConfigError(f"split scheme {scheme!r} does not apply to dataset {meta.name} ({what} dataset); "
                           f"use one of {', '.join(allowed)}")
-    params = {k: v for k, v in params.items() if k != "scheme"}
+    params = {k: v for k, v in params.items() if k not in ("scheme", "mirror")}
+    if scheme == "published":
+        if published is None:
+            raise ConfigError(f"split scheme published needs the released split file of {meta.name}; the workflow "
+                              "downloads it (gnnbench splits: --published FILE)")
+        folds = read_fair_comparison_folds(published, meta.num_graphs)
+        if len(folds) != PUBLISHED_FOLDS[params["source"]]:
+            raise DataError(f"published split file {published} has {len(folds)} folds, expected "
+                            f"{PUBLISHED_FOLDS[params['source']]} (the released {params['source']} split); delete it "
+                            "and rerun to download it again")
+        return Splits(meta.name, meta.checksum, scheme, params, folds, level)
     if scheme == "given" and transductive:
         folds = [_given_nodes(meta, given)]
     elif scheme == "given":
@@ -203,6 +225,54 @@ def _stratified_kfold(labels: np.ndarray, k: int, val_fraction: float, seed: int
                                       random_state=seed + fold)
         folds.append({"train": sorted(map(int, train)), "val": sorted(map(int, val)),
                       "test": sorted(map(int, test))})
+    return folds
+
+
+def read_fair_comparison_folds(path: str | os.PathLike, num_graphs: int) -> list[dict[str, list[int]]]:
+    """The folds of an Errica et al. split file (``data_splits/{CHEMICAL,COLLABORATIVE_1,COLLABORATIVE_DEGREE}/
+    NAME_splits.json``, spec p3-fair-comparison.md §2.6) as gnnbench folds.
+
+    The file is a JSON list of outer folds ``{"test": [...], "model_selection": [{"train": [...], "validation":
+    [...]}]}`` (one hold-out per fold); fold i becomes ``{"train": train, "val": validation, "test": test}`` with
+    the file's index order kept — the outer training set is train ∪ val. Checked, each failure one line naming the
+    file and fold: the structure; integer indices inside ``0 .. num_graphs − 1``; train, val and test disjoint and
+    together every graph; the test folds a partition of all graphs.
+    """
+    path = Path(path)
+    data = read_json(path, "published split file")
+
+    def bad(message: str) -> DataError:
+        return DataError(f"published split file {path}: {message}; it is not the fair-comparison split of this "
+                         "dataset (delete it and its .sha256 record, then rerun to download it again)")
+
+    if not isinstance(data, list) or not data:
+        raise bad("expected a JSON list of outer folds")
+    folds, tested = [], np.zeros(num_graphs, dtype=np.int64)
+    for i, fold in enumerate(data):
+        try:
+            selection = fold["model_selection"]
+            if len(selection) != 1:
+                raise bad(f"fold {i} has {len(selection)} model-selection hold-outs, expected exactly 1")
+            parts = {"train": selection[0]["train"], "val": selection[0]["validation"], "test": fold["test"]}
+        except (KeyError, TypeError, IndexError):
+            raise bad(f"fold {i} lacks test / model_selection[0].train / model_selection[0].validation") from None
+        arrays = {}
+        for part, ids in parts.items():
+            if not isinstance(ids, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
+                raise bad(f"fold {i} {part}: expected a list of integer graph indices")
+            arrays[part] = np.asarray(ids, dtype=np.int64)
+        every = np.concatenate(list(arrays.values()))
+        if every.size and (every.min() < 0 or every.max() >= num_graphs):
+            raise bad(f"fold {i} refers to graph {int(every.max() if every.max() >= num_graphs else every.min())} "
+                      f"but the dataset has {num_graphs} graphs (0 .. {num_graphs - 1})")
+        if every.size != num_graphs or np.unique(every).size != num_graphs:
+            raise bad(f"fold {i}: train, validation and test must be disjoint and cover all {num_graphs} graphs "
+                      f"({every.size} indices, {np.unique(every).size} distinct)")
+        tested += np.bincount(arrays["test"], minlength=num_graphs)
+        folds.append({part: parts[part] for part in PARTS})
+    if not (tested == 1).all():
+        raise bad(f"the test folds do not partition the graphs ({int((tested == 0).sum())} never tested, "
+                  f"{int((tested > 1).sum())} tested more than once)")
     return folds
 
 

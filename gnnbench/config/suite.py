@@ -35,7 +35,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
 from gnnbench.protocols.base import Benchmark
 from gnnbench.protocols.benchmarking_gnns import BenchmarkingGNNsBenchmark
-from gnnbench.splits import resolve_split
+from gnnbench.splits import PUBLISHED_FOLDS, resolve_split
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 DATASET_DIR = "results/datasets/{dataset}"
@@ -71,6 +71,8 @@ class DatasetSpec:
     @property
     def num_folds(self) -> int:
         """Partitions in the split file: cross-validation folds, random splits, or 1."""
+        if self.split["scheme"] == "published":
+            return PUBLISHED_FOLDS[self.split["source"]]
         return self.split.get("folds", self.split.get("splits", 1)) if self.split["scheme"] != "given" else 1
 
 
@@ -139,18 +141,32 @@ class Suite:
             return []
         return [f"{RAW_DIR}/{raw.relative_path}" for raw in generator.raw_files(spec.params)]
 
+    def split_raw_file(self, dataset: str) -> str | None:
+        """The released split file a dataset's split imports (scheme ``published``), a download; else None."""
+        raw = published_split_file(self.datasets[dataset])
+        return None if raw is None else f"{RAW_DIR}/{raw.relative_path}"
+
+    def _downloads(self, spec: DatasetSpec) -> list[tuple[object, str | None]]:
+        generator = get_generator(spec.generator)
+        out = [(raw, spec.params.get("mirror") or None)
+               for raw in (generator.raw_files(spec.params) if generator.raw_files else [])]
+        split_file = published_split_file(spec)
+        if split_file is not None:
+            out.append((split_file, spec.split.get("mirror") or None))
+        return out
+
     def raw_download(self, path: str) -> tuple[object, str | None]:
         """(RawFile, mirror) of a raw file some dataset needs; the mirror of the first dataset naming it."""
         for spec in self.datasets.values():
-            generator = get_generator(spec.generator)
-            for raw in (generator.raw_files(spec.params) if generator.raw_files else []):
+            for raw, mirror in self._downloads(spec):
                 if f"{RAW_DIR}/{raw.relative_path}" == path:
-                    return raw, spec.params.get("mirror") or None
+                    return raw, mirror
         raise ValueError(f"no dataset of the config needs the raw file {path}")
 
     @property
     def all_raw_files(self) -> list[str]:
-        return sorted({f for d in self.datasets for f in self.raw_files(d)})
+        return sorted({f"{RAW_DIR}/{raw.relative_path}" for spec in self.datasets.values()
+                       for raw, _ in self._downloads(spec)})
 
     def baseline_files(self, dataset: str) -> list[str]:
         """Non-learnt baselines reported in a dataset's table: the k-NN heuristic for TSP datasets."""
@@ -252,6 +268,16 @@ def _check_schema(config: object, schema_path: Path) -> None:
         raise ConfigError(f"{where}: {message}; fix it (schema: workflow/schemas/config.schema.yaml)")
 
 
+def published_split_file(spec: DatasetSpec):
+    """RawFile of the released split a dataset imports (split scheme ``published``), or None."""
+    if spec.split["scheme"] != "published":
+        return None
+    generator = get_generator(spec.generator)
+    if generator.published_splits is None:
+        return None
+    return generator.published_splits(spec.params, spec.split["source"])
+
+
 def _dataset(name: str, entry: dict, protocol) -> DatasetSpec:
     """A dataset entry resolved; its split defaults to what the protocol of its benchmark (if any) evaluates on."""
     where = f"datasets.{name}"
@@ -266,6 +292,9 @@ def _dataset(name: str, entry: dict, protocol) -> DatasetSpec:
         given = protocol.default_split(spec)
     if given is not None:
         spec.split = resolve_split(given, f"{where}.split")
+    if spec.split["scheme"] == "published" and published_split_file(spec) is None:
+        raise ConfigError(f"{where}.split.scheme: no {spec.split['source']} split was published for dataset {name} "
+                          f"(generator {generator.name}); use stratified_kfold")
     if spec.split["scheme"] == "given" and not meta.split_sizes:
         raise ConfigError(f"{where}.split.scheme: dataset {name} comes without a split; use "
                           f"{'random_per_class' if meta.transductive else 'stratified_kfold'}")

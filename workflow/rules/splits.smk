@@ -1,6 +1,7 @@
 rule splits:
     input:
         unpack(lambda wc: dataset_files(wc.dataset)),
+        published=lambda wc: SUITE.split_raw_file(wc.dataset) or [],
     output:
         "results/splits/{dataset}/splits.json",
     params:

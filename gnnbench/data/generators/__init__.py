@@ -40,6 +40,8 @@ class Generator:
     build: Callable[..., GraphColumns]  # (params, seed), or (params, seed, raw_dir) when raw_files is set
     check: Callable[[dict, str], None] | None = None  # constraints between parameters; raises ConfigError
     raw_files: Callable[[dict], list[RawFile]] | None = None  # raw files needed (fetched into raw_dir before build)
+    # the split file a paper released for (params, source) — split scheme "published"; None: the dataset has none
+    published_splits: Callable[[dict, str], RawFile | None] | None = None
 
 
 def _registry() -> dict[str, Generator]:

@@ -93,6 +93,24 @@ PUBLISHED = {
 SPEC_FEATURES = {"DD": "labels", "NCI1": "labels", "PROTEINS": "labels", "PROTEINS_full": "labels",
                  "ENZYMES": "labels_and_attributes"}  # spec §1.2; the social sets: constant or degree (§1.3)
 FEATURES = ("labels", "labels_and_attributes", "attributes", "constant", "degree")
+# Errica et al.'s released splits (spec §2.6): one file per dataset and, for the social sets, per feature variant
+SPLITS_URL = "https://raw.githubusercontent.com/diningphil/gnn-comparison/master/data_splits/{group}/{name}_splits.json"
+SPLITS_SHA256 = {
+    "CHEMICAL/DD": "3acb1dbb1c7d52d019be2996ba52b9e1e7e9410eb5a84aad2eff766392aba8a8",
+    "CHEMICAL/ENZYMES": "105daf1c521fbbb05c1500fba13446d74d7d2a85d385b8e4b1f08b4b4e00541a",
+    "CHEMICAL/NCI1": "1c961b85422fb557edade036f614869bb996323efd21dbfa4b40ff1b80304924",
+    "CHEMICAL/PROTEINS_full": "785c4225474a5467427b704e424602e6a4b88ebd3463cf152d3ec82d2422cd6a",
+    "COLLABORATIVE_1/COLLAB": "11c131c4e59f00a58396ac5b1efa31794726a98215d31b0377c9accd09954071",
+    "COLLABORATIVE_1/IMDB-BINARY": "9a5d452b422121d071fd5f84ecceabbe49e61dfcc0a0585698270627bf741d76",
+    "COLLABORATIVE_1/IMDB-MULTI": "d2f2f0fbcc4ca1eae97d78c184ab4207133ec873c4640a05bfa92f915c4298a6",
+    "COLLABORATIVE_1/REDDIT-BINARY": "d7d1f34723d9c8ca54976619c63c4c31d656db114837afb28599647503efa293",
+    "COLLABORATIVE_1/REDDIT-MULTI-5K": "b063ce3d340cd458bc611085eaa7ddf7ee4580849a5541e3ec8fc0119dd285b3",
+    "COLLABORATIVE_DEGREE/COLLAB": "2942761086c699bf268dfbdeaec1537e8601bd69f65ef7c850744e2b4784921b",
+    "COLLABORATIVE_DEGREE/IMDB-BINARY": "da73a722e88ee867b67e10efc2791c15fed0eab280c95269b9d814d145398d9a",
+    "COLLABORATIVE_DEGREE/IMDB-MULTI": "f4a59c65f15096a9449e4e1c4bba6ce4e364bd025b05486d5183b63ead1ccb92",
+    "COLLABORATIVE_DEGREE/REDDIT-BINARY": "1584c163a9b452ff105169fb08e485f95c0f3a51ee238cecbaf9a0572c8597e4",
+    "COLLABORATIVE_DEGREE/REDDIT-MULTI-5K": "b59b740df2acd7e8518ee56a8c298810ae0bfca7a8da04077bc549b8ba7ba583",
+}
 REQUIRED = ("A", "graph_indicator", "graph_labels")
 OPTIONAL = ("node_labels", "node_attributes")
 
@@ -124,6 +142,26 @@ def raw_file(name: str) -> RawFile:
 
 def raw_files(params: dict) -> list[RawFile]:
     return [raw_file(params["name"])]
+
+
+def published_splits(params: dict, source: str) -> RawFile | None:
+    """Errica et al.'s split file of the dataset (``source`` fair-comparison), or None when they released none.
+
+    CHEMICAL files serve DD, NCI1, ENZYMES and PROTEINS (their PROTEINS is PROTEINS_full: same graphs and order);
+    the social sets have one file per feature variant — COLLABORATIVE_1 for ``constant``, COLLABORATIVE_DEGREE for
+    ``degree`` (§1.3: the two variants were split separately). SHA-256 pinned from the released files; the split's
+    ``mirror`` (a folder URL holding ``{name}_splits.json``) is tried first."""
+    name, features = params["name"], resolved_features(params)
+    if source != "fair-comparison":
+        return None
+    if name in SPEC_FEATURES:
+        group, file_name = "CHEMICAL", "PROTEINS_full" if name == "PROTEINS" else name
+    elif features in ("constant", "degree"):
+        group, file_name = "COLLABORATIVE_1" if features == "constant" else "COLLABORATIVE_DEGREE", name
+    else:
+        return None
+    return RawFile(f"tu/splits/{group}/{file_name}_splits.json", None,
+                   (SPLITS_URL.format(group=group, name=file_name),), SPLITS_SHA256[f"{group}/{file_name}"])
 
 
 def resolved_features(params: dict) -> str:
@@ -356,4 +394,5 @@ TU = Generator(
     build=_build,
     check=_check,
     raw_files=raw_files,
+    published_splits=published_splits,
 )
