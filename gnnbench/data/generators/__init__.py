@@ -50,6 +50,7 @@ def _registry() -> dict[str, Generator]:
         csl,
         cycles,
         cycles_release,
+        graph_families,
         graph_theory_prop,
         npz,
         planetoid,
@@ -61,7 +62,8 @@ def _registry() -> dict[str, Generator]:
 
     generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
-                  cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU)
+                  cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU,
+                  graph_families.GRAPH_FAMILIES)
     return {g.name: g for g in generators}
 
 
