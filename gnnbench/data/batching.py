@@ -51,6 +51,7 @@ class GraphBatch:
     pe: torch.Tensor | None = None  # (N, k) positional encodings
     y_graph: torch.Tensor | None = None  # graph-level targets of a multitask dataset (``y`` is node-level)
     pairs: torch.Tensor | None = None  # (2, P) node pairs to score (link prediction)
+    graph_ids: torch.Tensor | None = None  # (B,) the store's ids of the batch's graphs (per-graph precomputed data)
 
     @property
     def num_nodes(self) -> int:
@@ -182,4 +183,5 @@ class GraphLoader:
             y=y,
             pe=None if self.pe is None else self.pe.index_select(0, node_idx),
             y_graph=y_graph,
+            graph_ids=graph_ids,
         )

@@ -1,0 +1,50 @@
+"""The contract of the fair-comparison graph classifiers (spec p3-fair-comparison.md §3).
+
+These are the networks of Errica et al. as they ran them: each is a complete graph classifier (its own input layer,
+message passing, pooling and output MLP), so they do not go through the benchmarking-gnns encoder → architecture →
+head composition (:mod:`gnnbench.models`), whose heads and encoders differ from these. Where an operator is the same
+as a layer of the zoo, the file reuses that layer.
+
+A classifier:
+
+* ``forward(batch)`` takes a :class:`~gnnbench.data.batching.GraphBatch` (``x`` (N, F) float node features,
+  ``edge_index`` with both directions of every undirected edge, ``batch``, ``ptr``, ``num_graphs``,
+  ``graph_ids``) and returns logits (B, C);
+* ``aux_loss`` — a scalar tensor of extra loss terms of the last forward pass (DiffPool's link and entropy losses),
+  0.0 for the others; the trainer adds it to the cross entropy;
+* ``from_config(cfg, meta, sizes)`` builds it from a flat run config, the dataset's
+  :class:`~gnnbench.data.meta.DatasetMeta` and ``sizes``, the node count of every graph of the dataset (np.int64,
+  all graphs: what DGCNN's k percentile and DiffPool's maximum node count are computed from — data, not dataset
+  names);
+* ``prepare(store)`` — optional per-dataset precomputation (ECC's coarsening hierarchy), called once with the
+  whole :class:`~gnnbench.data.store.GraphStore` before training; batches then name their graphs by ``graph_ids``;
+* ``required`` — the config keys it reads; ``num_layers(cfg)`` — its depth for the "median number of layers
+  selected" column (None for the structure-agnostic baselines).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from gnnbench.data.meta import DatasetMeta
+
+
+class GraphClassifier(nn.Module):
+    required: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aux_loss: torch.Tensor | float = 0.0
+
+    @classmethod
+    def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> GraphClassifier:
+        raise NotImplementedError
+
+    @staticmethod
+    def num_layers(cfg: dict) -> int | None:
+        return cfg.get("num_layers")
+
+    def prepare(self, store) -> None:  # noqa: B027 - optional hook
+        """Per-dataset precomputation (default: none)."""
