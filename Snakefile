@@ -37,6 +37,7 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/splits.smk"
 include: "workflow/rules/training.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/fair_comparison.smk"
 
 
 rule all:

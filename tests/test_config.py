@@ -45,9 +45,13 @@ def test_default_suite_resolves_to_the_expected_runs():
     assert suite.datasets["CSBM"].split == {"scheme": "random_per_class", "splits": 4, "train_per_class": 20,
                                             "val_per_class": 30, "seed": 2018}
     assert csbm.models["GAT"].config["num_heads"] == [8, 1] and csbm.models["GAT"].config["num_epochs"] == 100_000
-    assert suite.table_files()[-5:] == ["results/plots/CSBM.png", "results/plots/CSBM.svg",
-                                        "results/tables/pitfalls.csv", "results/tables/pitfalls.md",
-                                        "results/tables/pitfalls.parquet"]
+    assert suite.table_files()[-11:] == ["results/plots/CSBM.png", "results/plots/CSBM.svg"] + [
+        f"results/tables/GRAPH-FAMILIES{part}.{ext}" for part in ("", "_folds") for ext in ("csv", "md", "parquet")] + [
+        "results/tables/pitfalls.csv", "results/tables/pitfalls.md", "results/tables/pitfalls.parquet"]
+    families = suite.benchmarks["GRAPH-FAMILIES"]  # the fair-comparison block: 3 outer folds, tiny grids
+    assert families.protocol == "fair-comparison" and families.folds == [0, 1, 2] and families.final_runs == 2
+    assert {m: len(g) for m, g in families.grids.items()} == {"Baseline": 2, "GIN": 4}
+    assert {c["early_stopping"] for c in families.grids["GIN"]} == {"accuracy", "loss"}
 
 
 def test_run_config_layers_preset_overrides_and_coerces_strings():
@@ -109,12 +113,14 @@ BAD_CONFIGS = [
     ("datasets.CSL.split", {"scheme": "given"}, "datasets.CSL.split.scheme: dataset CSL comes without a split"),
     ("datasets.CSL.split", {"protocol": "given"}, "datasets.CSL.split.scheme: dataset CSL comes without a split"),
     ("datasets.CSL.split", {"scheme": "random_per_class"},
-     "datasets.CSL.split: protocol benchmarking-gnns evaluates on split schemes given, stratified_kfold, but dataset "
+     "datasets.CSL.split: protocol benchmarking-gnns evaluates on split schemes given, stratified_kfold, published, "
+     "but dataset "
      "CSL is split by random_per_class"),
-    ("benchmarks.CSL.protocol", "fair-comparison", "benchmarks.CSL.protocol: protocol 'fair-comparison': nested "
-                                                   "cross-validation with model selection (Errica et al.) is not"),
+    ("benchmarks.CSL.protocol", "fair-comparison", "benchmarks.CSL.protocol: protocol fair-comparison needs "
+                                                   "continuous node features (one-hot labels, attributes, constant or "
+                                                   "degree); dataset CSL has categorical"),
     ("benchmarks.CSL.protocol", "pitfals", "benchmarks.CSL.protocol: unknown protocol 'pitfals'; choose one of "
-                                           "benchmarking-gnns, pitfalls"),
+                                           "benchmarking-gnns, pitfalls, fair-comparison"),
     ("benchmarks.CSL.protocol", "pitfalls", "benchmarks.CSL.protocol: protocol pitfalls needs one graph with node "
                                             "labels (transductive node classification), but dataset CSL is a "
                                             "graph_classification dataset of 150 graphs; use protocol benchmarking"),
@@ -146,4 +152,4 @@ def test_config_files_that_are_missing_or_not_yaml(tmp_path):
     with pytest.raises(ConfigError, match="is not valid YAML"):
         load_suite_file(bad)
     assert load_suite_file(Path(REPO_ROOT / "config" / "config.yaml")).benchmarks.keys() == {
-        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp", "MNIST-digits", "CSBM"}
+        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp", "MNIST-digits", "CSBM", "GRAPH-FAMILIES"}

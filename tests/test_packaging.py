@@ -21,7 +21,8 @@ def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_direc
     wheel = next((tmp_path / "dist").glob("gnnbench-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"gnnbench/config/suite.schema.yaml", "gnnbench/config/presets/pitfalls.yaml",
-            "gnnbench/config/presets/CSL_graph_classification.yaml"} <= names
+            "gnnbench/config/presets/CSL_graph_classification.yaml", "gnnbench/config/presets/fair_comparison.yaml",
+            "gnnbench/reporting/published/fair_comparison.yaml"} <= names
     target = tmp_path / "site"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel),
                               "-q"], capture_output=True, text=True)
@@ -43,7 +44,12 @@ def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_direc
     result = gnnbench("params", "--preset", "pitfalls_GCN")
     assert result.returncode == 0 and result.stdout.strip() == "92231", result.stderr
     listed = gnnbench("presets").stdout
-    assert "pitfalls_GAT\tpitfalls\tGAT\tCORA" in listed and len(listed.splitlines()) == 210
+    assert "pitfalls_GAT\tpitfalls\tGAT\tCORA" in listed and len(listed.splitlines()) == 219
+    assert "fair_GIN\tfair-comparison\tGIN\tany\t\t128 configurations" in listed  # spec §4: GIN's HEAD grid
+    paper = subprocess.run([sys.executable, "-c", "from gnnbench.reporting.fair_comparison import published; "
+                            "print(published()['ENZYMES']['GIN'])"], cwd=elsewhere, env=env, capture_output=True,
+                           text=True)
+    assert paper.stdout.strip() == "[59.6, 4.5]", paper.stderr  # Table 3, read from the installed package
     check = subprocess.run([sys.executable, "-c", "from gnnbench.config.suite import load_suite_file; "
                             f"print(len(load_suite_file({str(REPO_ROOT / 'config' / 'suites' / 'pitfalls.yaml')!r})"
                             ".benchmarks))"], cwd=elsewhere, env=env, capture_output=True, text=True)

@@ -39,14 +39,30 @@ PITFALLS_KEY_TYPES: dict[str, type] = {
     "early_stopping_criterion": str, "early_stopping_tolerance": int, "improvement_tolerance": float,
     "num_training_runs": int,
 }
-PROTOCOL_KEYS = {"benchmarking-gnns": KEY_TYPES, "pitfalls": PITFALLS_KEY_TYPES}
+# Errica et al. (diningphil/gnn-comparison config_*.yml keys; training keys renamed where gnnbench spells the
+# concept out: classifier_epochs -> epochs, early_stopper -> early_stopping + patience, gradient_clipping kept)
+FAIR_COMPARISON_KEY_TYPES: dict[str, type | tuple] = {
+    "model": str, "batch_size": int, "learning_rate": float, "l2": float, "optimizer": str, "scheduler": str,
+    "scheduler_step_size": int, "scheduler_gamma": float, "gradient_clipping": float, "epochs": int,
+    "early_stopping": str, "patience": int, "time_limit_hours": float,
+    "hidden_units": (int, list), "train_eps": bool, "aggregation": str, "dropout": float,
+    "dropout_layer0_at_eval": bool, "num_layers": int, "dim_embedding": int, "embedding_dim": int, "k": float,
+    "dense_dim": int, "gnn_dim_hidden": int, "dim_embedding_MLP": int, "dropout_final": float,
+    "laplacian_threshold": float,
+}
+PROTOCOL_KEYS = {"benchmarking-gnns": KEY_TYPES, "pitfalls": PITFALLS_KEY_TYPES,
+                 "fair-comparison": FAIR_COMPARISON_KEY_TYPES}
 CHOICES = {"dense_schedule": ("minibatch", "original"), "aggregator": ("mean", "maxpool", "meanpool"),
-           "prop_type": ("vanilla", "smoothed"), "early_stopping_criterion": ("gnnbench", "gat_tol")}
+           "prop_type": ("vanilla", "smoothed"), "early_stopping_criterion": ("gnnbench", "gat_tol"),
+           "optimizer": ("Adam", "SGD"), "scheduler": ("none", "step", "ecc_milestones"),
+           "early_stopping": ("accuracy", "loss"), "aggregation": ("sum", "mean", "add", "max")}
 
 _POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel", "hidden_size",
-             "num_kernels", "r", "agg_transform_size", "num_epochs", "early_stopping_tolerance", "num_training_runs"}
+             "num_kernels", "r", "agg_transform_size", "num_epochs", "early_stopping_tolerance", "num_training_runs",
+             "patience", "num_layers", "dim_embedding", "embedding_dim", "dense_dim", "gnn_dim_hidden",
+             "dim_embedding_MLP", "scheduler_step_size"}
 _FRACTION = {"in_feat_dropout", "dropout", "input_dropout_prob", "coefficient_dropout_prob", "dropout_prob",
-             "return_prob"}
+             "return_prob", "dropout_final"}
 
 
 def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = None) -> Any:
@@ -59,7 +75,7 @@ def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = Non
                           "configs and their keys")
     expected = types[key]
     try:
-        value = _convert(expected, value)
+        value = _convert_any(expected, value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {key} must be {_describe(expected)}, got {value!r}; fix the value") from None
     if key in CHOICES and value not in CHOICES[key]:
@@ -70,11 +86,21 @@ def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = Non
         raise ConfigError(f"{where}: {key} must be at least 1, got {value!r}; fix the value")
     if key in _FRACTION and not 0 <= value < 1:
         raise ConfigError(f"{where}: {key} must be in [0, 1), got {value!r}; fix the value")
-    if expected is list and not (value and all(v >= 1 for v in value)):
+    if isinstance(value, list) and not (value and all(v >= 1 for v in value)):
         raise ConfigError(f"{where}: {key} must be a non-empty list of positive integers, got {value!r}; fix the value")
-    if expected is float and value < 0:
+    if isinstance(value, float) and value < 0:
         raise ConfigError(f"{where}: {key} must not be negative, got {value!r}; fix the value")
     return value
+
+
+def _convert_any(expected: type | tuple, value: Any) -> Any:
+    """``_convert`` for one type, or the first of several that accepts the value (e.g. an int or a list)."""
+    for option in (expected if isinstance(expected, tuple) else (expected,))[:-1]:
+        try:
+            return _convert(option, value)
+        except (TypeError, ValueError):
+            pass
+    return _convert(expected[-1] if isinstance(expected, tuple) else expected, value)
 
 
 def _convert(expected: type, value: Any) -> Any:
@@ -111,7 +137,9 @@ def _convert(expected: type, value: Any) -> Any:
     return value
 
 
-def _describe(expected: type) -> str:
+def _describe(expected: type | tuple) -> str:
+    if isinstance(expected, tuple):
+        return " or ".join(_describe(e) for e in expected)
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
             list: "a list of integers"}[expected]
 

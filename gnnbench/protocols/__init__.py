@@ -6,8 +6,9 @@
 ``pitfalls``                  Shchur et al.: 100 random node splits × 20 initialisations, early stopping
                               with best-weights restore, relative accuracy and ranks —
                               :mod:`gnnbench.protocols.pitfalls`
-``fair-comparison``           Errica et al.: nested cross-validation with model selection (not yet
-                              available)
+``fair-comparison``           Errica et al.: outer 10-fold cross-validation, model selection by grid search on
+                              an inner hold-out, three final runs of the winner —
+                              :mod:`gnnbench.protocols.fair_comparison`
 ============================  =========================================================================
 
 A suite's benchmark block names its protocol; :func:`get_protocol` returns it. See
@@ -20,15 +21,15 @@ from gnnbench.errors import ConfigError
 from gnnbench.protocols.base import Protocol
 
 DEFAULT_PROTOCOL = "benchmarking-gnns"
-PLANNED = {"fair-comparison": "nested cross-validation with model selection (Errica et al.) is not available in "
-                              "this version of gnnbench"}
+PLANNED: dict[str, str] = {}  # protocols announced but not yet available: name -> why
 
 
 def _registry() -> dict[str, Protocol]:
     from gnnbench.protocols.benchmarking_gnns import BenchmarkingGNNs
+    from gnnbench.protocols.fair_comparison import FairComparison
     from gnnbench.protocols.pitfalls import Pitfalls
 
-    return {p.name: p for p in (BenchmarkingGNNs(), Pitfalls())}
+    return {p.name: p for p in (BenchmarkingGNNs(), Pitfalls(), FairComparison())}
 
 
 def protocol_names() -> list[str]:

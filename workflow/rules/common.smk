@@ -10,6 +10,7 @@ def _alternatives(names):
 
 P1_DATASETS = SUITE.protocol_datasets("benchmarking-gnns")
 PITFALLS_DATASETS = SUITE.protocol_datasets("pitfalls")
+FAIR_DATASETS = SUITE.protocol_datasets("fair-comparison")
 
 
 wildcard_constraints:
@@ -18,6 +19,7 @@ wildcard_constraints:
     seed=r"\d+",
     fold=r"\d+",
     chunk=r"\d+",
+    part=r"\d+",
     k=r"\d+",
 
 
@@ -42,3 +44,4 @@ def run_inputs(wildcards):
     if k:
         files["pe"] = PE_FILE.format(dataset=wildcards.dataset, k=k)
     return files
+

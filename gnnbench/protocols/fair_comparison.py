@@ -1,0 +1,501 @@
+"""Protocol "fair-comparison" — Errica et al., "A Fair Comparison of Graph Neural Networks for Graph
+Classification" (spec p3-fair-comparison.md §2).
+
+Risk assessment by an outer stratified k-fold cross-validation (10 folds); inside outer fold i, model selection
+on its training part only: every configuration of the model's grid trains once on the inner-training graphs with
+early stopping on the inner hold-out (≈10 %), and the configuration with the highest validation accuracy at its
+early-stopping epoch wins (ties: the later configuration in grid order, the original's ``≤``). The winner then
+trains ``final_runs`` (3) times from scratch; each final run's score is the test accuracy at its early-stopping
+epoch, the fold's score is their mean, and the reported value is mean ± population std over the folds. The test
+fold is never seen by selection. Training procedure: :mod:`gnnbench.training.holdout`.
+
+Splits are data: a split file whose fold i is ``{train: inner-train, val: inner hold-out, test: outer fold i}``
+— the paper's released files (scheme ``published``) or gnnbench's own seeded ones in the same structure
+(``stratified_kfold`` with 10 folds and ``val_fraction`` 0.1).
+
+Decision (final runs' hold-out, ``final_holdout``): the paper says each final run holds out "a random fraction
+(10%)" of the outer training fold; the released code reuses the model-selection hold-out for all three (spec
+§2.1.5, §6.1). Default ``fresh``: final run r of fold i draws its own stratified 10 % hold-out from the outer
+training fold (scikit-learn ``train_test_split``, seeded per fold and run), as the paper describes; ``selection``
+reproduces the released code path.
+
+Grids are data: a preset's ``grid`` (key → values, Cartesian product in the written order, last key fastest) —
+a model entry's ``grid`` replaces or adds dimensions, ``set`` fixes a value (and removes that dimension). Every
+value is checked against the protocol's keys before anything runs.
+
+The DAG (every step a cached file)::
+
+    inner/part{p}.parquet  (grid_per_job configurations of one outer fold, one process)
+        → selection.json   (per outer fold: the chosen configuration and every candidate's validation scores)
+        → final.parquet    (final_runs trainings of the chosen configuration)
+        → tables           (per dataset: results/tables/{dataset}.*, per fold: results/tables/{dataset}_folds.*)
+
+Every finished training is also kept as ``runs/{id}.json`` beside its job's output (id = hash of the config,
+fold, seeds and data): a job rerun — after a grid point was added, or after it was killed — reuses them and
+trains only what is missing, and a run interrupted mid-training resumes from its checkpoint (written at most
+every ``CHECKPOINT_SECONDS``). ``selection.json`` carries a checksum of its content: a hand-edited file is refused.
+Seeds: configuration c of fold i trains with a seed from ``SeedSequence(seed, spawn_key=(i, c))`` (c from the
+config's hash, so adding grid points changes no other run); final run r from spawn key ``(i, 2**31 + r)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import signal
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from gnnbench.config.keys import FAIR_COMPARISON_KEY_TYPES, coerce, coerce_all
+from gnnbench.config.presets import get_preset, preset_protocol, run_config
+from gnnbench.errors import ConfigError, DataError
+from gnnbench.io import atomic_path, read_json, sha256_json, write_json
+from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
+
+log = logging.getLogger(__name__)
+
+NAME = "fair-comparison"
+FOLD_DIR = "results/runs/{dataset}/{model}/fold{fold}"
+INNER_FILE = FOLD_DIR + "/inner/part{part}.parquet"
+SELECTION_FILE = FOLD_DIR + "/selection.json"
+FINAL_FILE = FOLD_DIR + "/final.parquet"
+FINAL_HISTORY_FILE = FOLD_DIR + "/final_history.parquet"
+TABLE_FILE = "results/tables/{dataset}.{ext}"
+FOLDS_TABLE_FILE = "results/tables/{dataset}_folds.{ext}"
+TABLE_FORMATS = ("csv", "md", "parquet")
+CHECKPOINT_SECONDS = 30.0
+# training keys every run needs (the rest are the model's own, checked when it is built)
+TRAINING_DEFAULTS = {"optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0,
+                     "patience": 500, "early_stopping": "accuracy", "time_limit_hours": 72.0}
+TRAINING_REQUIRED = ("batch_size", "learning_rate", "epochs")
+DEFAULT_FINAL_RUNS, DEFAULT_GRID_PER_JOB = 3, 8
+HOLDOUTS = ("fresh", "selection")
+FINAL_VAL_FRACTION = 0.1  # the paper's "random fraction (10%)"
+SELECTION_FORMAT = 1
+
+
+@dataclass
+class FairComparisonBenchmark(Benchmark):
+    folds: list[int] = field(default_factory=list)
+    seed: int = 0
+    final_runs: int = DEFAULT_FINAL_RUNS
+    grid_per_job: int = DEFAULT_GRID_PER_JOB
+    final_holdout: str = "fresh"
+    grids: dict[str, list[dict]] = field(default_factory=dict)  # model label -> expanded configs, grid order
+
+    def num_parts(self, model: str) -> int:
+        return -(-len(self.grids[model]) // self.grid_per_job)
+
+    def part_configs(self, model: str, part: int) -> list[dict]:
+        return self.grids[model][part * self.grid_per_job:(part + 1) * self.grid_per_job]
+
+    def part_positions(self, model: str, part: int) -> list[int]:
+        """Grid positions of a part's configurations (the selection's tie-break order)."""
+        return list(range(part * self.grid_per_job, min((part + 1) * self.grid_per_job, len(self.grids[model]))))
+
+    def report_inputs(self) -> dict[str, dict[str, list[str]]]:
+        return {m: {"selections": [SELECTION_FILE.format(dataset=self.dataset, model=m, fold=f) for f in self.folds],
+                    "finals": [FINAL_FILE.format(dataset=self.dataset, model=m, fold=f) for f in self.folds]}
+                for m in self.models}
+
+    def inner_files(self, model: str, fold: int) -> list[str]:
+        return [INNER_FILE.format(dataset=self.dataset, model=model, fold=fold, part=p)
+                for p in range(self.num_parts(model))]
+
+    def selection_files(self) -> list[str]:
+        return [SELECTION_FILE.format(dataset=self.dataset, model=m, fold=f) for m in self.models for f in self.folds]
+
+    def run_files(self) -> list[str]:
+        return [FINAL_FILE.format(dataset=self.dataset, model=m, fold=f) for m in self.models for f in self.folds]
+
+    def table_files(self) -> list[str]:
+        return ([TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
+                + [FOLDS_TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS])
+
+
+class FairComparison(Protocol):
+    name = NAME
+    title = "A Fair Comparison of Graph Neural Networks for Graph Classification (Errica et al.)"
+    split_schemes = ("stratified_kfold", "published")
+
+    def default_split(self, dataset) -> dict:
+        return {"scheme": "stratified_kfold", "folds": 10, "val_fraction": 0.1, "seed": 0}
+
+    def check_dataset(self, dataset, where: str) -> None:
+        meta = dataset.meta
+        if meta.task != "graph_classification":
+            raise ConfigError(f"{where}.protocol: protocol {self.name} compares graph classifiers, but dataset "
+                              f"{dataset.name} is a {meta.task} dataset; use protocol benchmarking-gnns")
+        if meta.node_features is None or meta.node_features.kind != "continuous":
+            raise ConfigError(f"{where}.protocol: protocol {self.name} needs continuous node features (one-hot "
+                              f"labels, attributes, constant or degree); dataset {dataset.name} has "
+                              f"{meta.node_features.kind if meta.node_features else 'none'}")
+
+    def benchmark(self, dataset, entry: dict, where: str) -> FairComparisonBenchmark:
+        for key in ("seeds", "inits", "splits_per_job", "compare_with"):
+            if key in entry:
+                raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name}; it has folds, seed, "
+                                  "final_runs, grid_per_job and final_holdout")
+        num_folds = dataset.num_folds
+        folds = entry.get("folds", list(range(num_folds)))
+        bad = [f for f in folds if f >= num_folds]
+        if bad:
+            raise ConfigError(f"{where}.folds: fold {bad[0]} does not exist; the split of {dataset.name} has "
+                              f"{num_folds} folds (0 .. {num_folds - 1})")
+        benchmark = FairComparisonBenchmark(
+            dataset.name, self.name, folds=list(folds), seed=entry.get("seed", 0),
+            final_runs=entry.get("final_runs", DEFAULT_FINAL_RUNS),
+            grid_per_job=entry.get("grid_per_job", DEFAULT_GRID_PER_JOB),
+            final_holdout=entry.get("final_holdout", "fresh"))
+        shared = entry.get("set") or {}
+        for label, model in entry["models"].items():
+            model_where = f"{where}.models.{label}"
+            model = {"preset": model} if isinstance(model, str) else model
+            for key in ("budget", "layers"):
+                if key in model:
+                    raise ConfigError(f"{model_where}.{key}: protocol {self.name} selects configurations by grid "
+                                      "search; parameter budgets belong to protocol benchmarking-gnns")
+            base, grid = model_grid(model, shared, model_where)
+            configs = expand_grid(base, grid)
+            check_configs(configs, dataset.meta, model_where)
+            benchmark.models[label] = ModelSpec(label, model.get("preset"), base)
+            benchmark.grids[label] = configs
+        return benchmark
+
+
+def model_grid(model: dict, shared: dict, where: str) -> tuple[dict, dict[str, list]]:
+    """(fixed config, grid) of a model entry: the preset's params and grid, the entry's ``grid`` replacing or adding
+    dimensions, ``set`` (benchmark-wide, then the model's) fixing values and removing their dimensions."""
+    preset = model.get("preset")
+    own = {**shared, **(model.get("set") or {})}
+    if "model" in model:
+        own["model"] = model["model"]
+    base = {**TRAINING_DEFAULTS, **run_config(preset, own, where=where, protocol=NAME)}
+    grid: dict[str, list] = {}
+    if preset is not None:
+        entry = get_preset(preset, where=f"{where}.preset")
+        if preset_protocol(entry) == NAME:
+            grid.update(entry.get("grid") or {})
+    grid.update(model.get("grid") or {})
+    checked = {}
+    for key, values in grid.items():
+        if key in own:
+            continue
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where}.grid.{key}: expected a non-empty list of values; fix it")
+        checked[key] = [coerce(key, v, f"{where}.grid.{key}", FAIR_COMPARISON_KEY_TYPES) for v in values]
+    return base, checked
+
+
+def expand_grid(base: dict, grid: dict[str, list]) -> list[dict]:
+    """Every configuration of the grid, in order (Cartesian product, last dimension fastest)."""
+    keys = list(grid)
+    return [{**base, **dict(zip(keys, values, strict=True))} for values in itertools.product(*grid.values())]
+
+
+def check_configs(configs: list[dict], meta, where: str) -> None:
+    """Training keys present and every configuration buildable for the dataset's sizes (a stand-in graph)."""
+    from gnnbench.models.graph_classifiers import build_classifier
+
+    for config in configs:
+        missing = [k for k in TRAINING_REQUIRED if k not in config]
+        if missing:
+            raise ConfigError(f"{where}: training needs {', '.join(missing)}; set them (or use a fair_* preset)")
+    stand_in = np.full(10, 64, dtype=np.int64)  # node counts: the real ones are known only once the data exists
+    seen = set()
+    for config in configs:
+        shape = sha256_json({k: v for k, v in config.items() if k not in ("learning_rate", "l2", "early_stopping")})
+        if shape in seen:
+            continue
+        seen.add(shape)
+        try:
+            build_classifier(config, meta, stand_in)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+def config_id(config: dict) -> str:
+    return sha256_json(config)[:16]
+
+
+def run_seed(seed: int, fold: int, key: int) -> int:
+    return int(np.random.SeedSequence(seed, spawn_key=(fold, key)).generate_state(1)[0])
+
+
+def num_layers(config: dict) -> int | None:
+    from gnnbench.models.graph_classifiers import classifier_class
+
+    return classifier_class(config["model"]).num_layers(config)
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+@dataclass
+class _Data:
+    meta: object
+    store: object
+    sizes: np.ndarray
+    labels: np.ndarray
+    splits: object
+    key: str
+
+
+def _load(dataset_dir, splits_path) -> _Data:
+    from gnnbench.data.batching import model_dtypes
+    from gnnbench.data.meta import read_dataset
+    from gnnbench.data.store import GraphStore
+    from gnnbench.splits import read_splits
+
+    meta, columns = read_dataset(dataset_dir)
+    splits = read_splits(splits_path, meta)
+    if splits.level != "graph":
+        raise DataError(f"split file {splits_path} holds node splits; protocol {NAME} needs graph folds")
+    store = model_dtypes(GraphStore.from_columns(columns))
+    key = sha256_json({"dataset": meta.checksum, "splits": sha256_json(splits.folds)})
+    return _Data(meta, store, np.asarray(columns.num_nodes, dtype=np.int64),
+                 np.asarray(columns.graph["y"], dtype=np.int64), splits, key)
+
+
+def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed: int, run_dir: Path, what: dict,
+                  device, guard) -> dict:
+    """One training run, or its stored result: ``run_dir/{id}.json`` (id from config, data, parts and seed).
+    Interrupted runs resume from ``run_dir/{id}.checkpoint.pt``."""
+    from gnnbench.models.graph_classifiers import build_classifier
+    from gnnbench.training.checkpoint import load_resumable, save_checkpoint
+    from gnnbench.training.holdout import RunState, train_holdout
+
+    key = sha256_json({"config": config, "data": data.key, "seed": seed,
+                       "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
+    result_path, checkpoint_path = run_dir / f"{key[:24]}.json", run_dir / f"{key[:24]}.checkpoint.pt"
+    if result_path.is_file():
+        try:
+            stored = read_json(result_path, "run result")
+            if stored.get("key") == key:
+                return stored
+        except DataError:
+            pass  # unreadable: train again
+    cfg = coerce_all(config, "config", FAIR_COMPARISON_KEY_TYPES)
+    torch.manual_seed(seed)
+    model = build_classifier(cfg, data.meta, data.sizes).to(device)
+    model.prepare(data.store)
+    saved = load_resumable(checkpoint_path, key)
+    state = None
+    if saved is not None:
+        state = RunState(**saved["state"])
+        log.info("resuming %s from %s at epoch %d", what, checkpoint_path, state.epoch)
+    last = [time.perf_counter()]
+
+    def on_epoch(s: RunState) -> None:
+        # a stop signal abandons the epoch in progress; the resumed run repeats it from this saved state (RNG
+        # included), so its results equal an uninterrupted run's
+        if time.perf_counter() - last[0] > CHECKPOINT_SECONDS:
+            with guard.deferred(raise_after=True):
+                save_checkpoint(checkpoint_path, {"key": key, "finished": False, "state": s.__dict__})
+            last[0] = time.perf_counter()
+
+    tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
+    out = train_holdout(model, data.store, tensors, cfg, device=device, state=state, on_epoch=on_epoch)
+    result = {"key": key, **what, "config": config, "seed": seed, "best_epoch": out["best_epoch"],
+              "epochs": out["epochs"], "stop_reason": out["stop_reason"], "seconds": out["seconds"],
+              **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
+              "history": out["history"]}
+    write_json(result_path, result)
+    checkpoint_path.unlink(missing_ok=True)
+    return result
+
+
+def _setup(device: str, threads: int | None):
+    from gnnbench.training.run import resolve_device
+
+    if threads:
+        torch.set_num_threads(threads)
+    return resolve_device(device)
+
+
+def _stoppable(job, out: Path):
+    """Run ``job(guard)`` under the SIGTERM guard; a stop names what a rerun resumes from."""
+    from gnnbench.training.preemption import Preempted, StopOnSignal
+
+    with StopOnSignal() as guard:
+        try:
+            return job(guard)
+        except Preempted as exc:
+            raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; finished runs are "
+                                        f"kept under {out.parent / 'runs'} and the current one in its checkpoint; "
+                                        "run the same job again to resume") from None
+
+
+INNER_COLUMNS = ("position", "config_id", "config", "seed", "val_accuracy", "val_loss", "train_accuracy",
+                 "train_loss", "best_epoch", "epochs", "stop_reason", "seconds")
+
+
+def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], positions: list[int], seed: int,
+              out: str | os.PathLike, device: str = "auto", threads: int | None = None) -> None:
+    """Model selection runs of ``configs`` on outer fold ``fold``: train on the fold's inner-train graphs, early
+    stopping on its hold-out; the test fold is not touched. Writes one row per configuration to ``out``."""
+    out = Path(out)
+
+    def job(guard):
+        dev = _setup(device, threads)
+        data = _load(dataset_dir, splits_path)
+        fold_parts = data.splits.fold(fold)
+        parts = {"train": fold_parts["train"], "val": fold_parts["val"]}
+        rows = []
+        for position, config in zip(positions, configs, strict=True):
+            cid = config_id(config)
+            s = run_seed(seed, fold, int(cid[:8], 16))
+            r = _train_cached(data, config, parts, s, out.parent / "runs",
+                              {"fold": fold, "config_id": cid, "stage": "selection"}, dev, guard)
+            log.info("fold %d config %s: val acc %.2f (epoch %d of %d, %s)", fold, cid, r["val_accuracy"],
+                     r["best_epoch"], r["epochs"], r["stop_reason"])
+            rows.append({"position": position, "config_id": cid, "config": sha_free_json(config), "seed": s,
+                         **{k: r[k] for k in INNER_COLUMNS[4:]}})
+        with guard.deferred(raise_after=False), atomic_path(out) as tmp:
+            pq.write_table(pa.Table.from_pylist(rows), tmp)
+
+    _stoppable(job, out)
+
+
+def sha_free_json(config: dict) -> str:
+    import json
+
+    return json.dumps(config, sort_keys=True)
+
+
+def select(part_files: list[str | os.PathLike], out: str | os.PathLike, *, dataset: str, model: str,
+           fold: int) -> dict:
+    """The chosen configuration of one outer fold: the highest validation accuracy, ties to the later
+    configuration in grid order; writes every candidate's scores beside it (``selection.json``)."""
+    import json
+
+    rows = []
+    for path in part_files:
+        try:
+            rows += pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(f"model-selection file {path} is corrupt ({str(exc).splitlines()[0]}); delete it and "
+                            "rerun snakemake") from None
+    if not rows:
+        raise DataError(f"no model-selection runs for {dataset} / {model} fold {fold}")
+    rows.sort(key=lambda r: r["position"])
+    best = None
+    for row in rows:
+        if best is None or best["val_accuracy"] <= row["val_accuracy"]:
+            best = row
+    candidates = [{**{k: v for k, v in r.items() if k != "config"}, "config": json.loads(r["config"])} for r in rows]
+    chosen = next(c for c in candidates if c["position"] == best["position"])
+    body = {"format": SELECTION_FORMAT, "dataset": dataset, "model": model, "fold": fold, "chosen": chosen,
+            "candidates": candidates}
+    write_json(out, {**body, "checksum": sha256_json(body)})
+    log.info("%s / %s fold %d: chose config %s (val acc %.2f) among %d", dataset, model, fold, chosen["config_id"],
+             chosen["val_accuracy"], len(candidates))
+    return body
+
+
+def read_selection(path: str | os.PathLike) -> dict:
+    """A selection file, verified: its checksum must match its content (no hand edits)."""
+    data = read_json(path, "selection file")
+    body = {k: v for k, v in data.items() if k != "checksum"} if isinstance(data, dict) else None
+    if body is None or data.get("checksum") != sha256_json(body) or "chosen" not in body:
+        raise DataError(f"selection file {path} was edited by hand or is corrupt (checksum mismatch); delete it and "
+                        "rerun snakemake to redo the selection from the model-selection runs")
+    return body
+
+
+FINAL_COLUMNS = ("run", "config_id", "seed", "holdout", "test_accuracy", "test_loss", "val_accuracy", "val_loss",
+                 "train_accuracy", "train_loss", "best_epoch", "epochs", "stop_reason", "seconds")
+
+
+def final_parts(data: _Data, fold: int, run: int, holdout: str, seed: int) -> dict[str, np.ndarray]:
+    """Train / early-stopping / test graphs of final run ``run`` (module docstring: ``final_holdout``)."""
+    parts = data.splits.fold(fold)
+    if holdout == "selection":
+        return parts
+    from sklearn.model_selection import train_test_split
+
+    outer = np.concatenate([parts["train"], parts["val"]])
+    train, val = train_test_split(outer, test_size=FINAL_VAL_FRACTION, stratify=data.labels[outer],
+                                  random_state=seed % 2**32)
+    return {"train": np.sort(train), "val": np.sort(val), "test": parts["test"]}
+
+
+def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int, holdout: str, seed: int,
+              out: str | os.PathLike, history_out: str | os.PathLike, device: str = "auto",
+              threads: int | None = None) -> None:
+    """The final trainings of the configuration chosen for ``fold`` (read from its selection file)."""
+    out = Path(out)
+    if holdout not in HOLDOUTS:
+        raise ConfigError(f"final_holdout: {holdout!r} is not one of {', '.join(HOLDOUTS)}")
+
+    def job(guard):
+        selection = read_selection(selection_path)
+        if selection["fold"] != fold:
+            raise DataError(f"selection file {selection_path} is for fold {selection['fold']}, not {fold}; delete "
+                            "it and rerun snakemake")
+        chosen = selection["chosen"]
+        dev = _setup(device, threads)
+        data = _load(dataset_dir, splits_path)
+        rows, history = [], []
+        for r in range(runs):
+            s = run_seed(seed, fold, 2**31 + r)
+            parts = final_parts(data, fold, r, holdout, s)
+            result = _train_cached(data, chosen["config"], parts, s, out.parent / "runs",
+                                   {"fold": fold, "config_id": chosen["config_id"], "stage": "final", "run": r},
+                                   dev, guard)
+            log.info("fold %d final run %d: test acc %.2f (val %.2f, epoch %d of %d)", fold, r,
+                     result["test_accuracy"], result["val_accuracy"], result["best_epoch"], result["epochs"])
+            rows.append({"run": r, "config_id": chosen["config_id"], "seed": s, "holdout": holdout,
+                         **{k: result[k] for k in FINAL_COLUMNS[4:]}})
+            history += [{"run": r, **h} for h in result["history"]]
+        with guard.deferred(raise_after=False):
+            with atomic_path(history_out) as tmp:
+                pq.write_table(pa.Table.from_pylist(history), tmp)
+            with atomic_path(out) as tmp:
+                pq.write_table(pa.Table.from_pylist(rows), tmp)
+
+    _stoppable(job, out)
+
+
+# ---------------------------------------------------------------------------------------------- reports
+
+
+def dataset_report(*, dataset: str, meta_path, models: dict[str, dict], outputs: dict[str, str]) -> None:
+    """Per-dataset tables from the selection and final files of every model (``models``: label → {"selections":
+    [...], "finals": [...]} in fold order)."""
+    from gnnbench.data.meta import read_meta
+    from gnnbench.reporting import fair_comparison as report
+
+    meta = read_meta(meta_path)
+    folds = []
+    for label, files in models.items():
+        for sel_path, final_path in zip(files["selections"], files["finals"], strict=True):
+            selection = read_selection(sel_path)
+            try:
+                finals = pq.read_table(final_path).to_pylist()
+            except (pa.ArrowException, OSError) as exc:
+                raise DataError(f"final-runs file {final_path} is corrupt ({str(exc).splitlines()[0]}); delete it "
+                                "and rerun snakemake") from None
+            chosen = selection["chosen"]
+            folds.append({"model": label, "architecture": chosen["config"]["model"], "fold": selection["fold"],
+                          "config_id": chosen["config_id"], "candidates": len(selection["candidates"]),
+                          "layers": num_layers(chosen["config"]), "val_accuracy": chosen["val_accuracy"],
+                          "test_accuracy": float(np.mean([f["test_accuracy"] for f in finals])),
+                          "train_accuracy": float(np.mean([f["train_accuracy"] for f in finals])),
+                          "test_runs": [f["test_accuracy"] for f in finals],
+                          "time_limited": sum(f["stop_reason"] == "time_limit" for f in finals),
+                          "config": report.config_summary(chosen["config"])})
+    report.write_reports(dataset, meta, folds, outputs)
+
+
+def median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None

@@ -1,0 +1,140 @@
+"""Reporting of the "fair-comparison" protocol (Errica et al.; spec p3-fair-comparison.md §2.1, §5).
+
+Input: one record per (model, outer fold) — the configuration chosen by model selection, its validation accuracy
+(VL: accuracy on the inner hold-out at the early-stopping epoch), and the mean test / train accuracy of the final
+runs (each at its own early-stopping epoch). Per dataset:
+
+- ``results/tables/{dataset}.*``: one row per model — test accuracy mean ± std over the outer folds (population
+  std, ddof = 0, as the paper's ``numpy.std``), the mean validation accuracy of the selected configurations beside
+  it (selection is optimistic: Figure 1 of the paper shows it above the test score), the mean training accuracy,
+  the median number of layers selected (Table A.3; none for the structure-agnostic baselines), the grid size,
+  final runs stopped by the per-run time limit, and the paper's number for the same dataset, feature variant and
+  model family with the difference ours − paper;
+- ``results/tables/{dataset}_folds.*``: one row per model and fold — chosen configuration, its validation accuracy,
+  the final runs' test accuracies and their mean.
+
+The paper's numbers are data (``gnnbench/reporting/published/fair_comparison.yaml``), matched by the TU dataset
+name and feature variant recorded in the dataset's ``meta.json`` and the model family (the config's ``model``;
+MolecularFingerprint and DeepMultisets are the paper's "Baseline").
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from gnnbench.reporting.pitfalls import _bold_best, _markdown, write_table
+
+PUBLISHED_FILE = Path(__file__).resolve().parent / "published" / "fair_comparison.yaml"
+FAMILIES = {"MolecularFingerprint": "Baseline", "DeepMultisets": "Baseline"}
+# keys that are the same for every configuration of a grid (training plumbing): left out of the config summaries
+PLUMBING = ("model", "epochs", "patience", "time_limit_hours", "optimizer", "scheduler", "scheduler_step_size",
+            "scheduler_gamma", "gradient_clipping", "dense_dim", "dim_embedding_MLP", "dropout_layer0_at_eval",
+            "dropout_final")
+SOCIAL_VARIANTS = ("constant", "degree")
+
+
+@cache
+def published() -> dict:
+    return yaml.safe_load(PUBLISHED_FILE.read_text())
+
+
+def published_key(meta) -> str | None:
+    """The published-table key of a dataset (TU name, plus /constant or /degree for the social sets), from the
+    source recorded in its meta.json; None for datasets the paper did not use."""
+    source = meta.source or {}
+    if source.get("generator") != "tu":
+        return None
+    name = source.get("params", {}).get("name")
+    name = "PROTEINS" if name == "PROTEINS_full" else name
+    features = source.get("features")
+    key = f"{name}/{features}" if features in SOCIAL_VARIANTS else name
+    # the chemical sets were run with their spec features only (one-hot labels; ENZYMES with attributes)
+    chemical_ok = features == ("labels_and_attributes" if name == "ENZYMES" else "labels")
+    return key if key in published() and ("/" in key or chemical_ok) else None
+
+
+def paper_value(meta, architecture: str):
+    """[mean, std], "OOR", or None (no published number for this dataset / model)."""
+    key = published_key(meta)
+    if key is None:
+        return None
+    return published()[key].get(FAMILIES.get(architecture, architecture))
+
+
+def config_summary(config: dict) -> str:
+    return ", ".join(f"{k}={config[k]}" for k in sorted(config) if k not in PLUMBING)
+
+
+def dataset_table(folds: pd.DataFrame, meta) -> pd.DataFrame:
+    rows = []
+    for label, group in folds.groupby("model", sort=False):
+        architecture = group["architecture"].iloc[0]
+        paper = paper_value(meta, architecture)
+        layers = [v for v in group["layers"] if v is not None and not pd.isna(v)]
+        test = group["test_accuracy"].to_numpy(float)
+        row = {"model": label, "architecture": architecture, "folds": len(group),
+               "test_mean": test.mean(), "test_std": test.std(ddof=0),
+               "val_mean": group["val_accuracy"].mean(), "val_std": group["val_accuracy"].std(ddof=0),
+               "train_mean": group["train_accuracy"].mean(),
+               "median_layers": float(np.median(layers)) if layers else np.nan,
+               "grid_size": int(group["candidates"].max()), "time_limited_runs": int(group["time_limited"].sum()),
+               "paper_mean": np.nan, "paper_std": np.nan, "paper": "" if paper is None else str(paper)}
+        if isinstance(paper, list):
+            row.update(paper_mean=paper[0], paper_std=paper[1], paper=f"{paper[0]:.1f} ± {paper[1]:.1f}")
+        row["diff_vs_paper"] = row["test_mean"] - row["paper_mean"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
+    key = published_key(meta)
+    test = [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["test_mean"], table["test_std"], strict=True)]
+    test = _bold_best(test, table["test_mean"])
+    rows = []
+    for cell, (_, r) in zip(test, table.iterrows(), strict=True):
+        layers = "–" if pd.isna(r["median_layers"]) else f"{r['median_layers']:g}"
+        diff = "" if pd.isna(r["diff_vs_paper"]) else f"{r['diff_vs_paper']:+.1f}"
+        limited = f" ({r['time_limited_runs']} time-limited)" if r["time_limited_runs"] else ""
+        rows.append([r["model"], cell, f"{r['val_mean']:.1f} ± {r['val_std']:.1f}", f"{r['train_mean']:.1f}",
+                     layers, f"{r['folds']}{limited}", str(r["grid_size"]), r["paper"] or "–", diff or "–"])
+    title = f"## {dataset}: test accuracy (%) over outer folds, nested cross-validation (Errica et al.)\n\n"
+    note = (f"Paper column: Errica et al. on {key}." if key else
+            "Paper column: none (not a dataset of the paper, or not its feature variant).")
+    return title + _markdown(
+        ["model", "test (mean ± std over folds)", "validation of selected configs", "train", "median layers",
+         "folds", "grid", "paper test", "ours − paper"], rows) + "\n" + note + (
+        " Std is the population std over folds (the paper's). Validation = accuracy on the inner hold-out at the "
+        "early-stopping epoch of the selected configuration.\n")
+
+
+def folds_table(folds: pd.DataFrame) -> pd.DataFrame:
+    out = folds[["model", "architecture", "fold", "config_id", "config", "layers", "val_accuracy", "test_accuracy",
+                 "train_accuracy", "time_limited"]].copy()
+    out["test_runs"] = [", ".join(f"{v:.1f}" for v in runs) for runs in folds["test_runs"]]
+    return out
+
+
+def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
+    rows = [[r["model"], str(r["fold"]), f"{r['val_accuracy']:.1f}", f"{r['test_accuracy']:.1f}", r["test_runs"],
+             r["config"]] for _, r in table.iterrows()]
+    return (f"## {dataset}: per outer fold — selected configuration, its validation accuracy, final-run test "
+            "accuracies\n\n" + _markdown(["model", "fold", "validation", "test (mean)", "test per final run",
+                                          "selected configuration"], rows))
+
+
+def write_reports(dataset: str, meta, folds: list[dict], outputs: dict[str, str | os.PathLike]) -> None:
+    frame = pd.DataFrame(folds).sort_values(["model", "fold"], kind="stable")
+    frame["model"] = pd.Categorical(frame["model"], categories=list(dict.fromkeys(f["model"] for f in folds)))
+    frame = frame.sort_values(["model", "fold"], kind="stable")
+    frame["model"] = frame["model"].astype(str)
+    table = dataset_table(frame, meta)
+    write_table(table, dataset_markdown(dataset, table, meta), outputs["csv"], outputs["md"], outputs["parquet"])
+    per_fold = folds_table(frame)
+    write_table(per_fold, folds_markdown(dataset, per_fold), outputs["folds_csv"], outputs["folds_md"],
+                outputs["folds_parquet"])

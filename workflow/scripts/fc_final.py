@@ -1,0 +1,12 @@
+"""Snakemake adapter for rule fc_final: gnnbench.protocols.fair_comparison.run_final."""
+
+from pathlib import Path
+
+from gnnbench.protocols.fair_comparison import run_final
+from gnnbench.workflow import run_step
+
+run_step(snakemake, lambda: run_final(
+    dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
+    fold=int(snakemake.wildcards.fold), selection_path=snakemake.input.selection, runs=snakemake.params.runs,
+    holdout=snakemake.params.holdout, seed=snakemake.params.seed, out=snakemake.output.runs,
+    history_out=snakemake.output.history, device=snakemake.params.device, threads=snakemake.threads))

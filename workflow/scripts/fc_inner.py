@@ -1,0 +1,12 @@
+"""Snakemake adapter for rule fc_inner: gnnbench.protocols.fair_comparison.run_inner."""
+
+from pathlib import Path
+
+from gnnbench.protocols.fair_comparison import run_inner
+from gnnbench.workflow import run_step
+
+run_step(snakemake, lambda: run_inner(
+    dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
+    fold=int(snakemake.wildcards.fold), configs=[dict(c) for c in snakemake.params.configs],
+    positions=list(snakemake.params.positions), seed=snakemake.params.seed, out=snakemake.output[0],
+    device=snakemake.params.device, threads=snakemake.threads))
