@@ -147,3 +147,19 @@ def server():
     srv = LocalServer()
     yield srv
     srv.stop()
+
+
+def randomise_batch_norms(model, seed: int = 1):
+    """Random running statistics and affine weights in every BatchNorm1d (eval-mode comparisons then test them)."""
+    from torch import nn
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm1d):
+                n = module.num_features
+                module.running_mean.copy_(torch.randn(n, generator=gen))
+                module.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
+                module.weight.copy_(torch.randn(n, generator=gen))
+                module.bias.copy_(torch.randn(n, generator=gen))
+    return model

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
+from conftest import randomise_batch_norms
 
 from gnnbench.data.batching import GraphBatch, GraphLoader, model_dtypes
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
@@ -82,18 +82,6 @@ def meta() -> DatasetMeta:
                        num_outputs=CLASSES, num_graphs=0, node_features=FeatureSpec("continuous", FEATURES),
                        edge_features=None, pe_usage="add", split_sizes=None)
 
-
-def randomise_batch_norms(model: nn.Module, seed: int = 1) -> nn.Module:
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, nn.BatchNorm1d):
-                n = module.num_features
-                module.running_mean.copy_(torch.randn(n, generator=gen))
-                module.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
-                module.weight.copy_(torch.randn(n, generator=gen))
-                module.bias.copy_(torch.randn(n, generator=gen))
-    return model
 
 
 SIZES = (7, 9, 3, 12, 5, 2, 8)

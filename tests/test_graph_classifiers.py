@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import randomise_batch_norms
 from torch import nn
 
 from gnnbench.data.batching import GraphBatch, GraphLoader, model_dtypes
@@ -69,18 +70,6 @@ def build(cfg, sizes=(5, 8, 12), features=FEATURES, classes=CLASSES, seed=0):
     torch.manual_seed(seed)
     return build_classifier(cfg, meta(features, classes), np.asarray(sizes))
 
-
-def randomise_batch_norms(model, seed=1):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, nn.BatchNorm1d):
-                n = module.num_features
-                module.running_mean.copy_(torch.randn(n, generator=gen))
-                module.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
-                module.weight.copy_(torch.randn(n, generator=gen))
-                module.bias.copy_(torch.randn(n, generator=gen))
-    return model
 
 
 def count(model) -> int:

@@ -40,6 +40,24 @@ class Benchmark(ABC):
         """The per-dataset reports: tables (and plots)."""
 
 
+def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
+    """For every model of a benchmark block: (label, its entry as a mapping, its config overrides — the block's
+    ``set``, then the model's own ``set`` and ``model`` — and where it sits in the suite). Protocols that take
+    published configs refuse a parameter budget (``why_no_budget`` says why)."""
+    shared = entry.get("set") or {}
+    for label, model in entry["models"].items():
+        model_where = f"{where}.models.{label}"
+        model = {"preset": model} if isinstance(model, str) else model
+        for key in ("budget", "layers"):
+            if key in model:
+                raise ConfigError(f"{model_where}.{key}: protocol {protocol} {why_no_budget}; parameter budgets "
+                                  "belong to protocol benchmarking-gnns")
+        own = {**shared, **(model.get("set") or {})}
+        if "model" in model:
+            own["model"] = model["model"]
+        yield label, model, own, model_where
+
+
 class Protocol(ABC):
     name: str
     title: str

@@ -58,7 +58,7 @@ from gnnbench.config.keys import FAIR_COMPARISON_KEY_TYPES, coerce, coerce_all
 from gnnbench.config.presets import get_preset, preset_protocol, run_config
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, read_json, sha256_json, write_json
-from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
+from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
 
 log = logging.getLogger(__name__)
 
@@ -155,15 +155,9 @@ class FairComparison(Protocol):
             final_runs=entry.get("final_runs", DEFAULT_FINAL_RUNS),
             grid_per_job=entry.get("grid_per_job", DEFAULT_GRID_PER_JOB),
             final_holdout=entry.get("final_holdout", "fresh"))
-        shared = entry.get("set") or {}
-        for label, model in entry["models"].items():
-            model_where = f"{where}.models.{label}"
-            model = {"preset": model} if isinstance(model, str) else model
-            for key in ("budget", "layers"):
-                if key in model:
-                    raise ConfigError(f"{model_where}.{key}: protocol {self.name} selects configurations by grid "
-                                      "search; parameter budgets belong to protocol benchmarking-gnns")
-            base, grid = model_grid(model, shared, model_where)
+        for label, model, own, model_where in model_entries(entry, where, self.name,
+                                                            "selects configurations by grid search"):
+            base, grid = model_grid(model, own, model_where)
             configs = expand_grid(base, grid)
             check_configs(configs, dataset.meta, model_where)
             benchmark.models[label] = ModelSpec(label, model.get("preset"), base)
@@ -171,13 +165,11 @@ class FairComparison(Protocol):
         return benchmark
 
 
-def model_grid(model: dict, shared: dict, where: str) -> tuple[dict, dict[str, list]]:
+def model_grid(model: dict, own: dict, where: str) -> tuple[dict, dict[str, list]]:
     """(fixed config, grid) of a model entry: the preset's params and grid, the entry's ``grid`` replacing or adding
-    dimensions, ``set`` (benchmark-wide, then the model's) fixing values and removing their dimensions."""
+    dimensions, the overrides ``own`` (benchmark-wide ``set``, then the model's) fixing values and removing their
+    dimensions."""
     preset = model.get("preset")
-    own = {**shared, **(model.get("set") or {})}
-    if "model" in model:
-        own["model"] = model["model"]
     base = {**TRAINING_DEFAULTS, **run_config(preset, own, where=where, protocol=NAME)}
     grid: dict[str, list] = {}
     if preset is not None:

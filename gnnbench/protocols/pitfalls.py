@@ -43,7 +43,7 @@ import torch
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
 from gnnbench.io import atomic_path, sha256_json, write_json
-from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
+from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
 from gnnbench.splits import NODE_SCHEMES
 
 log = logging.getLogger(__name__)
@@ -121,17 +121,8 @@ class Pitfalls(Protocol):
             dataset.name, self.name, inits=entry.get("inits", DEFAULT_INITS), seed=entry.get("seed", 0),
             splits_per_job=entry.get("splits_per_job", DEFAULT_SPLITS_PER_JOB), num_splits=dataset.num_folds,
             scheme=dataset.split["scheme"], compare_with=entry.get("compare_with"))
-        shared = entry.get("set") or {}
-        for label, model in entry["models"].items():
-            model_where = f"{where}.models.{label}"
-            model = {"preset": model} if isinstance(model, str) else model
-            for key in ("budget", "layers"):
-                if key in model:
-                    raise ConfigError(f"{model_where}.{key}: protocol {self.name} uses the published two-layer "
-                                      "configs; parameter budgets belong to protocol benchmarking-gnns")
-            own = {**shared, **(model.get("set") or {})}
-            if "model" in model:
-                own["model"] = model["model"]
+        for label, model, own, model_where in model_entries(entry, where, self.name,
+                                                            "uses the published two-layer configs"):
             config = {**TRAINING_DEFAULTS, **run_config(model.get("preset"), own, where=model_where,
                                                         protocol=self.name)}
             check_model(config, dataset.meta, model_where)
