@@ -9,6 +9,8 @@
         --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
     gnnbench train --protocol pitfalls --dataset results/datasets/Cora --splits results/splits/Cora/splits.json \\
         --fold 0 1 2 --inits 20 --preset pitfalls_GCN --out results/runs/Cora/GCN/chunk0
+    gnnbench train --protocol fair-comparison --dataset results/datasets/ENZYMES --splits ... --fold 0 \\
+        --preset fair_Baseline_ENZYMES --set epochs=100 --out results/runs/ENZYMES/Baseline/fold0
     gnnbench aggregate results/runs/CSL/*/*/*/metrics.json --out results/tables/CSL
     gnnbench aggregate --protocol pitfalls results/runs/Cora/*/*/runs.parquet --out results/tables/Cora
     gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
@@ -75,12 +77,17 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train one run (model × seed × fold), or with --protocol pitfalls every "
                                      "initialisation of the given splits")
-    p.add_argument("--protocol", default="benchmarking-gnns", help="benchmarking-gnns (default) or pitfalls")
+    p.add_argument("--protocol", default="benchmarking-gnns",
+                   help="benchmarking-gnns (default), pitfalls, or fair-comparison (one outer fold: grid search, "
+                        "selection, final runs)")
     p.add_argument("--dataset", required=True, help="dataset folder")
     p.add_argument("--splits", required=True, help="split file")
     p.add_argument("--fold", type=int, nargs="+", default=[0], help="fold (pitfalls: one or more splits)")
     p.add_argument("--inits", type=int, default=20, help="pitfalls: initialisations per split")
     p.add_argument("--init-ids", type=int, nargs="+", help="pitfalls: train only these initialisations")
+    p.add_argument("--final-runs", type=int, default=3, help="fair-comparison: final runs of the chosen config")
+    p.add_argument("--final-holdout", default="fresh", choices=["fresh", "selection"],
+                   help="fair-comparison: early-stopping hold-out of the final runs")
     p.add_argument("--pe", help="positional-encoding file (needed when pos_enc is true)")
     p.add_argument("--preset", help="published config to start from")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
@@ -209,6 +216,9 @@ def _train(args: argparse.Namespace) -> None:
                             threads=args.threads, label=args.label, init_ids=args.init_ids)
         print(f"{metrics['runs']} runs, mean test accuracy: {metrics['test_accuracy_mean']:.2f}")
         return
+    if protocol == "fair-comparison":
+        _fair_comparison(args, overrides)
+        return
     from gnnbench.protocols.benchmarking_gnns import train
 
     if len(args.fold) != 1:
@@ -219,6 +229,36 @@ def _train(args: argparse.Namespace) -> None:
     results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold[0], config=config,
                     out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads, label=args.label)
     print(f"test {results['metric']}: {results['test']['metric']:.4f}")
+
+
+def _fair_comparison(args: argparse.Namespace, overrides: dict) -> None:
+    """One outer fold of the nested cross-validation: every grid point of the preset (``--set`` fixes values and
+    removes their dimensions), the selection, the final runs — the workflow's files, under ``--out``."""
+    from pathlib import Path
+
+    from gnnbench.protocols import fair_comparison as fc
+
+    if len(args.fold) != 1:
+        raise ConfigError(f"--fold: protocol fair-comparison runs one outer fold per command, got {len(args.fold)}")
+    if not args.preset:
+        raise ConfigError("--preset: protocol fair-comparison starts from a grid; name a fair_* preset "
+                          "(`gnnbench presets`)")
+    base, grid = fc.model_grid({"preset": args.preset}, overrides, "--preset")
+    configs = fc.expand_grid(base, grid)
+    out, fold, seed = Path(args.out), args.fold[0], args.seed or 0
+    common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": seed,
+              "device": args.device, "threads": args.threads}
+    fc.run_inner(configs=configs, positions=list(range(len(configs))), out=out / "inner" / "part0.parquet",
+                 **common)
+    chosen = fc.select([out / "inner" / "part0.parquet"], out / "selection.json", dataset=Path(args.dataset).name,
+                       model=args.label or base["model"], fold=fold)["chosen"]
+    fc.run_final(selection_path=out / "selection.json", runs=args.final_runs, holdout=args.final_holdout,
+                 out=out / "final.parquet", history_out=out / "final_history.parquet", **common)
+    import pyarrow.parquet as pq
+
+    test = pq.read_table(out / "final.parquet").column("test_accuracy").to_pylist()
+    print(f"fold {fold}: {len(configs)} configurations, chosen validation accuracy {chosen['val_accuracy']:.2f}, "
+          f"test accuracy {sum(test) / len(test):.2f} (mean of {len(test)} final runs)")
 
 
 def main(argv: list[str] | None = None) -> int:

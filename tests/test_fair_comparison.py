@@ -378,3 +378,23 @@ def test_the_paper_suite_plans_the_papers_47100_runs():
     assert runs == 47_100
     assert sum(len(b.grids["GIN"]) for b in loaded.benchmarks.values()) == 14 * 64
     assert all(loaded.split_raw_file(d) for d in loaded.benchmarks)  # every benchmark on the official splits
+
+
+def test_one_outer_fold_from_the_command_line(families, tmp_path, capsys):
+    from gnnbench.cli import main
+
+    out = tmp_path / "fold1"
+    args = ["train", "--protocol", "fair-comparison", "--dataset", str(families / "ds"), "--splits",
+            str(families / "s.json"), "--fold", "1", "--device", "cpu", "--final-runs", "2", "--out", str(out)]
+    sets = ["epochs=4", "patience=2", "learning_rate=0.01", "l2=0.0001", "hidden_units=16"]
+    assert main(args + ["--preset", "fair_Baseline_social"] + [x for s in sets for x in ("--set", s)]) == 0
+    selection = fc.read_selection(out / "selection.json")
+    # every dimension but early_stopping was fixed by --set: two candidates, one per criterion
+    assert sorted(c["config"]["early_stopping"] for c in selection["candidates"]) == ["accuracy", "loss"]
+    assert all(c["config"]["hidden_units"] == 16 for c in selection["candidates"])
+    final = pq.read_table(out / "final.parquet").to_pandas()
+    assert len(final) == 2 and (final["config_id"] == selection["chosen"]["config_id"]).all()
+    printed = capsys.readouterr().out
+    assert f"test accuracy {final['test_accuracy'].mean():.2f} (mean of 2 final runs)" in printed
+    assert main(args) == 1
+    assert "gnnbench: error: --preset: protocol fair-comparison starts from a grid" in capsys.readouterr().err

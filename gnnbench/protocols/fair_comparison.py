@@ -41,10 +41,10 @@ config's hash, so adding grid points changes no other run); final run r from spa
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import signal
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -349,7 +349,7 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
                               {"fold": fold, "config_id": cid, "stage": "selection"}, dev, guard)
             log.info("fold %d config %s: val acc %.2f (epoch %d of %d, %s)", fold, cid, r["val_accuracy"],
                      r["best_epoch"], r["epochs"], r["stop_reason"])
-            rows.append({"position": position, "config_id": cid, "config": sha_free_json(config), "seed": s,
+            rows.append({"position": position, "config_id": cid, "config": config_json(config), "seed": s,
                          **{k: r[k] for k in INNER_COLUMNS[4:]}})
         with guard.deferred(raise_after=False), atomic_path(out) as tmp:
             pq.write_table(pa.Table.from_pylist(rows), tmp)
@@ -357,9 +357,7 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
     _stoppable(job, out)
 
 
-def sha_free_json(config: dict) -> str:
-    import json
-
+def config_json(config: dict) -> str:
     return json.dumps(config, sort_keys=True)
 
 
@@ -367,8 +365,6 @@ def select(part_files: list[str | os.PathLike], out: str | os.PathLike, *, datas
            fold: int) -> dict:
     """The chosen configuration of one outer fold: the highest validation accuracy, ties to the later
     configuration in grid order; writes every candidate's scores beside it (``selection.json``)."""
-    import json
-
     rows = []
     for path in part_files:
         try:
@@ -460,13 +456,13 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
 # ---------------------------------------------------------------------------------------------- reports
 
 
-def dataset_report(*, dataset: str, meta_path, models: dict[str, dict], outputs: dict[str, str]) -> None:
+def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], outputs: dict[str, str]) -> None:
     """Per-dataset tables from the selection and final files of every model (``models``: label → {"selections":
     [...], "finals": [...]} in fold order)."""
     from gnnbench.data.meta import read_meta
     from gnnbench.reporting import fair_comparison as report
 
-    meta = read_meta(meta_path)
+    meta = read_meta(dataset_dir)
     folds = []
     for label, files in models.items():
         for sel_path, final_path in zip(files["selections"], files["finals"], strict=True):
@@ -487,7 +483,3 @@ def dataset_report(*, dataset: str, meta_path, models: dict[str, dict], outputs:
                           "config": report.config_summary(chosen["config"])})
     report.write_reports(dataset, meta, folds, outputs)
 
-
-def median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
