@@ -99,7 +99,7 @@ def _convert_any(expected: type | tuple, value: Any) -> Any:
         try:
             return _convert(option, value)
         except (TypeError, ValueError):
-            pass
+            pass  # not this type: try the next
     return _convert(expected[-1] if isinstance(expected, tuple) else expected, value)
 
 
