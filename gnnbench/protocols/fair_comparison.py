@@ -76,6 +76,8 @@ CHECKPOINT_SECONDS = 30.0
 TRAINING_DEFAULTS = {"optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0,
                      "patience": 500, "early_stopping": "accuracy", "time_limit_hours": 72.0}
 TRAINING_REQUIRED = ("batch_size", "learning_rate", "epochs")
+# keys only the trainer reads: configurations differing in these alone build the same network
+TRAINING_KEYS = (*TRAINING_DEFAULTS, *TRAINING_REQUIRED, "scheduler_step_size", "scheduler_gamma")
 DEFAULT_FINAL_RUNS, DEFAULT_GRID_PER_JOB = 3, 8
 HOLDOUTS = ("fresh", "selection")
 FINAL_VAL_FRACTION = 0.1  # the paper's "random fraction (10%)"
@@ -204,7 +206,7 @@ def check_configs(configs: list[dict], meta, where: str) -> None:
     stand_in = np.full(10, 64, dtype=np.int64)  # node counts: the real ones are known only once the data exists
     seen = set()
     for config in configs:
-        shape = sha256_json({k: v for k, v in config.items() if k not in ("learning_rate", "l2", "early_stopping")})
+        shape = sha256_json({k: v for k, v in config.items() if k not in TRAINING_KEYS})
         if shape in seen:
             continue
         seen.add(shape)

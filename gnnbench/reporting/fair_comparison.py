@@ -129,7 +129,7 @@ def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
 
 
 def write_reports(dataset: str, meta, folds: list[dict], outputs: dict[str, str | os.PathLike]) -> None:
-    frame = pd.DataFrame(folds).sort_values(["model", "fold"], kind="stable")
+    frame = pd.DataFrame(folds)
     frame["model"] = pd.Categorical(frame["model"], categories=list(dict.fromkeys(f["model"] for f in folds)))
     frame = frame.sort_values(["model", "fold"], kind="stable")
     frame["model"] = frame["model"].astype(str)

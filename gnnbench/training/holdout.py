@@ -146,6 +146,9 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
         optimizer.load_state_dict(state.optimizer)
         torch.set_rng_state(state.rng)
     loaders = {part: GraphLoader(store, idx, cfg["batch_size"]) for part, idx in parts.items()}
+    # shuffled from the global RNG, whose state the checkpoints carry
+    loaders["train"] = GraphLoader(store, parts["train"], cfg["batch_size"], shuffle=True,
+                                   generator=torch.default_generator)
     limit_s = cfg.get("time_limit_hours", math.inf) * 3600
     stop_reason = None
     while stop_reason is None:
@@ -160,8 +163,7 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
         for group in optimizer.param_groups:
             group["lr"] = lr
         model.train()
-        train_ids = parts["train"][torch.randperm(parts["train"].numel())]
-        train_loss, train_acc = _epoch_scores(model, _batches(loaders["train"], train_ids), device, optimizer,
+        train_loss, train_acc = _epoch_scores(model, loaders["train"], device, optimizer,
                                               cfg.get("gradient_clipping", 0.0))
         model.eval()
         row = {"epoch": state.epoch, "lr": lr, "train_loss": train_loss, "train_accuracy": train_acc}
@@ -184,7 +186,3 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
     return {"best_epoch": stopper.best_epoch, "epochs": state.epoch, "stop_reason": stop_reason,
             "seconds": state.elapsed, "scores": state.best, "history": state.history}
 
-
-def _batches(loader: GraphLoader, order: torch.Tensor):
-    for start in range(0, order.numel(), loader.batch_size):
-        yield loader.collate(order[start:start + loader.batch_size])
