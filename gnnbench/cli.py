@@ -31,7 +31,7 @@ import sys
 import yaml
 
 from gnnbench.errors import ConfigError, GnnbenchError
-from gnnbench.splits import SCHEMES
+from gnnbench.splits import PUBLISHED_SOURCES, SCHEMES
 
 
 def _key_values(pairs: list[str] | None) -> dict:
@@ -71,8 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     for name, kind in (("folds", int), ("val-fraction", float), ("splits", int), ("train-per-class", int),
                        ("val-per-class", int), ("val-size", int), ("test-size", int), ("seed", int)):
         p.add_argument(f"--{name}", type=kind, help="scheme parameter (default: the scheme's)")
-    p.add_argument("--published", metavar="FILE", help="scheme published: the released split file to import (e.g. "
-                                                        "Errica et al.'s ENZYMES_splits.json)")
+    p.add_argument("--published", metavar="FILE", nargs="+", help="scheme published: the released split file(s) to "
+                   "import (Errica et al.'s ENZYMES_splits.json; the benchmark's ENZYMES_train.index "
+                   "ENZYMES_val.index ENZYMES_test.index, in this order)")
+    p.add_argument("--source", choices=PUBLISHED_SOURCES, help="scheme published: whose release (default "
+                   "fair-comparison)")
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("train", help="train one run (model × seed × fold), or with --protocol pitfalls every "
@@ -141,7 +144,7 @@ def _run(args: argparse.Namespace) -> None:
 
         given = {k: v for k, v in vars(args).items()
                  if k in ("folds", "val_fraction", "splits", "train_per_class", "val_per_class", "val_size",
-                          "test_size", "seed") and v is not None}
+                          "test_size", "seed", "source") and v is not None}
         split = resolve_split({"scheme": args.scheme, **given}, "splits")
         make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published)
     elif args.command == "train":

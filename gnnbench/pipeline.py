@@ -38,16 +38,22 @@ def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -
 
 
 def make_split_file(dataset_dir: str | os.PathLike, scheme: str, params: dict, out: str | os.PathLike,
-                    published: str | os.PathLike | None = None) -> None:
+                    published=None) -> None:
     """Split file of a dataset: graph splits from the graph labels, or node splits of a single-graph dataset from
     its node labels (and its node column ``split`` when it comes with one); scheme ``published`` imports the
-    released file ``published``."""
+    released file(s) ``published`` (a path or a list) and checks the fold count the dataset's generator states."""
     meta, columns = read_dataset(dataset_dir)
     if meta.transductive:
         labels, given = columns.node.get("y"), columns.node.get("split")
     else:
         labels, given = columns.graph.get("y"), None
-    write_splits(out, make_splits(meta, labels, scheme, params, given, published))
+    expected = None
+    if scheme == "published" and "generator" in meta.source:
+        generator = get_generator(meta.source["generator"])
+        release = generator.published_splits and generator.published_splits(
+            resolve_params(generator, meta.source.get("params"), "dataset params"), params["source"])
+        expected = release.folds if release else None
+    write_splits(out, make_splits(meta, labels, scheme, params, given, published, expected))
 
 
 def label_tsp_shard(params: dict | None, seed: int, shard: int, out: str | os.PathLike, workers: int = 1) -> None:

@@ -15,7 +15,8 @@ scheme ``protocol``) are still read.
 Schemes
     ``given``             the split that comes with the data: graphs in stored order (SBM, ZINC, ...), or for a
                           single graph its node column ``split`` (0 train, 1 val, 2 test; the Planetoid public
-                          split: the first 20 labelled nodes per class, the next 500, the 1,000 test.index nodes).
+                          split: the first 20 labelled nodes per class, the next 500, the 1,000 test.index nodes;
+                          a 2-d column holds one split per column — WikiCS's 20).
     ``stratified_kfold``  k-fold stratified cross-validation of graphs (test = one fold); the remaining graphs are
                           split again, stratified, into train and val with ``val_fraction`` (CSL: k = 5 and 0.25,
                           i.e. 90 / 30 / 30 graphs per fold). Seeded: the original used scikit-learn's
@@ -28,8 +29,10 @@ Schemes
                           Planetoid-sized "another random split" of Shchur et al.: 20 per class / 500 / 1,000).
     ``published``         the split files a paper released for the dataset, imported (``source``:
                           ``fair-comparison`` — Errica et al.'s ``data_splits/*/NAME_splits.json``, see
-                          :func:`read_fair_comparison_folds`). The dataset's generator names the file (a raw
-                          download, checksummed) and the workflow fetches it before the split stage.
+                          :func:`read_fair_comparison_folds`; ``benchmarking-gnns`` — Dwivedi et al.'s
+                          ``{NAME}_{train,val,test}.index`` of the TU sets (10 folds) and CSL (5 folds), see
+                          :func:`read_index_folds`). The dataset's generator names the files and the number of
+                          folds (raw downloads, checksummed); the workflow fetches them before the split stage.
 
 The random node schemes follow gnn-benchmark's ``get_train_val_test_split`` draw for draw: split k uses
 ``RandomState(s_k)`` where ``s_k`` is the k-th of ``RandomState(seed).randint(0, 10**6, splits)`` (its job
@@ -59,8 +62,7 @@ from gnnbench.io import read_json, sha256_json, write_json
 SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published")
 NODE_SCHEMES = ("given", "random_per_class", "random_sizes")  # schemes of a transductive (one-graph) dataset
 GRAPH_SCHEMES = ("given", "stratified_kfold", "published")
-PUBLISHED_FOLDS = {"fair-comparison": 10}  # outer folds of each released split
-PUBLISHED_SOURCES = tuple(PUBLISHED_FOLDS)
+PUBLISHED_SOURCES = ("fair-comparison", "benchmarking-gnns")  # papers whose released split files are read
 SCHEME_DEFAULTS = {
     "given": {},
     "stratified_kfold": {"folds": 5, "val_fraction": 0.25, "seed": 0},
@@ -119,12 +121,13 @@ def resolve_split(split: dict, where: str) -> dict:
 
 
 def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, params: dict,
-                given: np.ndarray | None = None, published: str | os.PathLike | None = None) -> Splits:
+                given: np.ndarray | None = None, published=None, expected_folds: int | None = None) -> Splits:
     """Compute the splits of a dataset under ``scheme`` (see module docstring).
 
     ``labels``: graph labels (multi-graph datasets) or node labels, -1 = unlabelled (transductive datasets);
-    ``given``: the node column ``split`` of a transductive dataset that comes with a split; ``published``: the
-    downloaded split file of scheme ``published``.
+    ``given``: the node column ``split`` of a transductive dataset that comes with a split (one column per split
+    when it is 2-d); ``published``: the downloaded split file(s) of scheme ``published`` (a path or a list, in
+    the order the source's reader takes them), of which ``expected_folds`` folds are checked when given.
     """
     transductive = meta.task == "node_classification" and meta.num_graphs == 1
     level = "node" if transductive else "graph"
@@ -135,17 +138,18 @@ def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, param
                           f"use one of {', '.join(allowed)}")
     params = {k: v for k, v in params.items() if k not in ("scheme", "mirror")}
     if scheme == "published":
-        if published is None:
-            raise ConfigError(f"split scheme published needs the released split file of {meta.name}; the workflow "
-                              "downloads it (gnnbench splits: --published FILE)")
-        folds = read_fair_comparison_folds(published, meta.num_graphs)
-        if len(folds) != PUBLISHED_FOLDS[params["source"]]:
-            raise DataError(f"published split file {published} has {len(folds)} folds, expected "
-                            f"{PUBLISHED_FOLDS[params['source']]} (the released {params['source']} split); delete it "
-                            "and rerun to download it again")
+        if not published:
+            raise ConfigError(f"split scheme published needs the released split file(s) of {meta.name}; the "
+                              "workflow downloads them (gnnbench splits: --published FILE ...)")
+        paths = [published] if isinstance(published, (str, os.PathLike)) else list(published)
+        folds = read_published_folds(params["source"], paths, meta.num_graphs)
+        if expected_folds is not None and len(folds) != expected_folds:
+            raise DataError(f"published split file {paths[0]} has {len(folds)} folds, expected {expected_folds} "
+                            f"(the released {params['source']} split of {meta.name}); delete it and rerun to "
+                            "download it again")
         return Splits(meta.name, meta.checksum, scheme, params, folds, level)
     if scheme == "given" and transductive:
-        folds = [_given_nodes(meta, given)]
+        folds = _given_nodes(meta, given)
     elif scheme == "given":
         if not meta.split_sizes:
             raise ConfigError(f"dataset {meta.name} comes without a split; use scheme stratified_kfold")
@@ -161,11 +165,14 @@ def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, param
     return Splits(meta.name, meta.checksum, scheme, params, folds, level)
 
 
-def _given_nodes(meta: DatasetMeta, given: np.ndarray | None) -> dict[str, list[int]]:
+def _given_nodes(meta: DatasetMeta, given: np.ndarray | None) -> list[dict[str, list[int]]]:
+    """One fold per column of the node column ``split`` (WikiCS: 20 train/val splits sharing one test set)."""
     if given is None:
         raise ConfigError(f"dataset {meta.name} comes without a split (no node column 'split'); use scheme "
                           "random_per_class")
-    return {part: np.flatnonzero(given == code).tolist() for part, code in SPLIT_CODES.items()}
+    given = np.asarray(given).reshape(len(given), -1)
+    return [{part: np.flatnonzero(column == code).tolist() for part, code in SPLIT_CODES.items()}
+            for column in given.T]
 
 
 def split_seeds(seed: int, count: int) -> np.ndarray:
@@ -228,6 +235,80 @@ def _stratified_kfold(labels: np.ndarray, k: int, val_fraction: float, seed: int
     return folds
 
 
+def read_published_folds(source: str, paths: list, num_graphs: int) -> list[dict[str, list[int]]]:
+    """The folds of a released split of ``source`` from its downloaded files (see the module docstring)."""
+    if source == "fair-comparison":
+        if len(paths) != 1:
+            raise ConfigError(f"the fair-comparison split is one file (NAME_splits.json), got {len(paths)}")
+        return read_fair_comparison_folds(paths[0], num_graphs)
+    if source == "benchmarking-gnns":
+        if len(paths) != 3:
+            raise ConfigError("the benchmarking-gnns split is three files (NAME_train.index, NAME_val.index, "
+                              f"NAME_test.index, in this order), got {len(paths)}")
+        return read_index_folds(*paths, num_graphs=num_graphs)
+    raise ConfigError(f"unknown published split {source!r}; choose one of {', '.join(PUBLISHED_SOURCES)}")
+
+
+def _published_error(path, message: str, source: str) -> DataError:
+    return DataError(f"published split file {path}: {message}; it is not the {source} split of this dataset "
+                     "(delete it and its .sha256 record, then rerun to download it again)")
+
+
+def _check_fold(parts: dict[str, list], num_graphs: int, bad, i: int) -> None:
+    """Integer indices inside the dataset; train, val and test disjoint and covering every graph."""
+    arrays = {}
+    for part, ids in parts.items():
+        if not isinstance(ids, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
+            raise bad(f"fold {i} {part}: expected a list of integer graph indices")
+        arrays[part] = np.asarray(ids, dtype=np.int64)
+    every = np.concatenate(list(arrays.values()))
+    if every.size and (every.min() < 0 or every.max() >= num_graphs):
+        raise bad(f"fold {i} refers to graph {int(every.max() if every.max() >= num_graphs else every.min())} "
+                  f"but the dataset has {num_graphs} graphs (0 .. {num_graphs - 1})")
+    if every.size != num_graphs or np.unique(every).size != num_graphs:
+        raise bad(f"fold {i}: train, validation and test must be disjoint and cover all {num_graphs} graphs "
+                  f"({every.size} indices, {np.unique(every).size} distinct)")
+
+
+def _check_partition(folds: list[dict], num_graphs: int, bad) -> None:
+    tested = np.zeros(num_graphs, dtype=np.int64)
+    for fold in folds:
+        tested += np.bincount(np.asarray(fold["test"], dtype=np.int64), minlength=num_graphs)
+    if not (tested == 1).all():
+        raise bad(f"the test folds do not partition the graphs ({int((tested == 0).sum())} never tested, "
+                  f"{int((tested > 1).sum())} tested more than once)")
+
+
+def read_index_folds(train: str | os.PathLike, val: str | os.PathLike, test: str | os.PathLike, *,
+                     num_graphs: int) -> list[dict[str, list[int]]]:
+    """The folds of the benchmarking-gnns split files ``{NAME}_{train,val,test}.index`` (benchmarking-gnns.md
+    §3.4, §3.10): CSV text, one line per fold (CRLF or LF), each a comma-separated list of graph indices; line i
+    of the three files is fold i, index order kept. Checked like :func:`read_fair_comparison_folds`: the three
+    files have the same number of lines; every fold's parts are disjoint and cover the dataset; the test lines
+    partition it."""
+    rows = {}
+    for part, path in (("train", train), ("val", val), ("test", test)):
+        path = Path(path)
+        try:
+            text = path.read_text()
+            rows[part] = [[int(v) for v in line.split(",")] for line in text.splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}" if str(exc) else type(exc).__name__
+            raise _published_error(path, f"is not comma-separated graph indices, one line per fold ({reason})",
+                                   "benchmarking-gnns") from None
+    counts = {part: len(lines) for part, lines in rows.items()}
+    if len(set(counts.values())) != 1 or not counts["test"]:
+        raise _published_error(test, f"the three files have {counts['train']} / {counts['val']} / {counts['test']} "
+                               "lines (train / val / test), expected one line per fold in each", "benchmarking-gnns")
+    folds = []
+    for i in range(counts["test"]):
+        parts = {part: rows[part][i] for part in PARTS}
+        _check_fold(parts, num_graphs, lambda m: _published_error(test, m, "benchmarking-gnns"), i)
+        folds.append(parts)
+    _check_partition(folds, num_graphs, lambda m: _published_error(test, m, "benchmarking-gnns"))
+    return folds
+
+
 def read_fair_comparison_folds(path: str | os.PathLike, num_graphs: int) -> list[dict[str, list[int]]]:
     """The folds of an Errica et al. split file (``data_splits/{CHEMICAL,COLLABORATIVE_1,COLLABORATIVE_DEGREE}/
     NAME_splits.json``, spec p3-fair-comparison.md §2.6) as gnnbench folds.
@@ -242,12 +323,11 @@ def read_fair_comparison_folds(path: str | os.PathLike, num_graphs: int) -> list
     data = read_json(path, "published split file")
 
     def bad(message: str) -> DataError:
-        return DataError(f"published split file {path}: {message}; it is not the fair-comparison split of this "
-                         "dataset (delete it and its .sha256 record, then rerun to download it again)")
+        return _published_error(path, message, "fair-comparison")
 
     if not isinstance(data, list) or not data:
         raise bad("expected a JSON list of outer folds")
-    folds, tested = [], np.zeros(num_graphs, dtype=np.int64)
+    folds = []
     for i, fold in enumerate(data):
         try:
             selection = fold["model_selection"]
@@ -256,23 +336,9 @@ def read_fair_comparison_folds(path: str | os.PathLike, num_graphs: int) -> list
             parts = {"train": selection[0]["train"], "val": selection[0]["validation"], "test": fold["test"]}
         except (KeyError, TypeError, IndexError):
             raise bad(f"fold {i} lacks test / model_selection[0].train / model_selection[0].validation") from None
-        arrays = {}
-        for part, ids in parts.items():
-            if not isinstance(ids, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
-                raise bad(f"fold {i} {part}: expected a list of integer graph indices")
-            arrays[part] = np.asarray(ids, dtype=np.int64)
-        every = np.concatenate(list(arrays.values()))
-        if every.size and (every.min() < 0 or every.max() >= num_graphs):
-            raise bad(f"fold {i} refers to graph {int(every.max() if every.max() >= num_graphs else every.min())} "
-                      f"but the dataset has {num_graphs} graphs (0 .. {num_graphs - 1})")
-        if every.size != num_graphs or np.unique(every).size != num_graphs:
-            raise bad(f"fold {i}: train, validation and test must be disjoint and cover all {num_graphs} graphs "
-                      f"({every.size} indices, {np.unique(every).size} distinct)")
-        tested += np.bincount(arrays["test"], minlength=num_graphs)
+        _check_fold(parts, num_graphs, bad, i)
         folds.append({part: parts[part] for part in PARTS})
-    if not (tested == 1).all():
-        raise bad(f"the test folds do not partition the graphs ({int((tested == 0).sum())} never tested, "
-                  f"{int((tested > 1).sum())} tested more than once)")
+    _check_partition(folds, num_graphs, bad)
     return folds
 
 

@@ -189,7 +189,7 @@ def test_published_scheme_needs_a_published_split():
                                                          "split": {"scheme": "published"}}))
     spec = load_suite(suite({"B": "fair_Baseline_social"}, {"generator": "tu", "params": {
         "name": "IMDB-BINARY", "features": "degree"}, "split": {"scheme": "published"}}))
-    assert spec.split_raw_file("GF") == "resources/raw/tu/splits/COLLABORATIVE_DEGREE/IMDB-BINARY_splits.json"
+    assert spec.split_raw_files("GF") == ["resources/raw/tu/splits/COLLABORATIVE_DEGREE/IMDB-BINARY_splits.json"]
 
 
 # ------------------------------------------------------------------------------------------------ runs in-process
@@ -377,7 +377,7 @@ def test_the_paper_suite_plans_the_papers_47100_runs():
     runs = sum(len(b.folds) * (len(b.grids[m]) + b.final_runs) for b in loaded.benchmarks.values() for m in b.models)
     assert runs == 47_100
     assert sum(len(b.grids["GIN"]) for b in loaded.benchmarks.values()) == 14 * 64
-    assert all(loaded.split_raw_file(d) for d in loaded.benchmarks)  # every benchmark on the official splits
+    assert all(loaded.split_raw_files(d) for d in loaded.benchmarks)  # every benchmark on the official splits
 
 
 def test_one_outer_fold_from_the_command_line(families, tmp_path, capsys):

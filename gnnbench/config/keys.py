@@ -29,7 +29,7 @@ TRAIN_KEYS: dict[str, type] = {
     "seed": int, "epochs": int, "batch_size": int, "init_lr": float, "lr_reduce_factor": float,
     "lr_schedule_patience": int, "min_lr": float, "weight_decay": float, "max_time": float,
 }
-OTHER_KEYS: dict[str, type] = {"model": str, "dense_schedule": str}
+OTHER_KEYS: dict[str, type] = {"model": str, "dense_schedule": str, "loss": str}
 KEY_TYPES: dict[str, type] = {**NET_KEYS, **TRAIN_KEYS, **OTHER_KEYS}
 PITFALLS_KEY_TYPES: dict[str, type] = {
     "model": str, "hidden_size": int, "num_heads": list, "input_dropout_prob": float,
@@ -52,7 +52,9 @@ FAIR_COMPARISON_KEY_TYPES: dict[str, type | tuple] = {
 }
 PROTOCOL_KEYS = {"benchmarking-gnns": KEY_TYPES, "pitfalls": PITFALLS_KEY_TYPES,
                  "fair-comparison": FAIR_COMPARISON_KEY_TYPES}
-CHOICES = {"dense_schedule": ("minibatch", "original"), "aggregator": ("mean", "maxpool", "meanpool"),
+CHOICES = {"dense_schedule": ("minibatch", "original"),
+           "loss": ("cross_entropy", "weighted_cross_entropy", "l1", "link_bce", "multitask_mse"),
+           "aggregator": ("mean", "maxpool", "meanpool"),
            "prop_type": ("vanilla", "smoothed"), "early_stopping_criterion": ("gnnbench", "gat_tol"),
            "optimizer": ("Adam", "SGD"), "scheduler": ("none", "step", "ecc_milestones"),
            "early_stopping": ("accuracy", "loss"), "aggregation": ("sum", "mean", "add", "max")}

@@ -2,7 +2,8 @@
 their original names.
 
 A benchmarking-gnns preset holds the original JSON's ``net_params`` and ``params`` groups, the model name, the
-parameter total the original prints, and how the original scripts ran it (``runs``: CLI overrides and seeds). A
+parameter total the original prints, how the original scripts ran it (``runs``: CLI overrides and seeds) and what
+a script fixes in code for it (``script_params``: WikiCS GAT's class-weighted loss). A
 preset of another protocol says so (``protocol: pitfalls``) and holds its model's ``params`` under that protocol's
 keys (:mod:`gnnbench.config.keys`). A *run config* is a preset flattened into one dict, with overrides applied
 and every value checked against the keys of its protocol.
@@ -90,6 +91,7 @@ def run_config(preset: str | None, overrides: dict | None = None, *, directory=N
         config.update({"model": entry["model"]})
         config.update(coerce_all(entry.get("net_params") or {}, f"preset {preset}", types))
         config.update(coerce_all(entry.get("params") or {}, f"preset {preset}", types))
+        config.update(coerce_all(entry.get("script_params") or {}, f"preset {preset}", types))
     config.update(coerce_all(overrides or {}, where, types))
     if "model" not in config:
         raise ConfigError(f"{where or 'config'}: no model given; name a preset or set model (e.g. GCN)")

@@ -35,7 +35,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
 from gnnbench.protocols.base import Benchmark
 from gnnbench.protocols.benchmarking_gnns import BenchmarkingGNNsBenchmark
-from gnnbench.splits import PUBLISHED_FOLDS, resolve_split
+from gnnbench.splits import resolve_split
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 DATASET_DIR = "results/datasets/{dataset}"
@@ -72,8 +72,11 @@ class DatasetSpec:
     def num_folds(self) -> int:
         """Partitions in the split file: cross-validation folds, random splits, or 1."""
         if self.split["scheme"] == "published":
-            return PUBLISHED_FOLDS[self.split["source"]]
-        return self.split.get("folds", self.split.get("splits", 1)) if self.split["scheme"] != "given" else 1
+            release = published_split(self)
+            return release.folds if release else 0
+        if self.split["scheme"] == "given":
+            return self.meta.given_splits
+        return self.split.get("folds", self.split.get("splits", 1))
 
 
 @dataclass
@@ -141,18 +144,18 @@ class Suite:
             return []
         return [f"{RAW_DIR}/{raw.relative_path}" for raw in generator.raw_files(spec.params)]
 
-    def split_raw_file(self, dataset: str) -> str | None:
-        """The released split file a dataset's split imports (scheme ``published``), a download; else None."""
-        raw = published_split_file(self.datasets[dataset])
-        return None if raw is None else f"{RAW_DIR}/{raw.relative_path}"
+    def split_raw_files(self, dataset: str) -> list[str]:
+        """The released split files a dataset's split imports (scheme ``published``), downloads; else none."""
+        release = published_split(self.datasets[dataset])
+        return [] if release is None else [f"{RAW_DIR}/{raw.relative_path}" for raw in release.files]
 
     def _downloads(self, spec: DatasetSpec) -> list[tuple[object, str | None]]:
         generator = get_generator(spec.generator)
         out = [(raw, spec.params.get("mirror") or None)
                for raw in (generator.raw_files(spec.params) if generator.raw_files else [])]
-        split_file = published_split_file(spec)
-        if split_file is not None:
-            out.append((split_file, spec.split.get("mirror") or None))
+        release = published_split(spec)
+        if release is not None:
+            out.extend((raw, spec.split.get("mirror") or None) for raw in release.files)
         return out
 
     def raw_download(self, path: str) -> tuple[object, str | None]:
@@ -268,8 +271,9 @@ def _check_schema(config: object, schema_path: Path) -> None:
         raise ConfigError(f"{where}: {message}; fix it (schema: workflow/schemas/config.schema.yaml)")
 
 
-def published_split_file(spec: DatasetSpec):
-    """RawFile of the released split a dataset imports (split scheme ``published``), or None."""
+def published_split(spec: DatasetSpec):
+    """The released split (:class:`~gnnbench.data.generators.PublishedSplit`) a dataset imports (split scheme
+    ``published``), or None."""
     if spec.split["scheme"] != "published":
         return None
     generator = get_generator(spec.generator)
@@ -292,7 +296,7 @@ def _dataset(name: str, entry: dict, protocol) -> DatasetSpec:
         given = protocol.default_split(spec)
     if given is not None:
         spec.split = resolve_split(given, f"{where}.split")
-    if spec.split["scheme"] == "published" and published_split_file(spec) is None:
+    if spec.split["scheme"] == "published" and published_split(spec) is None:
         raise ConfigError(f"{where}.split.scheme: no {spec.split['source']} split was published for dataset {name} "
                           f"(generator {generator.name}); use stratified_kfold")
     if spec.split["scheme"] == "given" and not meta.split_sizes:

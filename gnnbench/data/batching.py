@@ -52,6 +52,7 @@ class GraphBatch:
     y_graph: torch.Tensor | None = None  # graph-level targets of a multitask dataset (``y`` is node-level)
     pairs: torch.Tensor | None = None  # (2, P) node pairs to score (link prediction)
     graph_ids: torch.Tensor | None = None  # (B,) the store's ids of the batch's graphs (per-graph precomputed data)
+    targets: torch.Tensor | None = None  # (M,) the nodes scored (one graph with node splits); y holds their labels
 
     @property
     def num_nodes(self) -> int:
@@ -185,3 +186,11 @@ class GraphLoader:
             y_graph=y_graph,
             graph_ids=graph_ids,
         )
+
+
+def node_set_batches(store: GraphStore, parts: dict[str, torch.Tensor],
+                     pe: torch.Tensor | None = None) -> dict[str, list[GraphBatch]]:
+    """Full-graph "batches" of a single-graph dataset, one per node set (train / val / test): the whole graph, with
+    ``targets`` = the set's nodes and ``y`` = their labels. An epoch over ``[batch]`` is one full-batch step."""
+    whole = GraphLoader(store, torch.zeros(1, dtype=torch.int64), 1, pe=pe).collate(torch.zeros(1, dtype=torch.int64))
+    return {part: [replace(whole, targets=nodes, y=whole.y.index_select(0, nodes))] for part, nodes in parts.items()}

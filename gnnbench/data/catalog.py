@@ -9,7 +9,7 @@ dataset            task                  node input                  edge input 
 =================  ====================  ==========================  ==========================  =========
 ZINC / AQSOL       graph regression      28 / 65 atom types          4 / 5 bond types            1
 MNIST / CIFAR10    graph classification  3 / 5 floats                1 float (affinity)          10
-ENZYMES/DD/PROT.   graph classification  18 / 89 / 29 floats         ones of the node width      6 / 2 / 2
+ENZYMES/DD/PROT.   graph classification  18 / 89 / 29 floats         none (ones, node width)     6 / 2 / 2
 WikiCS             node classification   300 floats                  none                        10
 OGBL-COLLAB        link prediction       128 floats                  2 floats (weight, year)     1
 =================  ====================  ==========================  ==========================  =========
@@ -20,8 +20,9 @@ after the protocol's preprocessing, with the feature and class counts of its Tab
 Amazon-Computers 767 / 10, Amazon-Photo 745 / 8.
 
 TU edges: the original TU loader gives every edge an all-ones feature as wide as the node features, which
-GatedGCN projects with ``Linear(in_dim, hidden)``; it is described here as a continuous edge feature of
-that width (always used through the constant ``ones`` path, since the configs set ``edge_feat`` false).
+GatedGCN projects with ``Linear(in_dim, hidden)``; the datasets have no edge features and say so by the net
+convention ``edge_ones_node_width`` (the constant edge input is as wide as the node features), which the ``tu``
+generator's ``variant: benchmarking-gnns`` sets too.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def _cat(vocabulary: int) -> FeatureSpec:
 
 
 def _tu(name: str, width: int, classes: int) -> DatasetMeta:
-    return _meta(name, "graph_classification", classes, _cont(width), _cont(width), None, **_CLASSIFICATION)
+    return _meta(name, "graph_classification", classes, _cont(width), None, None, **_CLASSIFICATION,
+                 net_conventions=["edge_ones_node_width"])
 
 
 _EXTERNAL = {
@@ -99,8 +101,9 @@ def describe_dataset(name: str) -> DatasetMeta:
 
 def published_name(generator: str, default: str) -> str:
     """The benchmark's name for the dataset a generator makes (e.g. sbm_pattern → SBM_PATTERN)."""
+    # generators of datasets the catalog describes as published data
     also = {"superpixels_mnist": "MNIST", "superpixels_digits": "MNIST", "superpixels_cifar10": "CIFAR10",
-            "cycles_release": "CYCLES"}  # generators of datasets the catalog describes as published data
+            "cycles_release": "CYCLES", "wikics": "WikiCS"}
     return {**{g: name for name, g in _GENERATED.items()}, **also}.get(generator, default)
 
 

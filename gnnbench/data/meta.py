@@ -41,7 +41,8 @@ TASKS = ("node_classification", "graph_classification", "graph_regression", "edg
          "link_prediction", "multitask_regression")
 SPLIT_ORDER = ("train", "val", "test")  # order of the graphs of a split that comes with the data
 PE_USAGES = ("add", "replace")
-NET_CONVENTIONS = ("embed_continuous_input", "edge_type_table")  # see DatasetMeta.net_conventions
+# see DatasetMeta.net_conventions
+NET_CONVENTIONS = ("embed_continuous_input", "edge_type_table", "edge_ones_node_width")
 SUMMARISED_GRAPH_COLUMNS = ("tour_length",)  # per-graph quantities whose distribution meta.json reports (TSP)
 SPLIT_CODES = {"train": 0, "val": 1, "test": 2}  # values of the node column "split" (-1: in no part)
 
@@ -86,8 +87,11 @@ class DatasetMeta:
     # how the benchmark's networks for this dataset differ from the defaults (a dataset's description, so that no
     # model tests dataset names): "embed_continuous_input" — every model, MLP included, embeds continuous node
     # features with a Linear before its layers; "edge_type_table" — models that use edges but get no edge
-    # features read one learned edge vector, Embedding(1, hidden), instead of Linear(1, hidden) on ones (WikiCS)
+    # features read one learned edge vector, Embedding(1, hidden), instead of Linear(1, hidden) on ones (WikiCS);
+    # "edge_ones_node_width" — the constant edge input is ones(E, d) with d the node feature width, not 1 (the
+    # benchmark's TU loader)
     net_conventions: list[str] = field(default_factory=list)
+    given_splits: int = 1  # splits that come with the data (columns of the node column ``split``; WikiCS: 20)
 
     def __post_init__(self) -> None:
         unknown = set(self.net_conventions) - set(NET_CONVENTIONS)
@@ -117,6 +121,8 @@ class DatasetMeta:
             out[key] = None if spec is None else spec.to_json()
         if not self.net_conventions:  # omitted when empty: meta.json of other datasets stays as it was
             del out["net_conventions"]
+        if self.given_splits == 1:
+            del out["given_splits"]
         return out
 
     @classmethod
@@ -242,10 +248,12 @@ def _refine_transductive(columns: GraphColumns, meta: DatasetMeta) -> None:
 
 
 def split_parts(columns: GraphColumns) -> dict[str, np.ndarray] | None:
-    """Node indices of each part of the split stored in the node column ``split`` (None without that column)."""
+    """Node indices of each part of the split stored in the node column ``split`` (None without that column; the
+    first split when the column holds several)."""
     codes = columns.node.get("split")
     if codes is None:
         return None
+    codes = codes[:, 0] if codes.ndim == 2 else codes
     return {part: np.flatnonzero(codes == code) for part, code in SPLIT_CODES.items()}
 
 

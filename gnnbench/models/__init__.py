@@ -74,8 +74,10 @@ def build_model(cfg: dict, meta: DatasetMeta) -> GraphNet:
             node_encoder = NodeEncoder(meta.node_features, architecture.input_width, pe_dim, meta.pe_usage,
                                        project_continuous=architecture.project_continuous)
             if architecture.uses_edges:
+                ones_width = (meta.node_features.size if "edge_ones_node_width" in meta.net_conventions
+                              and meta.node_features is not None else None)
                 edge_encoder = EdgeEncoder(meta.edge_features, bool(cfg.get("edge_feat", False)),
-                                           architecture.edge_input_width or architecture.input_width)
+                                           architecture.edge_input_width or architecture.input_width, ones_width)
         head = make_head(meta.task, architecture, meta.num_outputs, readout, meta.num_graph_outputs)
     except ValueError as exc:
         raise ConfigError(f"model {name} on dataset {meta.name}: {exc}; change the config") from None

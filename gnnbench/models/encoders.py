@@ -10,7 +10,8 @@ Positional encodings (k dims)
 Edge input (models that use edges)
     with ``edge_feat`` and edge features: categorical → ``Embedding``, continuous → ``Linear``;
     otherwise the benchmark's constant input ``ones(E, d)`` → ``Linear(d, width)`` (d = 1, or the width
-    of the continuous edge features the dataset has).
+    of the continuous edge features the dataset has, or — TU datasets of the benchmark, whose loader sets
+    ``ones(E, in_dim)`` — the node feature width: ``ones_width``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class NodeEncoder(nn.Module):
 
 
 class EdgeEncoder(nn.Module):
-    def __init__(self, feature: FeatureSpec | None, use_features: bool, width: int) -> None:
+    def __init__(self, feature: FeatureSpec | None, use_features: bool, width: int,
+                 ones_width: int | None = None) -> None:
         super().__init__()
         self.use_features = use_features
         if use_features:
@@ -60,7 +62,8 @@ class EdgeEncoder(nn.Module):
                 raise ValueError("edge_feat is true but the dataset has no edge features")
             self.layer = _input_layer(feature, width)
         else:
-            ones_width = feature.size if feature is not None and feature.kind == "continuous" else 1
+            if ones_width is None:
+                ones_width = feature.size if feature is not None and feature.kind == "continuous" else 1
             self.layer = nn.Linear(ones_width, width)
 
     def forward(self, edge_attr: torch.Tensor | None, num_edges: int) -> torch.Tensor:

@@ -1,11 +1,13 @@
 """Protocol "benchmarking-gnns" — Dwivedi et al., "Benchmarking Graph Neural Networks" (spec benchmarking-gnns.md).
 
-Splits: the split that comes with the data (``given``: SBM, TSP, ...) or stratified k-fold cross-validation of
-graphs (CSL: 5 folds). A run is one model config × one seed × one fold (:func:`gnnbench.training.run.train_run`):
-Adam with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the learning rate falls below
-``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
-budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
-CSL and TU). Models are the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build_model`),
+Splits: the split that comes with the data (``given``: SBM, TSP, ZINC, ...; WikiCS's 20 node splits of its one
+graph, trained full-batch), the released cross-validation folds (``published``: the TU sets' 10 and CSL's 5 index
+files) or seeded stratified k-fold cross-validation of graphs. A run is one model config × one seed × one fold
+(:func:`gnnbench.training.run.train_run`): Adam with L2 weight decay, ReduceLROnPlateau on the validation loss,
+stop when the learning rate falls below ``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the
+**last** epoch's scores are reported. The budget is ``max_time`` hours per run, divided by 10 per fold under
+cross-validation (the original does this for CSL and TU) and by 20 per WikiCS split. Models are the benchmark's:
+input encoders → L layers → task head (:func:`gnnbench.models.build_model`),
 sized by the published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
 test and train scores, #params, epochs, s/epoch, total hours; with cross-validation also the min and max test
 score (CSL is reported as mean ± std, max, min over 5 folds × seeds). Standard deviations are population
@@ -26,6 +28,7 @@ RUN_DIR = "results/runs/{dataset}/{model}/seed{seed}/fold{fold}"
 TABLE_FILE = "results/tables/{dataset}.{ext}"
 TABLE_FORMATS = ("csv", "md", "parquet")
 FOLD_TIME_DIVISOR = 10  # the original's per-fold time budget under cross-validation: max_time / 10
+SPLIT_TIME_DIVISOR = 20  # ... and per node split of WikiCS: max_time / 20
 
 
 @dataclass
@@ -60,9 +63,10 @@ class BenchmarkingGNNs(Protocol):
         return dict(dataset.generator_split)
 
     def check_dataset(self, dataset, where: str) -> None:
-        if dataset.meta.task == "node_classification" and dataset.meta.num_graphs == 1:
-            raise ConfigError(f"{where}.protocol: {self.name} trains on mini-batches of graphs, but dataset "
-                              f"{dataset.name} is one graph with node splits; use protocol pitfalls")
+        if dataset.meta.transductive and dataset.split["scheme"] != "given":
+            raise ConfigError(f"{where}.protocol: {self.name} trains on one graph only with the splits that come "
+                              f"with it (WikiCS), but dataset {dataset.name} is split by {dataset.split['scheme']}; "
+                              "use protocol pitfalls for random node splits")
         if dataset.split["scheme"] == "stratified_kfold" and dataset.meta.task != "graph_classification":
             raise ConfigError(f"datasets.{dataset.name}.split.scheme: stratified_kfold needs graph labels but "
                               f"{dataset.name} is a {dataset.meta.task} dataset; use given")
@@ -96,9 +100,12 @@ class BenchmarkingGNNs(Protocol):
         return benchmark
 
 
-def time_limit_hours(max_time: float, scheme: str) -> float:
-    """The wall-clock budget of one run: ``max_time``, divided by 10 per fold under cross-validation."""
-    return max_time / (FOLD_TIME_DIVISOR if scheme == "stratified_kfold" else 1)
+def time_limit_hours(max_time: float, splits) -> float:
+    """The wall-clock budget of one run: ``max_time``, divided by 10 per fold under cross-validation (TU, CSL)
+    and by 20 per split of one graph (WikiCS), as the original."""
+    if splits.num_folds == 1:
+        return max_time
+    return max_time / (SPLIT_TIME_DIVISOR if splits.level == "node" else FOLD_TIME_DIVISOR)
 
 
 def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
@@ -108,8 +115,8 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
     from gnnbench.splits import read_splits
     from gnnbench.training.run import train_run
 
-    scheme = read_splits(splits_path).scheme
-    hours = time_limit_hours(float(config.get("max_time", 0.0)), scheme) if "max_time" in config else None
+    splits = read_splits(splits_path)
+    hours = time_limit_hours(float(config["max_time"]), splits) if "max_time" in config else None
     return train_run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
                      pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
 
@@ -120,7 +127,7 @@ def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathL
     from gnnbench.reporting.aggregate import aggregate, load_runs, write_tables
 
     runs = load_runs(metrics_files)
-    extrema = bool((runs["split_scheme"] == "stratified_kfold").any())
+    extrema = bool(runs["split_scheme"].isin(["stratified_kfold", "published"]).any())
     write_tables(aggregate(runs, extrema=extrema), csv, markdown, parquet)
 
 

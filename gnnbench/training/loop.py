@@ -27,7 +27,7 @@ def train_epoch(model: torch.nn.Module, batches: Iterable[GraphBatch], optimizer
         if flip_pe and batch.pe is not None:
             batch.pe = random_sign_flip(batch.pe)
         optimizer.zero_grad(set_to_none=True)
-        scores = model(batch)
+        scores = _scored(model(batch), batch)
         loss = loss_fn(scores, batch)
         loss.backward()
         optimizer.step()
@@ -75,11 +75,17 @@ def evaluate(model: torch.nn.Module, batches: Iterable[GraphBatch], loss_fn: Los
     total_loss, num_batches = torch.zeros((), dtype=torch.float64), 0
     for batch in batches:
         batch = batch.to(device, non_blocking=True)
-        scores = model(batch)
+        scores = _scored(model(batch), batch)
         total_loss += loss_fn(scores, batch).double().cpu()
         num_batches += 1
         metric.update(scores, batch)
     return float(total_loss / max(num_batches, 1)), metric.compute()
+
+
+def _scored(scores: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
+    """The scores the loss and metric see: those of ``batch.targets`` when the batch is one graph with node sets
+    (full-graph training on WikiCS: every node is computed, one split part is scored)."""
+    return scores if batch.targets is None else scores.index_select(0, batch.targets)
 
 
 def _detach(scores):

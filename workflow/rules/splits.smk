@@ -1,7 +1,7 @@
 rule splits:
     input:
         unpack(lambda wc: dataset_files(wc.dataset)),
-        published=lambda wc: SUITE.split_raw_file(wc.dataset) or [],
+        published=lambda wc: SUITE.split_raw_files(wc.dataset),
     output:
         "results/splits/{dataset}/splits.json",
     params:

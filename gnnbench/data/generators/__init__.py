@@ -40,8 +40,17 @@ class Generator:
     build: Callable[..., GraphColumns]  # (params, seed), or (params, seed, raw_dir) when raw_files is set
     check: Callable[[dict, str], None] | None = None  # constraints between parameters; raises ConfigError
     raw_files: Callable[[dict], list[RawFile]] | None = None  # raw files needed (fetched into raw_dir before build)
-    # the split file a paper released for (params, source) — split scheme "published"; None: the dataset has none
-    published_splits: Callable[[dict, str], RawFile | None] | None = None
+    # the split files a paper released for (params, source) — split scheme "published"; None: the dataset has none
+    published_splits: Callable[[dict, str], PublishedSplit | None] | None = None
+
+
+@dataclass(frozen=True)
+class PublishedSplit:
+    """A split released with a paper: its files (raw downloads, in the order the source's reader takes them —
+    :func:`gnnbench.splits.read_published_folds`) and how many folds the release has."""
+
+    files: tuple[RawFile, ...]
+    folds: int
 
 
 def _registry() -> dict[str, Generator]:
@@ -58,12 +67,13 @@ def _registry() -> dict[str, Generator]:
         superpixels,
         tsp,
         tu,
+        wikics,
     )
 
     generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
                   cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU,
-                  graph_families.GRAPH_FAMILIES)
+                  graph_families.GRAPH_FAMILIES, wikics.WIKICS)
     return {g.name: g for g in generators}
 
 

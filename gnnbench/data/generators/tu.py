@@ -39,10 +39,19 @@ Conversion (the semantics of PyG's ``read_tu_data``):
                              not normalised, no constant column
   ``""`` (default)           the spec's choice for the dataset (§1.2): ``labels`` for DD, NCI1, PROTEINS,
                              PROTEINS_full; ``labels_and_attributes`` for ENZYMES. The social sets have two
-                             variants (§1.3) and no default: ``constant`` or ``degree`` must be given
+                             variants (§1.3) and no default: ``constant`` or ``degree`` must be given. With
+                             ``variant: benchmarking-gnns``: DGL's ``LegacyTUDataset`` rule the benchmark used —
+                             ``attributes`` when the dataset has them (ENZYMES 18, PROTEINS_full 29), else
+                             ``labels`` (DD 89), else ``constant``
   =========================  ===================================================================================
 
-* graph column ``y`` int16; no edge features.
+* graph column ``y`` int16; no edge features. ``variant: benchmarking-gnns`` marks the dataset with the net
+  convention ``edge_ones_node_width``: the benchmark's loader gives every edge ``ones(E, in_dim)``, which its
+  GatedGCN projects with ``Linear(in_dim, hidden)`` (benchmarking-gnns.md §2.4, TU).
+
+Released splits (split scheme ``published``, :func:`published_splits`): Errica et al.'s ``NAME_splits.json``
+(``source: fair-comparison``) and Dwivedi et al.'s ``NAME_{train,val,test}.index`` (``source:
+benchmarking-gnns``: DD, ENZYMES, PROTEINS_full, COLLAB, 10 folds of 80 / 10 / 10 %).
 
 Decision: the released code's cleaning (keep graphs with > 1 node and ≥ 1 edge) is not applied — it removes no graph
 of the nine datasets (§1.1) and the official split files index the full TU graph counts. ``name`` must be one of
@@ -68,7 +77,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
@@ -111,6 +120,23 @@ SPLITS_SHA256 = {
     "COLLABORATIVE_DEGREE/REDDIT-BINARY": "1584c163a9b452ff105169fb08e485f95c0f3a51ee238cecbaf9a0572c8597e4",
     "COLLABORATIVE_DEGREE/REDDIT-MULTI-5K": "b59b740df2acd7e8518ee56a8c298810ae0bfca7a8da04077bc549b8ba7ba583",
 }
+# Dwivedi et al.'s released 10-fold splits (benchmarking-gnns.md §3.10): data/TUs/{name}_{part}.index
+INDEX_URL = "https://raw.githubusercontent.com/graphdeeplearning/benchmarking-gnns/master/data/TUs/{name}_{part}.index"
+INDEX_SHA256 = {
+    ("COLLAB", "train"): "040c5721105d964712aa5e833ca2193771e58b8239938596f6069f32e95ea6c7",
+    ("COLLAB", "val"): "4ca5c47d6adc18479f929e9d9ce14dafce4eab6f9aaabec115b9d15793a76f58",
+    ("COLLAB", "test"): "2a2b3bf5aa955762a9275949d89d0647eb028fd086e6366474f962c82632da3c",
+    ("DD", "train"): "74879d1f06d447e717c380bea4a4fcad1ae131d5ad18f061f68931b4fa8b3d1b",
+    ("DD", "val"): "781f2463329e4a4fcdeac8303eb2cfdedec16e5b7281c91e6ddc8f9a1f2d2d3b",
+    ("DD", "test"): "ae737877825713baf7bf12d6f0f49e147dc727ce291f7489f0b8d31a6e5f9024",
+    ("ENZYMES", "train"): "529cef68e6a4ff122224b7ad300437d08d1f02ac54a7abdd95803fb20dad7cdf",
+    ("ENZYMES", "val"): "9301b77fb3d7238cd863a4ac954bad997f8c40927d5fc77ec6deaab4dd25d2c7",
+    ("ENZYMES", "test"): "1f7cff482f173ecc8940c56b8dce70a4766ddd90bf69cc16506fdca8b3aa292f",
+    ("PROTEINS_full", "train"): "73a3579b8a6e24971203f3d84aade6847e36c02e886acf2248dec1ccf54be845",
+    ("PROTEINS_full", "val"): "83f24461a70bf49b9cf36be21da7beed9d3ed2a778288e480de9aba261e16db9",
+    ("PROTEINS_full", "test"): "af2d7a2d8d0a609e419b6ba857e663b79fa66f92b28b19aad49b648e23c91fdb",
+}
+VARIANTS = ("", "benchmarking-gnns")
 REQUIRED = ("A", "graph_indicator", "graph_labels")
 OPTIONAL = ("node_labels", "node_attributes")
 
@@ -144,14 +170,22 @@ def raw_files(params: dict) -> list[RawFile]:
     return [raw_file(params["name"])]
 
 
-def published_splits(params: dict, source: str) -> RawFile | None:
-    """Errica et al.'s split file of the dataset (``source`` fair-comparison), or None when they released none.
+def published_splits(params: dict, source: str) -> PublishedSplit | None:
+    """The released split of the dataset by ``source``, or None when that paper released none for it.
 
-    CHEMICAL files serve DD, NCI1, ENZYMES and PROTEINS (their PROTEINS is PROTEINS_full: same graphs and order);
-    the social sets have one file per feature variant — COLLABORATIVE_1 for ``constant``, COLLABORATIVE_DEGREE for
-    ``degree`` (§1.3: the two variants were split separately). SHA-256 pinned from the released files; the split's
-    ``mirror`` (a folder URL holding ``{name}_splits.json``) is tried first."""
+    ``fair-comparison`` — Errica et al.'s split file: CHEMICAL files serve DD, NCI1, ENZYMES and PROTEINS (their
+    PROTEINS is PROTEINS_full: same graphs and order); the social sets have one file per feature variant —
+    COLLABORATIVE_1 for ``constant``, COLLABORATIVE_DEGREE for ``degree`` (§1.3: the two variants were split
+    separately). ``benchmarking-gnns`` — Dwivedi et al.'s ``{name}_{train,val,test}.index`` (DD, ENZYMES,
+    PROTEINS_full and COLLAB; 10 folds). SHA-256 pinned from the released files; the split's ``mirror`` (a folder
+    URL holding the files by name) is tried first."""
     name, features = params["name"], resolved_features(params)
+    if source == "benchmarking-gnns":
+        if (name, "test") not in INDEX_SHA256:
+            return None
+        return PublishedSplit(tuple(RawFile(f"tu/splits/benchmarking-gnns/{name}_{part}.index", None,
+                                            (INDEX_URL.format(name=name, part=part),), INDEX_SHA256[(name, part)])
+                                    for part in ("train", "val", "test")), folds=10)
     if source != "fair-comparison":
         return None
     if name in SPEC_FEATURES:
@@ -160,13 +194,22 @@ def published_splits(params: dict, source: str) -> RawFile | None:
         group, file_name = "COLLABORATIVE_1" if features == "constant" else "COLLABORATIVE_DEGREE", name
     else:
         return None
-    return RawFile(f"tu/splits/{group}/{file_name}_splits.json", None,
-                   (SPLITS_URL.format(group=group, name=file_name),), SPLITS_SHA256[f"{group}/{file_name}"])
+    raw = RawFile(f"tu/splits/{group}/{file_name}_splits.json", None,
+                  (SPLITS_URL.format(group=group, name=file_name),), SPLITS_SHA256[f"{group}/{file_name}"])
+    return PublishedSplit((raw,), folds=10)
 
 
 def resolved_features(params: dict) -> str:
-    """``params["features"]``, or the spec's choice for the dataset when it is empty."""
-    return params["features"] or SPEC_FEATURES[params["name"]]
+    """``params["features"]``, or the default of the variant when it is empty: the fair comparison's choice for
+    the dataset (spec §1.2), or — ``variant: benchmarking-gnns`` — DGL's ``LegacyTUDataset`` rule the benchmark
+    used (benchmarking-gnns.md §3.10): the node attributes when the dataset has them (they override the labels),
+    else the one-hot node labels, else a constant."""
+    if params["features"]:
+        return params["features"]
+    if params.get("variant") == "benchmarking-gnns":
+        _, _, label_width, attribute_width = PUBLISHED[params["name"]]
+        return "attributes" if attribute_width else "labels" if label_width else "constant"
+    return SPEC_FEATURES[params["name"]]
 
 
 # ---------------------------------------------------------------------------------------------------------- reading
@@ -358,10 +401,12 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
                                 "graph labels re-indexed to 0..C-1 in ascending label order",
                                 f"node features: {features}"],
               "raw_files": {raw_file(dataset).relative_path: None}}
+    # the benchmark's TU loader gives every edge ones(in_dim) (benchmarking-gnns.md §3.10)
+    conventions = ["edge_ones_node_width"] if params.get("variant") == "benchmarking-gnns" else []
     return DatasetMeta(name=name, task="graph_classification", loss="cross_entropy", metric="accuracy",
                        num_outputs=classes, num_graphs=graphs,
                        node_features=FeatureSpec("continuous", _width(dataset, features)), edge_features=None,
-                       pe_usage="add", split_sizes=None, source=source)
+                       pe_usage="add", split_sizes=None, source=source, net_conventions=conventions)
 
 
 def _check(params: dict, where: str) -> None:
@@ -372,7 +417,10 @@ def _check(params: dict, where: str) -> None:
     if features and features not in FEATURES:
         raise ConfigError(f"{where}.features: {features!r} is unknown; choose one of {', '.join(FEATURES)} (or leave "
                           "it empty for the spec's choice)")
-    if not features and name not in SPEC_FEATURES:
+    if params["variant"] not in VARIANTS:
+        raise ConfigError(f"{where}.variant: {params['variant']!r} is unknown; use benchmarking-gnns (the benchmark's "
+                          "TU loader: DGL's feature rule, edge input ones of the node width) or leave it empty")
+    if not features and name not in SPEC_FEATURES and not params["variant"]:
         raise ConfigError(f"{where}.features: {name} has no node labels and two feature variants (spec §1.3); set "
                           "features: constant or features: degree")
     _, _, label_width, attribute_width = PUBLISHED[name]
@@ -388,7 +436,7 @@ TU = Generator(
     name="tu",
     description="TU Dortmund graph-classification datasets (DD, PROTEINS(_full), NCI1, ENZYMES, IMDB-BINARY/MULTI, "
                 "REDDIT-BINARY/MULTI-5K, COLLAB) from their zips, with the fair-comparison node features",
-    defaults={"name": "ENZYMES", "features": "", "mirror": ""},
+    defaults={"name": "ENZYMES", "features": "", "variant": "", "mirror": ""},
     default_split={"scheme": "stratified_kfold", "folds": 10, "val_fraction": 0.1, "seed": 0},
     describe=describe,
     build=_build,
