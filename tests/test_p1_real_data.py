@@ -187,7 +187,8 @@ def test_wikics_edges_are_the_adjacency_lists_then_reversed_without_dedup(tmp_pa
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda d: d.pop("links"), "lacks one of the keys"),
     (lambda d: d["links"][3].append(500), "outside 0..79"),
-    (lambda d: d["val_masks"][2].__setitem__(int(np.flatnonzero(d["train_masks"][2])[0]), True), "two parts of split 2"),
+    (lambda d: d["val_masks"][2].__setitem__(int(np.flatnonzero(d["train_masks"][2])[0]), True),
+     "two parts of split 2"),
     (lambda d: d["labels"].pop(), "disagree on the number of nodes"),
 ])
 def test_wikics_bad_files_are_one_line_errors(tmp_path, edit, message):
