@@ -132,6 +132,29 @@ def test_index_files_of_another_dataset_do_not_fit(enzymes, tmp_path):
     assert not (tmp_path / "s.json").exists()
 
 
+@pytest.mark.skipif(not INDEX.is_dir(), reason="benchmark index files not available (../shared absent)")
+def test_csl_takes_the_released_five_folds(tmp_path):
+    generate_dataset("csl", "CSL", {}, 0, tmp_path / "ds")
+    files = [INDEX / f"CSL_{part}.index" for part in ("train", "val", "test")]
+    make_split_file(tmp_path / "ds", "published", {"source": "benchmarking-gnns"}, tmp_path / "s.json", files)
+    splits = read_splits(tmp_path / "s.json")
+    rows = {part: index_rows("CSL", part) for part in ("train", "val", "test")}
+    assert splits.num_folds == 5 and all(splits.folds[i][p] == rows[p][i] for i in range(5) for p in rows)
+    for fold in splits.folds:
+        assert [len(fold[p]) for p in ("train", "val", "test")] == [90, 30, 30]
+        # stratified (§3.4): graphs are class-sorted, 15 per class → 3 of every class in each test fold
+        assert np.bincount(np.asarray(fold["test"]) // 15, minlength=10).tolist() == [3] * 10
+    with pytest.raises(DataError, match="has 5 folds, expected 10"):  # CSL's files offered as a TU split
+        make_splits_expecting(tmp_path, files, 10)
+
+
+def make_splits_expecting(tmp_path, files, folds):
+    from gnnbench.splits import make_splits
+
+    meta, columns = read_dataset(tmp_path / "ds")
+    return make_splits(meta, columns.graph["y"], "published", {"source": "benchmarking-gnns"}, None, files, folds)
+
+
 def test_suites_plan_the_released_folds_and_their_downloads():
     suite = load_suite({
         "datasets": {"DD": {"generator": "tu", "params": {"name": "DD", "variant": "benchmarking-gnns"},

@@ -9,19 +9,37 @@ loops — the raw files' self loops are removed by the benchmark's loader). Node
 positional encodings, which on CSL *replace* the node input (``pe_usage = "replace"``).
 
 Decision: the released CSL.zip fixes its relabellings without a seed; gnnbench draws them from ``seed``.
-Isomorphism classes, sizes and labels are identical to the released set.
+Isomorphism classes, sizes and labels are identical to the released set (generator ``released`` reads the
+released graphs themselves).
+
+Released splits (split scheme ``published``, ``source: benchmarking-gnns``): the benchmark's
+``data/CSL/CSL_{train,val,test}.index`` — 5 folds of 90 / 30 / 30 graphs (§3.4), indices into the class-sorted
+order that both the released and the regenerated sets have.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gnnbench.data.generators import Generator
+from gnnbench.data.download import RawFile
+from gnnbench.data.generators import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 
 NUM_NODES = 41
 SKIP_LENGTHS = (2, 3, 4, 5, 6, 9, 11, 12, 13, 16)
+INDEX_URL = "https://raw.githubusercontent.com/graphdeeplearning/benchmarking-gnns/master/data/CSL/CSL_{part}.index"
+INDEX_SHA256 = {"train": "c951d98c8fae5aed3b2faf0fbcb64adcc60dd754329b556f8886cb934e919edd",
+                "val": "dbb5b5cd8a413a5c3268b36530301fc1620a873c6ba71d08e4fd51e93f010d83",
+                "test": "e52e55cb8c57d2f4f140638ae127231d8f7c72e6bcbe62dd05682dc33f13235b"}
+
+
+def published_splits(params: dict, source: str) -> PublishedSplit | None:
+    """The benchmark's 5 CSL folds (``source`` benchmarking-gnns) for the 150-graph set; None otherwise."""
+    if source != "benchmarking-gnns" or params.get("copies_per_class", 15) != 15:
+        return None
+    return PublishedSplit(tuple(RawFile(f"csl/splits/CSL_{part}.index", None, (INDEX_URL.format(part=part),),
+                                        INDEX_SHA256[part]) for part in ("train", "val", "test")), folds=5)
 
 
 def circulant_adjacency(num_nodes: int, skip: int) -> np.ndarray:
@@ -70,4 +88,5 @@ CSL = Generator(
     default_split={"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25, "seed": 0},
     describe=_describe_csl,
     build=_build_csl,
+    published_splits=published_splits,
 )
