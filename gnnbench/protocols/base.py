@@ -48,6 +48,9 @@ def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
     for label, model in entry["models"].items():
         model_where = f"{where}.models.{label}"
         model = {"preset": model} if isinstance(model, str) else model
+        if "seeds" in model:
+            raise ConfigError(f"{model_where}.seeds: per-model seeds belong to protocol benchmarking-gnns; protocol "
+                              f"{protocol} seeds its runs itself")
         for key in ("budget", "layers"):
             if key in model:
                 raise ConfigError(f"{model_where}.{key}: protocol {protocol} {why_no_budget}; parameter budgets "

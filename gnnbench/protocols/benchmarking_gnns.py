@@ -35,10 +35,11 @@ SPLIT_TIME_DIVISOR = 20  # ... and per node split of WikiCS: max_time / 20
 class BenchmarkingGNNsBenchmark(Benchmark):
     seeds: list[int] = field(default_factory=list)
     folds: list[int] = field(default_factory=list)
+    model_seeds: dict[str, list[int]] = field(default_factory=dict)  # a model's own seeds (else ``seeds``)
 
     def runs(self) -> list[dict]:
         return [{"dataset": self.dataset, "model": label, "seed": seed, "fold": fold}
-                for label in self.models for seed in self.seeds for fold in self.folds]
+                for label in self.models for seed in self.model_seeds.get(label, self.seeds) for fold in self.folds]
 
     def run_files(self) -> list[str]:
         return [RUN_DIR.format(**run) + "/metrics.json" for run in self.runs()]
@@ -76,18 +77,25 @@ class BenchmarkingGNNs(Protocol):
             if key in entry:
                 raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name} (it trains one run per "
                                   f"seed and fold: use seeds and folds)")
-        if "seeds" not in entry:
-            raise ConfigError(f"{where}: protocol {self.name} needs seeds (e.g. seeds: [41, 95, 12, 35])")
+        models = {label: {"preset": m} if isinstance(m, str) else m for label, m in entry["models"].items()}
+        if "seeds" not in entry and not all("seeds" in m for m in models.values()):
+            raise ConfigError(f"{where}: protocol {self.name} needs seeds (e.g. seeds: [41, 95, 12, 35]), for the "
+                              "benchmark or for every model")
         folds = entry.get("folds", list(range(dataset.num_folds)))
         bad = [f for f in folds if f >= dataset.num_folds]
         if bad:
             raise ConfigError(f"{where}.folds: fold(s) {bad} do not exist; {dataset.name} has {dataset.num_folds} "
                               f"fold(s), numbered from 0")
-        benchmark = BenchmarkingGNNsBenchmark(dataset.name, self.name, seeds=list(entry["seeds"]), folds=list(folds))
+        benchmark = BenchmarkingGNNsBenchmark(dataset.name, self.name, seeds=list(entry.get("seeds", [])),
+                                              folds=list(folds))
         shared = entry.get("set") or {}
-        for label, model in entry["models"].items():
+        for label, model in models.items():
             model_where = f"{where}.models.{label}"
-            model = {"preset": model} if isinstance(model, str) else model
+            if "grid" in model:
+                raise ConfigError(f"{model_where}.grid: protocol {self.name} trains published configs, not grids; "
+                                  "use set")
+            if "seeds" in model:
+                benchmark.model_seeds[label] = list(model["seeds"])
             preset, own = model.get("preset"), {**shared, **(model.get("set") or {})}
             if "model" in model:
                 own["model"] = model["model"]
