@@ -340,9 +340,11 @@ def convert_part(graphs: list, name: str, where: str) -> GraphColumns:
             part.fail("'edge_attr' is not the constant 1 of the benchmark's SBM graphs")
     elif name in ("MNIST", "CIFAR10"):
         width = release.node_features.size
-        if pos is not None:
-            x = np.concatenate([_rows(part, "x", x, width - 2, n), _rows(part, "pos", pos, 2, n)], axis=1)
-        node["x"] = _continuous(part, "x", _rows(part, "x", x, width, n))
+        if pos is None:  # x must then hold the coordinates too
+            node["x"] = _continuous(part, "x", _rows(part, "x", x, width, n))
+        else:
+            node["x"] = np.concatenate([_continuous(part, "x", _rows(part, "x", x, width - 2, n)),
+                                        _continuous(part, "pos", _rows(part, "pos", pos, 2, n))], axis=1)
         edge["edge_attr"] = _continuous(part, "edge_attr", _rows(part, "edge_attr", edge_attr, 1, e))
         graph["y"] = _labels(part, "y", y, release.num_outputs, g, "graph")
     else:  # TSP
