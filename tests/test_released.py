@@ -350,6 +350,13 @@ def test_truncated_zip_is_a_one_line_error_and_leaves_nothing(server, tmp_path):
     assert not [p for p in leftovers(tmp_path / "raw") if p.endswith(".part")]  # the extracted copy is gone
 
 
+def test_truncated_pt_member_in_a_sound_zip_is_a_one_line_error(server, tmp_path):
+    member = pt_bytes(fixture_parts("TSP"))
+    with pytest.raises(DataError, match="TSP_v2.pt is not a readable torch file .* truncated or corrupt") as info:
+        generate(server, tmp_path, "TSP", zip_bytes({"TSP_v2.pt": member[: len(member) // 2]}), **SIZES)
+    assert "\n" not in str(info.value) and not (tmp_path / "ds").exists()
+
+
 def test_missing_member_is_named(server, tmp_path):
     data = zip_bytes({"MNIST.pt": pt_bytes(fixture_parts("MNIST"))})  # v1 name: not the v2 release
     with pytest.raises(DataError, match="lacks the member MNIST_v2.pt") as info:
@@ -447,3 +454,23 @@ def test_config_errors():
         resolve_params(R.RELEASED, {"name": "CSL", "num_train": 5}, "datasets.x.params")
     assert R.raw_files({"name": "CSL"})[0].sha256 == R.CSL_SHA256
     assert R.raw_files({"name": "MNIST"})[0].sha256 is None  # no published checksum: recorded at first download
+
+
+def test_suite_fits_budgets_from_the_released_datasets_published_configs():
+    """published_name maps generator ``released`` by its ``name``: a budget starts from that dataset's preset."""
+    from gnnbench.config.suite import load_suite
+
+    csl_split = {"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25, "seed": 0}
+    suite = load_suite({
+        "datasets": {"P": {"generator": "released", "params": {"name": "PATTERN"}},
+                     "C": {"generator": "released", "params": {"name": "CSL"}, "split": csl_split}},
+        "benchmarks": {name: {"seeds": [1], "models": {"fit": {"model": "GatedGCN", "budget": 100000}}}
+                       for name in ("P", "C")}})
+    assert suite.raw_files("P") == ["resources/raw/benchmarking-gnns/PATTERN_v2.zip"]
+    assert suite.datasets["P"].split == {"scheme": "given"} and suite.datasets["C"].split == csl_split
+    pattern, csl = (suite.run_config(name, "fit", 1) for name in ("P", "C"))
+    assert (pattern["batch_size"], pattern["init_lr"]) == (128, 0.001)  # SBMs_node_clustering_GatedGCN_PATTERN_100k
+    assert (csl["batch_size"], csl["init_lr"]) == (5, 0.0005)  # CSL_graph_classification_GatedGCN_CSL_100k
+    with pytest.raises(ConfigError, match="dataset X comes without a split; use stratified_kfold"):
+        load_suite({"datasets": {"X": {"generator": "released", "params": {"name": "CSL"}}},
+                    "benchmarks": {"X": {"seeds": [1], "models": {"G": "CSL_graph_classification_GatedGCN_CSL_100k"}}}})

@@ -174,21 +174,29 @@ def _member(archive: zipfile.ZipFile, base: str, path: Path) -> zipfile.ZipInfo:
     return found[0]
 
 
-def _torch_load(source, what: str) -> object:
-    """``torch.load(weights_only=True)`` of a path or file object; any failure is a one-line DataError."""
+def _torch_load(source, path: Path, member: str) -> object:
+    """``torch.load(weights_only=True)`` of ``member`` of the zip ``path`` (a path or file object holding it); any
+    failure is a one-line DataError."""
     import torch
 
+    what = f"{WHAT} {path}: member {member}"
     try:
         return torch.load(source, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         found = re.search(r"GLOBAL ([\w.]+)", str(exc))
-        detail = f"it names {found.group(1)}" if found else _reason(exc)
-        raise DataError(f"{what} holds an object that torch.load(weights_only=True) refuses ({detail}); gnnbench "
-                        "loads only plain containers and tensors (never weights_only=False) — the file is not the "
-                        "published one") from None
+        if found:  # a class or function outside torch's allow-list
+            raise DataError(f"{what} holds an object that torch.load(weights_only=True) refuses (it names "
+                            f"{found.group(1)}); gnnbench loads only plain containers and tensors (never "
+                            f"weights_only=False), and the published file holds none other — {_fix(path)}") from None
+        # the restricted unpickler's own message: boilerplate lines, then the reason (e.g. an unknown opcode)
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        reason = next((line for line in lines[1:] if not line.startswith(("Please file", "Check the doc"))), "")
+        raise DataError(f"{what} is not a readable torch file (UnpicklingError: {reason[:160] or 'unreadable'}); it "
+                        f"is truncated or corrupt — {_fix(path)}") from None
     except (RuntimeError, EOFError, ValueError, OSError, KeyError, IndexError, TypeError, AttributeError,
             MemoryError) as exc:
-        raise DataError(f"{what} is not a readable torch file ({_reason(exc)}); it is truncated or corrupt") from None
+        raise DataError(f"{what} is not a readable torch file ({_reason(exc)}); it is truncated or corrupt — "
+                        f"{_fix(path)}") from None
 
 
 def read_pyg_zip(path: str | os.PathLike, name: str) -> list[list[dict]]:
@@ -206,9 +214,7 @@ def read_pyg_zip(path: str | os.PathLike, name: str) -> list[list[dict]]:
                 tmp = Path(out.name)
                 with archive.open(info) as member:
                     shutil.copyfileobj(member, out, 1 << 22)
-        data = _torch_load(tmp, f"{WHAT} {path}: member {base}")
-    except DataError as exc:
-        raise DataError(f"{exc}; {_fix(path)}") from None
+        data = _torch_load(tmp, path, base)
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"{WHAT} {path} is not a readable zip archive ({_reason(exc)}); {_fix(path)}") from None
     finally:
@@ -400,11 +406,8 @@ def read_csl_zip(path: str | os.PathLike) -> GraphColumns:
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"{WHAT} {path} is not a readable zip archive ({_reason(exc)}); {_fix(path)}") from None
     where = f"{WHAT} {path}: member"
-    try:
-        matrices = safe_load(graphs_bytes, f"{where} {CSL_GRAPHS}")
-        labels = _torch_load(io.BytesIO(labels_bytes), f"{where} {CSL_LABELS}")
-    except DataError as exc:
-        raise DataError(f"{exc}; {_fix(path)}") from None
+    matrices = safe_load(graphs_bytes, f"CSL pickle {CSL_GRAPHS} from {path}")
+    labels = _torch_load(io.BytesIO(labels_bytes), path, CSL_LABELS)
 
     def bad(member: str, message: str) -> DataError:
         return DataError(f"{where} {member} {message}; it is not the published CSL — {_fix(path)}")
