@@ -43,19 +43,26 @@ TSP        node ``x`` float32 (N, 2) = the coordinates (PyG's ``x``, else ``pos`
            (E, 1) = the distance; edge ``y`` int16 (1 = tour edge).
 CSL        self loops removed (the benchmark's loader does; PyG too) → 41 nodes and 164 directed edges per graph,
            row-major; node ``x`` int16 = 0 (vocabulary 1); graph ``y`` int16. No split comes with CSL: 5-fold
-           cross-validation (the benchmark's fold files are wired separately as a published split).
+           cross-validation. A generator has one default split (``given``), so a CSL dataset's config names its
+           split (``stratified_kfold``, 5 folds, val_fraction 0.25, as the ``csl`` generator's default); without
+           one the suite says so.
 =========  ==================================================================================================
 
 Decisions:
 
+* **Superpixel input.** PyG splits the benchmark's node feature [intensity, coordinates] into ``x`` and ``pos``
+  (GraphGPS-style pipelines concatenate them back as ``cat([x, pos])``); gnnbench concatenates in that order, which
+  is the benchmark's and the ``superpixels_*`` generators' order, and keeps ``pos`` as released (row, col order —
+  not checkable offline).
 * **Float16.** The benchmark stores superpixel features as float16; gnnbench's generators store float32. The
   release's values are kept exactly as released (float16 values converted exactly to float32), not re-rounded and
   not "un-rounded": all columns are float32 as the generators write them.
 * **TSP val/test.** The benchmark's pickle is ``[train, val, test]``, but its loader reads test = f[1] and
-  val = f[2] (spec §3.3). PyG's ``TSP_v2.pt`` was converted from the benchmark's DGL data and PyG uses
-  ``inputs[1]`` as val and ``inputs[2]`` as test. Whether the conversion went through the loader (the swap already
-  applied: PyG's val/test = the benchmark's effective val/test) or straight from the pickle (PyG's val/test = the
-  pickle's names) is not documented and cannot be checked offline (spec §3.14: "not checked"). gnnbench takes
+  val = f[2] (spec §3.3). PyG's ``TSP_v2.pt`` holds the benchmark's graphs (converted by PyG; no script is
+  published) and PyG uses ``inputs[1]`` as val and ``inputs[2]`` as test. Whether the conversion went through the
+  loader (the swap already applied: PyG's val/test = the benchmark's effective val/test) or straight from the
+  pickle (PyG's val/test = the pickle's names) is not documented and cannot be checked offline (spec §3.14: "not
+  checked"). gnnbench takes
   PyG's val as val and PyG's test as test — no second swap: (1) it is what every PyG-based result on TSP (e.g.
   GraphGPS-style pipelines) selects and scores on, so numbers stay comparable with them; (2) the two parts are
   i.i.d. samples of 1,000 graphs from one distribution, so either reading gives the same expected score. The
