@@ -289,7 +289,8 @@ def _dataset(name: str, entry: dict, protocol) -> DatasetSpec:
     params = resolve_params(generator, entry.get("params"), f"{where}.params")
     seed = entry.get("seed", 0)
     meta = generator.describe(name, params, seed)
-    generator_split = resolve_split(generator.default_split, f"generator {generator.name} default split")
+    default = generator.default_split(params) if callable(generator.default_split) else generator.default_split
+    generator_split = resolve_split(default, f"generator {generator.name} default split")
     spec = DatasetSpec(name, generator.name, seed, params, generator_split, meta, generator_split)
     given = entry.get("split")
     if given is None and protocol is not None:

@@ -99,8 +99,13 @@ def describe_dataset(name: str) -> DatasetMeta:
     raise ConfigError(f"dataset {name!r} is not known to gnnbench; known: {known}")
 
 
-def published_name(generator: str, default: str) -> str:
-    """The benchmark's name for the dataset a generator makes (e.g. sbm_pattern → SBM_PATTERN)."""
+def published_name(generator: str, default: str, params: dict | None = None) -> str:
+    """The benchmark's name for the dataset a generator makes (e.g. sbm_pattern → SBM_PATTERN); generator
+    ``released`` makes the dataset its ``params["name"]`` names."""
+    if generator == "released" and params:
+        from gnnbench.data.generators.released import BENCHMARK_NAMES
+
+        return BENCHMARK_NAMES.get(params.get("name"), default)
     # generators of datasets the catalog describes as published data
     also = {"superpixels_mnist": "MNIST", "superpixels_digits": "MNIST", "superpixels_cifar10": "CIFAR10",
             "cycles_release": "CYCLES", "wikics": "WikiCS"}

@@ -147,7 +147,7 @@ def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) 
     model = overrides.get("model") or (run_config(preset, where=where)["model"] if preset else None)
     if model is None:
         raise ConfigError(f"{where}: a budget needs the model (e.g. model: GCN) or a preset to start from")
-    base = preset or base_preset(published_name(dataset.generator, dataset.name), model)
+    base = preset or base_preset(published_name(dataset.generator, dataset.name, dataset.params), model)
     config = run_config(base, overrides, where=where)
     try:
         return fit_budget(config, dataset.meta, entry["budget"], entry.get("layers")).config

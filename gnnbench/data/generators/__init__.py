@@ -35,7 +35,9 @@ class Generator:
     description: str
     defaults: dict[str, Any]  # every parameter with its default; the default's type is the expected type (int:
     # a count ≥ 1, or ≥ 0 when the default is 0; float: a probability in [0, 1]; NonNegative: a real number ≥ 0)
-    default_split: dict[str, Any]  # split scheme (and its parameters) used when the config names none
+    # split scheme (and its parameters) used when the config names none; a function of the parameters where they
+    # decide it (released: the given split, CSL's published folds)
+    default_split: dict[str, Any] | Callable[[dict], dict[str, Any]]
     describe: Callable[[str, dict, int], DatasetMeta]  # metadata without generating (validation, counts)
     build: Callable[..., GraphColumns]  # (params, seed), or (params, seed, raw_dir) when raw_files is set
     check: Callable[[dict, str], None] | None = None  # constraints between parameters; raises ConfigError
@@ -63,6 +65,7 @@ def _registry() -> dict[str, Generator]:
         graph_theory_prop,
         npz,
         planetoid,
+        released,
         sbm,
         superpixels,
         tsp,
@@ -73,7 +76,7 @@ def _registry() -> dict[str, Generator]:
     generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
                   cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU,
-                  graph_families.GRAPH_FAMILIES, wikics.WIKICS)
+                  graph_families.GRAPH_FAMILIES, wikics.WIKICS, released.RELEASED)
     return {g.name: g for g in generators}
 
 
