@@ -508,3 +508,66 @@ def test_tensor_arguments_are_checked():
             safe_load(pickle.dumps(bad, protocol=4), "p")
     with pytest.raises(DataError, match="holds a list where a torch tensor belongs"):
         to_numpy([1, 2], "p", "-")
+
+
+# ---------------------------------------------------------------------------------------------------- workflow
+@pytest.mark.slow
+@needs_aqsol
+@needs_index
+def test_workflow_zinc_and_aqsol(tmp_path, distinct, full_zip):
+    """Both datasets downloaded (from the local server, as ``mirror``), converted, split and trained by Snakemake
+    under the benchmarking-gnns protocol; tables, parameter counts and a recomputed test MAE are checked."""
+    import pandas as pd
+    from test_download import LocalServer
+    from test_raw_data_workflow import snakemake
+
+    from gnnbench.data.batching import GraphLoader, model_dtypes
+    from gnnbench.data.meta import read_meta
+    from gnnbench.data.store import GraphStore
+
+    server = LocalServer()
+    try:
+        mirror = serve(server, {"molecules.zip": full_zip, "aqsol_graph_raw.zip": aqsol_zip(), **real_indices()})
+        small = {"epochs": 2, "batch_size": 128, "L": 2, "hidden_dim": 16, "out_dim": 16}
+        gated, gcn = "molecules_graph_regression_GatedGCN_{}_100k", "molecules_graph_regression_GCN_{}_100k"
+        suite = {"device": "cpu", "datasets": {name: {"generator": name.lower(), "params": {"mirror": mirror}}
+                                               for name in ("ZINC", "AQSOL")},
+                 "benchmarks": {name: {"protocol": "benchmarking-gnns", "seeds": [1],
+                                       "models": {"GatedGCN": {"preset": gated.format(name), "set": small},
+                                                  "GCN": {"preset": gcn.format(name), "set": small}}}
+                                for name in ("ZINC", "AQSOL")}}
+        # AQSOL's GatedGCN keeps the published architecture (only epochs and batch size change)
+        suite["benchmarks"]["AQSOL"]["models"]["GatedGCN"]["set"] = {"epochs": 2, "batch_size": 128}
+        result = snakemake(tmp_path, suite)
+        assert result.returncode == 0, result.stderr[-3000:]
+    finally:
+        server.stop()
+    published = {name: all_presets()[gated.format(name)]["total_params"] for name in ("ZINC", "AQSOL")}
+    assert published == {"ZINC": 105735, "AQSOL": 108325}  # spec §6 / the presets
+    for name, sizes in (("ZINC", [10000, 1000, 1000]), ("AQSOL", [996, 996, 996])):
+        meta = read_meta(tmp_path / f"results/datasets/{name}")
+        assert [meta.split_sizes[s] for s in SPLITS] == sizes
+        # the published architecture built on the generated meta.json has the published parameter count
+        assert count_parameters(build_model(run_config(gated.format(name)), meta)) == published[name]
+        table = pd.read_csv(tmp_path / f"results/tables/{name}.csv")
+        assert sorted(table["model"]) == ["GCN", "GatedGCN"] and (table["runs"] == 1).all()
+        assert (table["metric"] == "mae").all() and (table["epochs_mean"] == 2).all()
+        assert np.isfinite(table["test_metric_mean"]).all() and (table["test_metric_mean"] > 0).all()
+    assert pd.read_csv(tmp_path / "results/tables/AQSOL.csv").set_index("model").loc["GatedGCN", "params"] == \
+        published["AQSOL"]  # the run trained the unmodified architecture
+    # AQSOL GatedGCN: the test MAE recomputed from the final weights, with targets from the raw test pickle
+    run = tmp_path / "results/runs/AQSOL/GatedGCN/seed1/fold0"
+    metrics = __import__("json").loads((run / "metrics.json").read_text())
+    meta, columns = read_dataset(tmp_path / "results/datasets/AQSOL")
+    model = build_model(metrics["config"], meta)
+    model.load_state_dict(torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=True)["model"])
+    model.eval()
+    raw = pickle.loads((REAL / "aqsol" / "test.pickle").read_bytes())  # trusted: the checked original
+    targets = np.array([m[3] for m in raw if m[2].size and m[2].max() + 1 == len(m[0])], dtype=np.float32)
+    test = torch.arange(1992, 2988)
+    loader = GraphLoader(model_dtypes(GraphStore.from_columns(columns)), test, 128)
+    with torch.no_grad():
+        predictions = np.concatenate([model(batch).view(-1).numpy() for batch in loader])
+    errors = np.abs(predictions - targets)
+    per_batch = [errors[i:i + 128].mean() for i in range(0, errors.size, 128)]  # the benchmark's batch-mean MAE
+    assert metrics["test"]["metric"] == pytest.approx(float(np.mean(per_batch)), rel=1e-5)

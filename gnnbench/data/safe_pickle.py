@@ -19,7 +19,6 @@ Allowed (Python 2 names are accepted as well: the pickles are read with ``encodi
   ``row``, ``col`` or, since SciPy 1.13, ``coords``), and :func:`to_csr` builds a ``scipy.sparse.csr_matrix``
   from that state, checking it. (LIL matrices, whose state holds object arrays of Python lists, are not accepted:
   no file gnnbench reads contains one.)
-
 * PyTorch tensors pickled the classic way (``pickle.dump`` of a tensor, as the ZINC ``molecules.zip`` pickles hold
   them): ``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])`` with
   the storage from ``torch.storage._load_from_bytes(bytes)``. Neither stock function is called: the stock
