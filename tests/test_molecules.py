@@ -359,14 +359,17 @@ def test_index_outside_the_pickle_is_refused(server, tmp_path, distinct):
     assert not (tmp_path / "ds").exists()
 
 
-@pytest.mark.parametrize("case", ["truncated", "missing member", "not a zip", "forbidden global", "not a list",
-                                  "atom type", "bond matrix shape", "num_atom"])
+@pytest.mark.parametrize("case", ["truncated", "missing member", "not a zip", "forbidden global", "smuggled storage",
+                                  "not a list", "atom type", "bond matrix shape", "num_atom"])
 def test_bad_zinc_archives(server, tmp_path, case):
     mols = zinc_molecules(6, seed=2)
     parts = {s: list(mols[2 * i:2 * i + 2]) for i, s in enumerate(SPLITS)}
     marker = tmp_path / "pwned"
     if case == "forbidden global":
         parts["val"].append(_Payload(os.system, f"touch {marker}"))
+    elif case == "smuggled storage":  # allowed globals, but the storage bytes hold a payload
+        evil = _SmuggledTensor(legacy_bytes(_Payload(os.system, f"touch {marker}")))
+        parts["val"][1] = {**parts["val"][1], "bond_type": evil}
     elif case == "not a list":
         parts["val"] = {"molecules": parts["val"]}
     elif case == "atom type":
@@ -379,6 +382,8 @@ def test_bad_zinc_archives(server, tmp_path, case):
     message = {"truncated": "is not a readable zip archive", "missing member": "lacks member molecules/test.pickle",
                "not a zip": "is not a readable zip archive",
                "forbidden global": ".system, which is not on gnnbench's allow-list",
+               "smuggled storage": "molecules/val.pickle (molecule 1, bond_type) holds a torch storage that "
+                                   "torch.load(weights_only=True) refuses",
                "not a list": "holds a dict, expected a list of molecule dicts",
                "atom type": "molecules/test.pickle has atom type", "num_atom": "train.pickle: molecule 1 is malformed",
                "bond matrix shape": "molecules/test.pickle: molecule 0 is malformed"}[case]
