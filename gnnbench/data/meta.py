@@ -16,6 +16,10 @@ Transductive datasets (node classification on one graph: Cora, CiteSeer, ...) fo
   isolated nodes, feature width and nonzeros, class sizes — instead of per-graph distributions, and, per split part,
   the node and class counts. ``num_outputs`` and the feature width are taken from the data when it is written
   (:func:`write_dataset`): a generator cannot know how many classes survive preprocessing before it runs.
+
+Multi-graph datasets whose split sizes are known only after conversion (AQSOL: molecules are filtered; ZINC-full:
+the sizes of the downloaded pickles) carry an int8 graph column ``split`` (0 train, 1 val, 2 test; graphs stored
+train, then val, then test); :func:`write_dataset` sets ``split_sizes`` from its counts.
 """
 
 from __future__ import annotations
@@ -166,6 +170,8 @@ def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: Datas
     meta.num_graphs = columns.num_graphs
     if meta.transductive:
         _refine_transductive(columns, meta)
+    elif "split" in columns.graph:
+        meta.split_sizes = graph_split_sizes(columns.graph["split"])
     meta.statistics = dataset_statistics(columns, meta)
     meta.checksum = sha256_file(graphs)
     write_json(out_dir / META_FILE, meta.to_json())
@@ -245,6 +251,13 @@ def _refine_transductive(columns: GraphColumns, meta: DatasetMeta) -> None:
     parts = split_parts(columns)
     if parts is not None:
         meta.split_sizes = {part: int(nodes.size) for part, nodes in parts.items()}
+
+
+def graph_split_sizes(codes: np.ndarray) -> dict[str, int]:
+    """Graphs per part of the split in the graph column ``split``; its codes must be stored train, val, test."""
+    if not np.isin(codes, list(SPLIT_CODES.values())).all() or (np.diff(codes) < 0).any():
+        raise ValueError("graph column 'split' must hold codes 0, 1, 2 in non-decreasing order")
+    return {part: int(np.count_nonzero(codes == code)) for part, code in SPLIT_CODES.items()}
 
 
 def split_parts(columns: GraphColumns) -> dict[str, np.ndarray] | None:

@@ -19,6 +19,16 @@ Allowed (Python 2 names are accepted as well: the pickles are read with ``encodi
   ``row``, ``col`` or, since SciPy 1.13, ``coords``), and :func:`to_csr` builds a ``scipy.sparse.csr_matrix``
   from that state, checking it. (LIL matrices, whose state holds object arrays of Python lists, are not accepted:
   no file gnnbench reads contains one.)
+* PyTorch tensors pickled the classic way (``pickle.dump`` of a tensor, as the ZINC ``molecules.zip`` pickles hold
+  them): ``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])`` with
+  the storage from ``torch.storage._load_from_bytes(bytes)``. Neither stock function is called: the stock
+  ``_load_from_bytes`` runs ``torch.load(..., weights_only=False)``, i.e. unpickles the embedded bytes without any
+  restriction. Unpickling keeps the bytes unread in a :class:`TorchStorageBytes` and the view in a
+  :class:`PickledTensor` (after checking that the arguments are such bytes, ints, tuples of ints, a bool and an
+  empty ``OrderedDict``); :func:`to_numpy` then reads the bytes with ``torch.load(..., weights_only=True)``
+  (PyTorch's own restricted unpickler: tensor data only), checks that they hold one storage and that the view lies
+  inside it, and returns the array of the rebuilt tensor. Reading lazily also means that a loader which keeps
+  only some of a file's tensors (ZINC's 12k subset of 250k molecules) only decodes those.
 
 Reading never imports a module named by the file. What the allowed callables can still do with hostile arguments is
 build data (or exhaust memory, reported as a corrupt file); none of them runs code, opens files or imports.
@@ -29,6 +39,8 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import warnings
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +67,81 @@ def _sparse_class(fmt: str) -> type[PickledSparse]:
 
 
 _SPARSE = {fmt: _sparse_class(fmt) for fmt in ("csr", "csc", "coo")}
+
+
+class TorchStorageBytes:
+    """The ``torch.save`` bytes of one pickled torch storage, held unread (:func:`to_numpy` reads them)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+class PickledTensor:
+    """A pickled torch tensor as plain data: its storage's bytes and the view (offset, size, stride) on them."""
+
+    __slots__ = ("storage", "offset", "size", "stride")
+
+    def __init__(self, storage: TorchStorageBytes, offset: int, size: tuple[int, ...], stride: tuple[int, ...]):
+        self.storage, self.offset, self.size, self.stride = storage, offset, size, stride
+
+
+def _storage_bytes(data: Any) -> TorchStorageBytes:
+    """Stand-in for ``torch.storage._load_from_bytes``: keeps the bytes, runs nothing."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise pickle.UnpicklingError(f"torch storage data is a {type(data).__name__}, not bytes")
+    return TorchStorageBytes(bytes(data))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _tensor_view(storage: Any, storage_offset: Any, size: Any, stride: Any, requires_grad: Any,
+                 backward_hooks: Any, metadata: Any = None) -> PickledTensor:
+    """Stand-in for ``torch._utils._rebuild_tensor_v2``: checks the arguments are plain tensor data and keeps them."""
+    ok = (isinstance(storage, TorchStorageBytes) and _is_int(storage_offset) and storage_offset >= 0
+          and isinstance(size, tuple) and isinstance(stride, tuple) and len(size) == len(stride)
+          and all(_is_int(v) and v >= 0 for v in size + stride) and isinstance(requires_grad, bool)
+          and type(backward_hooks) is OrderedDict and not backward_hooks and not metadata)
+    if not ok:
+        raise pickle.UnpicklingError("a pickled torch tensor has arguments other than plain tensor data (a storage, "
+                                     "ints, tuples of ints, a bool, an empty OrderedDict)")
+    return PickledTensor(storage, storage_offset, size, stride)
+
+
+def to_numpy(obj: Any, what: str, where: str) -> np.ndarray:
+    """The array of a :class:`PickledTensor`: its storage read by ``torch.load(weights_only=True)``, the pickled view
+    taken on it (checked to lie inside the storage). Anything else raises a one-line :class:`DataError`."""
+    fix = "the file is not genuine — delete it and download it again"
+    if not isinstance(obj, PickledTensor):
+        raise DataError(f"{what} {where} holds a {type(obj).__name__} where a torch tensor belongs; {fix}")
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TypedStorage deprecation notes: reading old files is the point here
+        try:
+            storage = torch.load(io.BytesIO(obj.storage.data), map_location="cpu", weights_only=True)
+        except Exception as exc:  # torch.load raises many types; each means "refused" or "corrupt"
+            raise DataError(f"{what} {where} holds a torch storage that torch.load(weights_only=True) refuses "
+                            f"({_reason(exc)}); {fix}") from None
+        if not isinstance(storage, torch.storage.TypedStorage):
+            raise DataError(f"{what} {where} holds a {type(storage).__name__} where a torch storage belongs; {fix}")
+        extent = obj.offset + sum((n - 1) * s for n, s in zip(obj.size, obj.stride, strict=True)) + 1
+        if all(obj.size) and extent > storage.size():
+            raise DataError(f"{what} {where} holds a tensor view (offset {obj.offset}, size {obj.size}, stride "
+                            f"{obj.stride}) outside its storage of {storage.size()} elements; {fix}")
+        try:
+            return torch._utils._rebuild_tensor(storage, obj.offset, obj.size, obj.stride).numpy()
+        except (RuntimeError, TypeError) as exc:  # e.g. a dtype NumPy lacks (bfloat16)
+            raise DataError(f"{what} {where} holds a tensor that cannot be read as a NumPy array "
+                            f"({_reason(exc)}); {fix}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _numpy_core():
@@ -95,6 +182,8 @@ def _allowed() -> dict[tuple[str, str], Any]:
         for module in (f"scipy.sparse.{fmt}", f"scipy.sparse._{fmt}", "scipy.sparse"):
             table[(module, f"{fmt}_matrix")] = holder
             table[(module, f"{fmt}_array")] = holder
+    table[("torch.storage", "_load_from_bytes")] = _storage_bytes
+    table[("torch._utils", "_rebuild_tensor_v2")] = _tensor_view
     return table
 
 
@@ -115,13 +204,14 @@ class _AllowListUnpickler(pickle.Unpickler):
                             "— delete it and download it again") from None
 
 
-def safe_load(path_or_bytes: str | os.PathLike | bytes, what: str) -> Any:
-    """Unpickle a file (or bytes) through the allow-list; ``what`` names the file's role in error messages.
+def safe_load(path_or_bytes: str | os.PathLike | bytes, what: str, where: str = "(in memory)") -> Any:
+    """Unpickle a file (or bytes) through the allow-list; ``what`` names the file's role in error messages, and
+    ``where`` names bytes' origin (e.g. an archive member; a file is named by its path).
 
     A refused global, a truncated or corrupt pickle, or a missing file raises :class:`DataError` (one line).
     """
     if isinstance(path_or_bytes, (bytes, bytearray)):
-        where, data = "(in memory)", bytes(path_or_bytes)
+        data = bytes(path_or_bytes)
     else:
         path = Path(path_or_bytes)
         where = str(path)

@@ -63,6 +63,7 @@ def _registry() -> dict[str, Generator]:
         cycles_release,
         graph_families,
         graph_theory_prop,
+        molecules,
         npz,
         planetoid,
         released,
@@ -76,7 +77,7 @@ def _registry() -> dict[str, Generator]:
     generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
                   cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU,
-                  graph_families.GRAPH_FAMILIES, wikics.WIKICS, released.RELEASED)
+                  graph_families.GRAPH_FAMILIES, wikics.WIKICS, released.RELEASED, molecules.ZINC, molecules.AQSOL)
     return {g.name: g for g in generators}
 
 
