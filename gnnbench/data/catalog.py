@@ -100,7 +100,8 @@ def describe_dataset(name: str) -> DatasetMeta:
 def published_name(generator: str, default: str) -> str:
     """The benchmark's name for the dataset a generator makes (e.g. sbm_pattern → SBM_PATTERN)."""
     also = {"superpixels_mnist": "MNIST", "superpixels_digits": "MNIST", "superpixels_cifar10": "CIFAR10",
-            "cycles_release": "CYCLES"}  # generators of datasets the catalog describes as published data
+            "cycles_release": "CYCLES",
+            "ogbl_collab": "OGBL-COLLAB"}  # generators of datasets the catalog describes as published data
     return {**{g: name for name, g in _GENERATED.items()}, **also}.get(generator, default)
 
 

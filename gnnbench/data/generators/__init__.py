@@ -53,6 +53,7 @@ def _registry() -> dict[str, Generator]:
         graph_families,
         graph_theory_prop,
         npz,
+        ogbl_collab,
         planetoid,
         sbm,
         superpixels,
@@ -63,7 +64,7 @@ def _registry() -> dict[str, Generator]:
     generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
                   cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU,
-                  graph_families.GRAPH_FAMILIES)
+                  graph_families.GRAPH_FAMILIES, ogbl_collab.OGBL_COLLAB)
     return {g.name: g for g in generators}
 
 
