@@ -1,7 +1,9 @@
 """Protocol "benchmarking-gnns" — Dwivedi et al., "Benchmarking Graph Neural Networks" (spec benchmarking-gnns.md).
 
-Splits: the split that comes with the data (``given``: SBM, TSP, ...) or stratified k-fold cross-validation of
-graphs (CSL: 5 folds). A run is one model config × one seed × one fold (:func:`gnnbench.training.run.train_run`):
+Splits: the split that comes with the data (``given``: SBM, TSP, ..., OGBL-COLLAB's evaluation pairs) or
+stratified k-fold cross-validation of graphs (CSL: 5 folds). A run is one model config × one seed × one fold
+(:func:`gnnbench.training.run.train_run`; link prediction: :mod:`gnnbench.training.link_prediction`, whose scheduler
+is stepped on the validation Hits@50 with mode max):
 Adam with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the learning rate falls below
 ``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
 budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
@@ -104,14 +106,21 @@ def time_limit_hours(max_time: float, scheme: str) -> float:
 def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
           out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
           threads: int | None = None, label: str | None = None) -> dict:
-    """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget."""
+    """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget, or for a
+    link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`."""
+    from gnnbench.data.meta import read_meta
     from gnnbench.splits import read_splits
     from gnnbench.training.run import train_run
 
     scheme = read_splits(splits_path).scheme
     hours = time_limit_hours(float(config.get("max_time", 0.0)), scheme) if "max_time" in config else None
-    return train_run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
-                     pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
+    run = train_run
+    if read_meta(dataset_dir).task == "link_prediction":
+        from gnnbench.training.link_prediction import train_link_run
+
+        run = train_link_run
+    return run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
+               pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
 
 
 def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,
