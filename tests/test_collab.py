@@ -549,8 +549,7 @@ def test_workflow_trains_collab_end_to_end(collab, tmp_path):
     suite = {
         "datasets": {"COLLAB": {"generator": "ogbl_collab", "params": {"mirror": f"{server.url}/wf"}}},
         "benchmarks": {"COLLAB": {"seeds": [1], "set": tiny, "models": {
-            "GatedGCN-E": {"preset": "COLLAB_edge_classification_GatedGCN_40k", "set": {"edge_feat": True}},
-            "GatedGCN-PE": "COLLAB_edge_classification_GatedGCN_PE_40k",
+            "GatedGCN-PE-E": {"preset": "COLLAB_edge_classification_GatedGCN_PE_40k", "set": {"edge_feat": True}},
             "GCN": "COLLAB_edge_classification_GCN_40k",
             "MF": {"preset": "COLLAB_edge_classification_MF", "set": {"num_embs": NODES}}}}},
     }
@@ -566,11 +565,12 @@ def test_workflow_trains_collab_end_to_end(collab, tmp_path):
     assert (results / "features" / "COLLAB" / "laplacian_pe_k20.parquet").is_file()
     assert json.loads((results / "splits" / "COLLAB" / "splits.json").read_text())["level"] == "pair"
     table = pd.read_csv(results / "tables" / "COLLAB.csv")
-    assert sorted(table["model"]) == ["GCN", "GatedGCN-E", "GatedGCN-PE", "MF"]
-    assert table["runs"].tolist() == [1] * 4 and (table["metric"] == "hits@50").all()
+    assert sorted(table["model"]) == ["GCN", "GatedGCN-PE-E", "MF"]
+    assert table["runs"].tolist() == [1] * 3 and (table["metric"] == "hits@50").all()
     for label in table["model"]:
         metrics = json.loads((results / "runs" / "COLLAB" / label / "seed1" / "fold0" / "metrics.json").read_text())
         row = table[table["model"] == label].iloc[0]
         assert row["test_metric_mean"] == pytest.approx(metrics["test"]["hits@50"])
         assert row["epochs_mean"] == 2 and metrics["config"]["batch_size"] == 64
+        assert (metrics["data"]["pe_file"] is not None) == (label == "GatedGCN-PE-E")
     assert server.requests.count("/wf/collab.zip") == 1
