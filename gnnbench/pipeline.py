@@ -31,7 +31,7 @@ def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -
     """Laplacian positional encodings (k per node) of every graph of a dataset."""
     start = time.perf_counter()
     meta, columns = read_dataset(dataset_dir)
-    pe = laplacian_pe(columns, k)
+    pe = laplacian_pe(columns, k, solver=meta.pe_solver)
     write_pe(out, pe, columns.num_nodes, meta.checksum)
     log.info("Laplacian PE (k=%d) of %s: %d graphs in %.1fs", k, meta.name, meta.num_graphs,
              time.perf_counter() - start)
@@ -40,10 +40,15 @@ def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -
 def make_split_file(dataset_dir: str | os.PathLike, scheme: str, params: dict, out: str | os.PathLike,
                     published=None) -> None:
     """Split file of a dataset: graph splits from the graph labels, or node splits of a single-graph dataset from
-    its node labels (and its node column ``split`` when it comes with one); scheme ``published`` imports the
-    released file(s) ``published`` (a path or a list) and checks the fold count the dataset's generator states."""
+    its node labels (and its node column ``split`` when it comes with one), or the pair parts of a link-prediction
+    dataset; scheme ``published`` imports the released file(s) ``published`` (a path or a list) and checks the fold
+    count the dataset's generator states."""
     meta, columns = read_dataset(dataset_dir)
-    if meta.transductive:
+    if meta.task == "link_prediction":
+        from gnnbench.data.link_pairs import read_pairs
+
+        labels, given = None, read_pairs(dataset_dir, meta).part
+    elif meta.transductive:
         labels, given = columns.node.get("y"), columns.node.get("split")
     else:
         labels, given = columns.graph.get("y"), None

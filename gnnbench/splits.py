@@ -7,16 +7,18 @@ A split file is JSON::
      "folds": [{"train": [...], "val": [...], "test": [...]}, ...],
      "checksum": SHA-256 of the canonical JSON of "folds"}
 
-``level`` says what the indices count: graphs of a multi-graph dataset, or nodes of the one graph of a
-transductive (single-graph node-classification) dataset. Each entry of ``folds`` is one partition — a
-cross-validation fold, or one of the random splits of the "Pitfalls" protocol. Files of format 1 (which named the
-scheme ``protocol``) are still read.
+``level`` says what the indices count: graphs of a multi-graph dataset, nodes of the one graph of a
+transductive (single-graph node-classification) dataset, or ``pair`` — rows of the evaluation pair file
+(``pairs.parquet``, :mod:`gnnbench.data.link_pairs`) of a link-prediction dataset. Each entry of ``folds`` is one
+partition — a cross-validation fold, or one of the random splits of the "Pitfalls" protocol. Files of format 1
+(which named the scheme ``protocol``) are still read.
 
 Schemes
     ``given``             the split that comes with the data: graphs in stored order (SBM, ZINC, ...), or for a
                           single graph its node column ``split`` (0 train, 1 val, 2 test; the Planetoid public
                           split: the first 20 labelled nodes per class, the next 500, the 1,000 test.index nodes;
-                          a 2-d column holds one split per column — WikiCS's 20).
+                          a 2-d column holds one split per column — WikiCS's 20); for a link-prediction dataset
+                          the pair rows of each part (OGBL-COLLAB: OGB's time split).
     ``stratified_kfold``  k-fold stratified cross-validation of graphs (test = one fold); the remaining graphs are
                           split again, stratified, into train and val with ``val_fraction`` (CSL: k = 5 and 0.25,
                           i.e. 90 / 30 / 30 graphs per fold). Seeded: the original used scikit-learn's
@@ -126,9 +128,16 @@ def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, param
 
     ``labels``: graph labels (multi-graph datasets) or node labels, -1 = unlabelled (transductive datasets);
     ``given``: the node column ``split`` of a transductive dataset that comes with a split (one column per split
-    when it is 2-d); ``published``: the downloaded split file(s) of scheme ``published`` (a path or a list, in
-    the order the source's reader takes them), of which ``expected_folds`` folds are checked when given.
+    when it is 2-d), or the part code of every evaluation pair of a link-prediction dataset; ``published``: the
+    downloaded split file(s) of scheme ``published`` (a path or a list, in the order the source's reader takes
+    them), of which ``expected_folds`` folds are checked when given.
     """
+    if meta.task == "link_prediction":  # one graph; the split is the part of every evaluation pair
+        if scheme != "given" or given is None:
+            raise ConfigError(f"split scheme {scheme!r} does not apply to link-prediction dataset {meta.name}: its "
+                              "evaluation pairs come with their split; use given")
+        folds = [{part: np.flatnonzero(given == code).tolist() for part, code in SPLIT_CODES.items()}]
+        return Splits(meta.name, meta.checksum, scheme, {}, folds, "pair")
     transductive = meta.task == "node_classification" and meta.num_graphs == 1
     level = "node" if transductive else "graph"
     allowed = NODE_SCHEMES if transductive else GRAPH_SCHEMES
@@ -368,8 +377,9 @@ def read_splits(path: str | os.PathLike, meta: DatasetMeta | None = None) -> Spl
         if splits.dataset_checksum != meta.checksum:
             raise DataError(f"split file {path} was made for a different version of dataset {meta.name}; "
                             "delete it and rerun snakemake to recreate it")
-        size = meta.statistics.get("all", {}).get("nodes") if splits.level == "node" else meta.num_graphs
-        unit = "nodes" if splits.level == "node" else "graphs"
+        size = {"node": meta.statistics.get("all", {}).get("nodes"),
+                "pair": meta.statistics.get("all", {}).get("pairs")}.get(splits.level, meta.num_graphs)
+        unit = {"node": "nodes", "pair": "pairs"}.get(splits.level, "graphs")
         for i, fold in enumerate(splits.folds):
             all_ids = np.concatenate([np.asarray(fold[p], dtype=np.int64) for p in PARTS])
             if all_ids.size and size is not None and (all_ids.min() < 0 or all_ids.max() >= size):

@@ -108,7 +108,8 @@ def published_name(generator: str, default: str, params: dict | None = None) -> 
         return BENCHMARK_NAMES.get(params.get("name"), default)
     # generators of datasets the catalog describes as published data
     also = {"superpixels_mnist": "MNIST", "superpixels_digits": "MNIST", "superpixels_cifar10": "CIFAR10",
-            "cycles_release": "CYCLES", "wikics": "WikiCS", "zinc": "ZINC", "aqsol": "AQSOL"}
+            "cycles_release": "CYCLES", "wikics": "WikiCS", "zinc": "ZINC", "aqsol": "AQSOL",
+            "ogbl_collab": "OGBL-COLLAB"}
     return {**{g: name for name, g in _GENERATED.items()}, **also}.get(generator, default)
 
 

@@ -20,6 +20,10 @@ Transductive datasets (node classification on one graph: Cora, CiteSeer, ...) fo
 Multi-graph datasets whose split sizes are known only after conversion (AQSOL: molecules are filtered; ZINC-full:
 the sizes of the downloaded pickles) carry an int8 graph column ``split`` (0 train, 1 val, 2 test; graphs stored
 train, then val, then test); :func:`write_dataset` sets ``split_sizes`` from its counts.
+Link-prediction datasets (OGBL-COLLAB: one graph and the node pairs it is evaluated on) also hold ``pairs.parquet``
+(:mod:`gnnbench.data.link_pairs`), written before ``graphs.parquet`` and recorded in ``extra_files`` (name → SHA-256);
+``split_sizes`` are its rows per part and the statistics are :func:`~gnnbench.data.link_pairs.link_statistics`.
+``pe_solver`` says how Laplacian PE are computed (``sparse``: the original's ARPACK variant, for COLLAB).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ TASKS = ("node_classification", "graph_classification", "graph_regression", "edg
          "link_prediction", "multitask_regression")
 SPLIT_ORDER = ("train", "val", "test")  # order of the graphs of a split that comes with the data
 PE_USAGES = ("add", "replace")
+PE_SOLVERS = ("dense", "sparse")
 # see DatasetMeta.net_conventions
 NET_CONVENTIONS = ("embed_continuous_input", "edge_type_table", "edge_ones_node_width")
 SUMMARISED_GRAPH_COLUMNS = ("tour_length",)  # per-graph quantities whose distribution meta.json reports (TSP)
@@ -96,11 +101,18 @@ class DatasetMeta:
     # benchmark's TU loader)
     net_conventions: list[str] = field(default_factory=list)
     given_splits: int = 1  # splits that come with the data (columns of the node column ``split``; WikiCS: 20)
+    # how the Laplacian PE of the dataset is computed (gnnbench.features.laplacian_pe): "dense" (exact) or "sparse"
+    # (ARPACK eigs, tol 1e-2: the original's COLLAB loader; one graph of 235,868 nodes has no dense decomposition)
+    pe_solver: str = "dense"
+    # SHA-256 of the dataset's files beside graphs.parquet (link prediction: pairs.parquet, gnnbench.data.link_pairs)
+    extra_files: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.net_conventions) - set(NET_CONVENTIONS)
         if unknown:
             raise ValueError(f"unknown net conventions {sorted(unknown)}")
+        if self.pe_solver not in PE_SOLVERS:
+            raise ValueError(f"unknown pe_solver {self.pe_solver!r}")
         if self.task not in TASKS:
             raise ValueError(f"unknown task {self.task!r}")
         if self.pe_usage not in PE_USAGES:
@@ -127,6 +139,10 @@ class DatasetMeta:
             del out["net_conventions"]
         if self.given_splits == 1:
             del out["given_splits"]
+        if self.pe_solver == "dense":  # omitted when default, likewise
+            del out["pe_solver"]
+        if not self.extra_files:
+            del out["extra_files"]
         return out
 
     @classmethod
@@ -163,16 +179,25 @@ def read_dataset(dataset_dir: str | os.PathLike) -> tuple[DatasetMeta, GraphColu
 
 
 def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: DatasetMeta) -> DatasetMeta:
-    """Write ``graphs.parquet`` and then ``meta.json`` (statistics and checksum filled in), atomically."""
+    """Write ``graphs.parquet`` and then ``meta.json`` (statistics and checksum filled in), atomically.
+
+    Columns with evaluation pairs (link prediction, :class:`~gnnbench.data.link_pairs.LinkColumns`) first write
+    ``pairs.parquet``, recorded in ``meta.extra_files``; ``split_sizes`` are then the pair rows of each part."""
     out_dir = Path(out_dir)
     graphs = out_dir / GRAPHS_FILE
+    pairs = getattr(columns, "pairs", None)
+    if pairs is not None:
+        from gnnbench.data.link_pairs import PAIRS_FILE, link_statistics, write_pairs
+
+        meta.extra_files[PAIRS_FILE] = write_pairs(out_dir / PAIRS_FILE, pairs, int(columns.num_nodes.sum()))
+        meta.split_sizes = {part: int(np.count_nonzero(pairs.part == code)) for part, code in SPLIT_CODES.items()}
     write_graph_store(graphs, columns)
     meta.num_graphs = columns.num_graphs
     if meta.transductive:
         _refine_transductive(columns, meta)
     elif "split" in columns.graph:
         meta.split_sizes = graph_split_sizes(columns.graph["split"])
-    meta.statistics = dataset_statistics(columns, meta)
+    meta.statistics = dataset_statistics(columns, meta) if pairs is None else link_statistics(columns, pairs)
     meta.checksum = sha256_file(graphs)
     write_json(out_dir / META_FILE, meta.to_json())
     return meta

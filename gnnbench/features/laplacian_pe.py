@@ -11,10 +11,22 @@ Computation is batched: graphs are grouped by node count, each group's Laplacian
 undirected graphs of every dataset that uses PE; a directed group falls back to the general ``eig`` and
 sorts by real part like the original's ``numpy.linalg.eig``.
 
+Solvers (``solver``, from the dataset's ``meta.pe_solver``):
+
+``dense``   the exact decomposition above — the default, used for every dataset of many small graphs.
+``sparse``  the original's COLLAB variant (spec §3.13): the Laplacian as a SciPy sparse matrix (duplicate edges
+            summed, as the dense path counts them), ``scipy.sparse.linalg.eigs(L, k=k+1, which='SR', tol=1e-2)``,
+            eigenpairs sorted by eigenvalue (NumPy's complex order: real part, then imaginary), columns 1..k, real
+            part. Approximate by design (tol 1e-2). One graph of OGBL-COLLAB's size (235,868 nodes) has no dense
+            decomposition in memory. ARPACK's random start vector is replaced by a fixed one (``ones`` plus a seeded
+            uniform perturbation, seed 0), so the same graph gives the same file. A dataset with a graph too
+            small for ARPACK (n ≤ k + 2) is decomposed by the dense path.
+
 Decisions: the original uses the approximate ARPACK solver (``eigs``, tol 1e-2) for SBM and COLLAB; gnnbench
-always computes exact eigenvectors. Where eigenvalues are degenerate (e.g. CSL's circulant graphs) the
-basis inside an eigenspace is arbitrary, as in the original; the random sign flip applied during training
-(:func:`random_sign_flip`) treats signs as arbitrary, never at evaluation.
+computes exact eigenvectors for SBM (small graphs) and keeps ARPACK for COLLAB (``pe_solver: sparse`` in its
+metadata). Where eigenvalues are degenerate (e.g. CSL's circulant graphs, or the zero eigenvalue of every connected
+component of COLLAB) the basis inside an eigenspace is arbitrary, as in the original; the random sign flip applied
+during training (:func:`random_sign_flip`) treats signs as arbitrary, never at evaluation.
 """
 
 from __future__ import annotations
@@ -27,10 +39,14 @@ from gnnbench.data.store import GraphColumns
 MAX_BATCH_ENTRIES = 1 << 24  # float64 entries per stacked group (~128 MB)
 
 
-def laplacian_pe(columns: GraphColumns, k: int) -> np.ndarray:
+def laplacian_pe(columns: GraphColumns, k: int, solver: str = "dense") -> np.ndarray:
     """(total nodes, k) float32 positional encodings for every graph of ``columns``, in node order."""
     if k < 1:
         raise ValueError("k must be positive")
+    if solver not in ("dense", "sparse"):
+        raise ValueError(f"unknown PE solver {solver!r}")
+    if solver == "sparse" and (columns.num_nodes > k + 2).all():
+        return _sparse_pe(columns, k)
     num_nodes, num_edges = columns.num_nodes, columns.num_edges
     node_ptr, edge_ptr = columns.node_ptr, columns.edge_ptr
     out = np.zeros((int(num_nodes.sum()), k), dtype=np.float32)
@@ -74,6 +90,26 @@ def _eigenvectors(n: int, batch: int, graph: torch.Tensor, src: torch.Tensor, ds
         order = values.real.argsort(dim=-1, stable=True)
         vectors[~symmetric] = torch.take_along_dim(general.real, order[:, None, :], dim=-1)
     return vectors[:, :, 1 : keep + 1].to(torch.float32).numpy()
+
+
+def _sparse_pe(columns: GraphColumns, k: int) -> np.ndarray:
+    """The ``sparse`` solver (module doc), graph by graph (one graph for COLLAB)."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import eigs
+
+    out = np.zeros((int(columns.num_nodes.sum()), k), dtype=np.float32)
+    node_ptr, edge_ptr = columns.node_ptr, columns.edge_ptr
+    for g, n in enumerate(columns.num_nodes.tolist()):
+        src = columns.src[edge_ptr[g]:edge_ptr[g + 1]]
+        dst = columns.dst[edge_ptr[g]:edge_ptr[g + 1]]
+        adj = sp.csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))  # duplicates summed
+        d_inv_sqrt = sp.diags(np.asarray(adj.sum(axis=0)).ravel().clip(1) ** -0.5)  # in-degree = column sum
+        lap = sp.eye(n, format="csr") - d_inv_sqrt @ adj @ d_inv_sqrt
+        start = 1.0 + np.random.default_rng(0).uniform(-0.5, 0.5, n)  # fixed, not ARPACK's random start
+        values, vectors = eigs(lap, k=k + 1, which="SR", tol=1e-2, v0=start)
+        vectors = vectors[:, np.argsort(values)]
+        out[node_ptr[g]:node_ptr[g + 1]] = np.real(vectors[:, 1:k + 1])
+    return out
 
 
 def random_sign_flip(pe: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:

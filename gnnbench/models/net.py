@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.batching import GraphBatch
-from gnnbench.models.base import Architecture
+from gnnbench.models.base import Architecture, Representation
 from gnnbench.models.encoders import EdgeEncoder, NodeEncoder
 
 
@@ -24,14 +24,18 @@ class GraphNet(nn.Module):
         self.head = head
         self.in_feat_dropout = in_feat_dropout
 
-    def forward(self, batch: GraphBatch):
+    def encode(self, batch: GraphBatch) -> Representation:
+        """The architecture's representation of the batch (everything before the head)."""
         h = e = None
         if self.node_encoder is not None:
             h = self.node_encoder(batch.x, batch.pe)
             h = F.dropout(h, self.in_feat_dropout, self.training)
         if self.edge_encoder is not None:
             e = self.edge_encoder(batch.edge_attr, batch.num_edges)
-        return self.head(self.architecture(h, e, batch), batch)
+        return self.architecture(h, e, batch)
+
+    def forward(self, batch: GraphBatch):
+        return self.head(self.encode(batch), batch)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -1,13 +1,15 @@
 """Protocol "benchmarking-gnns" — Dwivedi et al., "Benchmarking Graph Neural Networks" (spec benchmarking-gnns.md).
 
 Splits: the split that comes with the data (``given``: SBM, TSP, ZINC, ...; WikiCS's 20 node splits of its one
-graph, trained full-batch), the released cross-validation folds (``published``: the TU sets' 10 and CSL's 5 index
-files) or seeded stratified k-fold cross-validation of graphs. A run is one model config × one seed × one fold
-(:func:`gnnbench.training.run.train_run`): Adam with L2 weight decay, ReduceLROnPlateau on the validation loss,
-stop when the learning rate falls below ``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the
-**last** epoch's scores are reported. The budget is ``max_time`` hours per run, divided by 10 per fold under
-cross-validation (the original does this for CSL and TU) and by 20 per WikiCS split. Models are the benchmark's:
-input encoders → L layers → task head (:func:`gnnbench.models.build_model`),
+graph, trained full-batch; OGBL-COLLAB's evaluation pairs), the released cross-validation folds (``published``:
+the TU sets' 10 and CSL's 5 index files) or seeded stratified k-fold cross-validation of graphs. A run is one model
+config × one seed × one fold (:func:`gnnbench.training.run.train_run`; link prediction:
+:mod:`gnnbench.training.link_prediction`, whose scheduler is stepped on the validation Hits@50 with mode max): Adam
+with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the learning rate falls below
+``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
+budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
+CSL and TU) and by 20 per WikiCS split. Models are the benchmark's: input encoders → L layers → task head
+(:func:`gnnbench.models.build_model`),
 sized by the published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
 test and train scores, #params, epochs, s/epoch, total hours; with cross-validation also the min and max test
 score (CSL is reported as mean ± std, max, min over 5 folds × seeds). Standard deviations are population
@@ -119,14 +121,21 @@ def time_limit_hours(max_time: float, splits) -> float:
 def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
           out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
           threads: int | None = None, label: str | None = None) -> dict:
-    """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget."""
+    """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget, or for a
+    link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`."""
+    from gnnbench.data.meta import read_meta
     from gnnbench.splits import read_splits
     from gnnbench.training.run import train_run
 
     splits = read_splits(splits_path)
     hours = time_limit_hours(float(config["max_time"]), splits) if "max_time" in config else None
-    return train_run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
-                     pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
+    run = train_run
+    if read_meta(dataset_dir).task == "link_prediction":
+        from gnnbench.training.link_prediction import train_link_run
+
+        run = train_link_run
+    return run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
+               pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
 
 
 def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,

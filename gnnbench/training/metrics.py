@@ -156,11 +156,16 @@ class HitsAtK(Metric):
         self._neg.append(scores[~positive].detach().cpu())
 
     def compute(self) -> float:
-        pos, neg = torch.cat(self._pos), torch.cat(self._neg)
-        if neg.numel() < self.k:
-            return 1.0
-        threshold = torch.topk(neg, self.k).values[-1]
-        return float((pos > threshold).double().mean())
+        return hits_at_k(torch.cat(self._pos), torch.cat(self._neg), self.k)
+
+
+def hits_at_k(pos: torch.Tensor, neg: torch.Tensor, k: int) -> float:
+    """OGB's Hits@K (``ogb.linkproppred.Evaluator``): the fraction of positive scores strictly above the K-th
+    highest negative score; 1.0 when there are fewer than K negatives."""
+    if neg.numel() < k:
+        return 1.0
+    threshold = torch.topk(neg, k).values[-1]
+    return float((pos > threshold).double().mean())
 
 
 METRICS: dict[str, type[Metric]] = {m.name: m for m in (WeightedAccuracy, Accuracy, MAE, F1, Log10MSE, HitsAtK)}

@@ -65,6 +65,7 @@ def _registry() -> dict[str, Generator]:
         graph_theory_prop,
         molecules,
         npz,
+        ogbl_collab,
         planetoid,
         released,
         sbm,
@@ -77,7 +78,8 @@ def _registry() -> dict[str, Generator]:
     generators = (sbm.PATTERN, sbm.CLUSTER, csl.CSL, tsp.TSP, graph_theory_prop.GRAPH_THEORY_PROP, cycles.CYCLES,
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
                   cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU,
-                  graph_families.GRAPH_FAMILIES, wikics.WIKICS, released.RELEASED, molecules.ZINC, molecules.AQSOL)
+                  graph_families.GRAPH_FAMILIES, wikics.WIKICS, released.RELEASED, molecules.ZINC, molecules.AQSOL,
+                  ogbl_collab.OGBL_COLLAB)
     return {g.name: g for g in generators}
 
 
