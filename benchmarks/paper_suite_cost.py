@@ -4,9 +4,10 @@
 
 Every model of the suite is matched to the row of the paper's table for its dataset with the same parameter count
 (counted by building the model on the dataset's description; where a count appears twice, the row of the model's
-name), else the row of its printed name (model, -E, -PE) and depth L; its GPU hours = the row's "Total" time × the model's seeds. The paper's Total is one run; for
-the TU sets, CSL and WikiCS it covers all folds / splits of one seed (epochs × s/epoch × folds ≈ Total), and the TU
-table gives it per seed. Models without a timed row (CYCLES and GraphTheoryProp print no times, rows that diverged
+name), else the row of its printed name (model, -E, -PE) and depth L. Its GPU hours = the row's "Total" time × the
+model's seeds. The paper's Total is one run; for the TU sets, CSL and WikiCS it covers all folds / splits of one
+seed (epochs × s/epoch × folds ≈ Total), and the TU table gives it per seed. Models without a timed row (CYCLES
+and GraphTheoryProp print no times, rows that diverged
 or ran out of memory, configs the tables do not show) are listed and bounded by the suite's time cap instead
 (max_time per run: 12 h or 24 h, per fold / split of TU and CSL a tenth, of WikiCS a twentieth).
 Paper hardware: one Nvidia 1080Ti per run (PATTERN / CLUSTER: 2080Ti), 4 runs per server.

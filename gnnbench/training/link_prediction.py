@@ -52,7 +52,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
 from gnnbench.config.keys import TRAIN_KEYS, coerce_all
@@ -63,16 +62,15 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.features.laplacian_pe import random_sign_flip
 from gnnbench.features.pe_file import read_pe
-from gnnbench.io import atomic_path, sha256_file, sha256_json, write_json
+from gnnbench.io import sha256_file, sha256_json
 from gnnbench.models import build_model, count_parameters
 from gnnbench.splits import read_splits
-from gnnbench.training.checkpoint import CHECKPOINT_FILE, load_resumable, restore_rng, rng_state, save_checkpoint
+from gnnbench.training.checkpoint import CHECKPOINT_FILE
 from gnnbench.training.losses import Loss, get_loss
 from gnnbench.training.metrics import hits_at_k
 from gnnbench.training.preemption import Preempted, StopOnSignal
 from gnnbench.training.run import (
-    HISTORY_FILE,
-    METRICS_FILE,
+    RunState,
     _device_name,
     checkpoint_epochs,
     make_optimizer,
@@ -237,74 +235,40 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
                        "splits": split_checksum, "fold": fold, "pe": None if pe_path is None else sha256_file(pe_path)})
     time_limit_s = (cfg["max_time"] if time_limit_hours is None else time_limit_hours) * 3600
 
-    checkpoint_path = out_dir / CHECKPOINT_FILE
-    history: list[dict] = []
-    elapsed, stop_reason = 0.0, None
-    state = load_resumable(checkpoint_path, key)
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        restore_rng(state["rng"], shuffle)
-        history, elapsed, stop_reason = state["history"], state["elapsed"], state["stop_reason"]
-        log.info("resuming from %s after epoch %d", checkpoint_path, len(history))
+    run = RunState(guard, out_dir, key, model, optimizer, scheduler, shuffle)
     setup_s = time.perf_counter() - setup_start
 
-    def checkpoint(finished: bool) -> None:
-        with guard.deferred(raise_after=not finished):  # a stop signal waits until the file is in place
-            save_checkpoint(checkpoint_path, {
-                "key": key, "finished": finished, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "rng": rng_state(shuffle), "history": history,
-                "elapsed": elapsed, "stop_reason": stop_reason})
-
-    if state is None:
-        checkpoint(finished=False)  # a stop during the first epoch leaves a resumable (initial) state too
-
-    while stop_reason is None and len(history) < cfg["epochs"]:
+    while run.running(cfg["epochs"]):
         start = time.perf_counter()
         lr = optimizer.param_groups[0]["lr"]
         train_loss = train_link_epoch(model, graph, parts["train"].pos, optimizer, loss_fn, batch_size, shuffle)
         scores = evaluate_link(model, graph, parts, batch_size, loss_fn)
         scheduler.step(scores["val"][f"hits@{HEADLINE_K}"])
         seconds = time.perf_counter() - start
-        elapsed += seconds
-        history.append(_history_row(len(history), lr, train_loss, scores, seconds))
-        if optimizer.param_groups[0]["lr"] < cfg["min_lr"]:
-            stop_reason = "min_lr"
-        elif elapsed > time_limit_s:
-            stop_reason = "max_time"
-        elif len(history) >= cfg["epochs"]:
-            stop_reason = "max_epochs"
-        checkpoint(finished=False)
+        run.end_epoch(_history_row(len(run.history), lr, train_loss, scores, seconds), seconds, cfg, time_limit_s)
         log.info("epoch %d  lr %.2e  train loss %.4f  Hits@50 train %.4f  val %.4f  test %.4f  %.2fs",
-                 len(history) - 1, lr, train_loss, scores["train"]["hits@50"], scores["val"]["hits@50"],
+                 len(run.history) - 1, lr, train_loss, scores["train"]["hits@50"], scores["val"]["hits@50"],
                  scores["test"]["hits@50"], seconds)
-    stop_reason = stop_reason or "max_epochs"
+    stop_reason = run.stop_reason or "max_epochs"
 
     final_start = time.perf_counter()
     final = evaluate_link(model, graph, parts, batch_size, loss_fn)
     final_s = time.perf_counter() - final_start
-    total_s = setup_s + elapsed + final_s
+    total_s = setup_s + run.elapsed + final_s
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": f"hits@{HEADLINE_K}", "higher_is_better": True,
         **{part: {"metric": scores[f"hits@{HEADLINE_K}"], **scores} for part, scores in final.items()},
-        "num_params": num_params, "epochs": len(history), "stop_reason": stop_reason,
-        "seconds_per_epoch": elapsed / max(len(history), 1), "total_seconds": total_s, "total_hours": total_s / 3600,
+        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason,
+        "seconds_per_epoch": run.elapsed / max(len(run.history), 1), "total_seconds": total_s,
+        "total_hours": total_s / 3600,
         "time_limit_hours": time_limit_s / 3600, "config": cfg, "device": _device_name(dev),
         "threads": torch.get_num_threads(), "versions": package_versions(),
         "data": {"dataset_checksum": meta.checksum, "pairs_checksum": meta.extra_files[PAIRS_FILE],
                  "split_scheme": splits.scheme, "split_checksum": split_checksum,
                  "pe_file": None if pe_path is None else str(pe_path)},
     }
-    with guard.deferred(raise_after=False):  # the run is complete: a stop signal now lets the outputs finish
-        checkpoint(finished=True)
-        with atomic_path(out_dir / HISTORY_FILE) as tmp:
-            pq.write_table(pa.Table.from_pylist(history, schema=HISTORY_SCHEMA), tmp)
-        write_json(out_dir / METRICS_FILE, results)
-    if guard.received is not None:
-        log.warning("%s arrived while the outputs were written; the run is complete",
-                    signal.Signals(guard.received).name)
+    run.finish(results, HISTORY_SCHEMA)
     return results
 
 

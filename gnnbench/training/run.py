@@ -101,6 +101,65 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+class RunState:
+    """What a run carries from epoch to epoch — per-epoch history, training seconds, stop reason — and its
+    checkpoint: resumed from ``out_dir/checkpoint.pt`` when the key matches (weights, optimiser, scheduler, shuffle
+    RNG too), else saved once before the first epoch; saved after every epoch (a stop signal waits until the file is
+    in place); :meth:`finish` writes the outputs. Shared by graph mini-batch and link-prediction runs."""
+
+    def __init__(self, guard: StopOnSignal, out_dir: Path, key: str, model: torch.nn.Module,
+                 optimizer: torch.optim.Optimizer, scheduler, shuffle: torch.Generator) -> None:
+        self.guard, self.out_dir, self.key = guard, out_dir, key
+        self.model, self.optimizer, self.scheduler, self.shuffle = model, optimizer, scheduler, shuffle
+        self.path = out_dir / CHECKPOINT_FILE
+        self.history: list[dict] = []
+        self.elapsed, self.stop_reason = 0.0, None
+        state = load_resumable(self.path, key)
+        if state is None:
+            self.save(finished=False)  # a stop during the first epoch leaves a resumable (initial) state too
+            return
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        restore_rng(state["rng"], shuffle)
+        self.history, self.elapsed, self.stop_reason = state["history"], state["elapsed"], state["stop_reason"]
+        log.info("resuming from %s after epoch %d", self.path, len(self.history))
+
+    def running(self, max_epochs: int) -> bool:
+        return self.stop_reason is None and len(self.history) < max_epochs
+
+    def save(self, finished: bool) -> None:
+        with self.guard.deferred(raise_after=not finished):  # a stop signal waits until the file is in place
+            save_checkpoint(self.path, {
+                "key": self.key, "finished": finished, "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "rng": rng_state(self.shuffle), "history": self.history, "elapsed": self.elapsed,
+                "stop_reason": self.stop_reason})
+
+    def end_epoch(self, row: dict, seconds: float, cfg: dict, time_limit_s: float) -> None:
+        """Record an epoch, apply the protocol's stop rules (lr below ``min_lr``, time budget, epoch cap) and save."""
+        self.elapsed += seconds
+        self.history.append(row)
+        if self.optimizer.param_groups[0]["lr"] < cfg["min_lr"]:
+            self.stop_reason = "min_lr"
+        elif self.elapsed > time_limit_s:
+            self.stop_reason = "max_time"
+        elif len(self.history) >= cfg["epochs"]:
+            self.stop_reason = "max_epochs"
+        self.save(finished=False)
+
+    def finish(self, results: dict, history_schema: pa.Schema) -> None:
+        """Mark the checkpoint finished and write ``history.parquet`` and ``metrics.json``."""
+        with self.guard.deferred(raise_after=False):  # the run is complete: a stop signal lets the outputs finish
+            self.save(finished=True)
+            with atomic_path(self.out_dir / HISTORY_FILE) as tmp:
+                pq.write_table(pa.Table.from_pylist(self.history, schema=history_schema), tmp)
+            write_json(self.out_dir / METRICS_FILE, results)
+        if self.guard.received is not None:
+            log.warning("%s arrived while the outputs were written; the run is complete",
+                        signal.Signals(self.guard.received).name)
+
+
 def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
               out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
               threads: int | None = None, label: str | None = None, time_limit_hours: float | None = None) -> dict:
@@ -175,30 +234,10 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
                        "pe": None if pe_path is None else sha256_file(pe_path)})
     time_limit_s = (cfg["max_time"] if time_limit_hours is None else time_limit_hours) * 3600
 
-    checkpoint_path = out_dir / CHECKPOINT_FILE
-    history: list[dict] = []
-    elapsed, stop_reason = 0.0, None
-    state = load_resumable(checkpoint_path, key)
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        restore_rng(state["rng"], shuffle)
-        history, elapsed, stop_reason = state["history"], state["elapsed"], state["stop_reason"]
-        log.info("resuming from %s after epoch %d", checkpoint_path, len(history))
+    run = RunState(guard, out_dir, key, model, optimizer, scheduler, shuffle)
     setup_s = time.perf_counter() - setup_start
 
-    def checkpoint(finished: bool) -> None:
-        with guard.deferred(raise_after=not finished):  # a stop signal waits until the file is in place
-            save_checkpoint(checkpoint_path, {
-                "key": key, "finished": finished, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "rng": rng_state(shuffle), "history": history,
-                "elapsed": elapsed, "stop_reason": stop_reason})
-
-    if state is None:
-        checkpoint(finished=False)  # a stop during the first epoch leaves a resumable (initial) state too
-
-    while stop_reason is None and len(history) < cfg["epochs"]:
+    while run.running(cfg["epochs"]):
         start = time.perf_counter()
         lr = optimizer.param_groups[0]["lr"]
         if original_schedule:
@@ -210,20 +249,12 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
         test_loss, test_score = evaluate(model, loaders["test"], loss_fn, metric, dev)
         scheduler.step(val_loss)
         seconds = time.perf_counter() - start
-        elapsed += seconds
-        history.append({"epoch": len(history), "lr": lr, "train_loss": train_loss, "train_metric": train_score,
-                        "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss,
-                        "test_metric": test_score, "seconds": seconds})
-        if optimizer.param_groups[0]["lr"] < cfg["min_lr"]:
-            stop_reason = "min_lr"
-        elif elapsed > time_limit_s:
-            stop_reason = "max_time"
-        elif len(history) >= cfg["epochs"]:
-            stop_reason = "max_epochs"
-        checkpoint(finished=False)
-        log.info("epoch %d  lr %.2e  train %.4f/%.3f  val %.4f/%.3f  test %.4f/%.3f  %.2fs", len(history) - 1, lr,
-                 train_loss, train_score, val_loss, val_score, test_loss, test_score, seconds)
-    stop_reason = stop_reason or "max_epochs"
+        run.end_epoch({"epoch": len(run.history), "lr": lr, "train_loss": train_loss, "train_metric": train_score,
+                       "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss,
+                       "test_metric": test_score, "seconds": seconds}, seconds, cfg, time_limit_s)
+        log.info("epoch %d  lr %.2e  train %.4f/%.3f  val %.4f/%.3f  test %.4f/%.3f  %.2fs", len(run.history) - 1,
+                 lr, train_loss, train_score, val_loss, val_score, test_loss, test_score, seconds)
+    stop_reason = run.stop_reason or "max_epochs"
 
     final_start = time.perf_counter()
     final, per_task = {}, {}
@@ -234,27 +265,20 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
         scores = metric.per_task()
         per_task[part] = {"per_task": list(scores.items())} if scores else {}
     final_s = time.perf_counter() - final_start
-    total_s = setup_s + elapsed + final_s
+    total_s = setup_s + run.elapsed + final_s
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
         **{part: {"metric": score, "loss": loss, **per_task[part]}
            for part, (loss, score) in final.items()},
-        "num_params": num_params, "epochs": len(history), "stop_reason": stop_reason,
-        "seconds_per_epoch": elapsed / max(len(history), 1), "total_seconds": total_s, "total_hours": total_s / 3600,
-        "time_limit_hours": time_limit_s / 3600, "config": cfg, "device": _device_name(dev),
-        "threads": torch.get_num_threads(), "versions": package_versions(),
+        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason,
+        "seconds_per_epoch": run.elapsed / max(len(run.history), 1), "total_seconds": total_s,
+        "total_hours": total_s / 3600, "time_limit_hours": time_limit_s / 3600, "config": cfg,
+        "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
         "data": {"dataset_checksum": meta.checksum, "split_scheme": splits.scheme,
                  "split_checksum": sha256_json(splits.folds), "pe_file": None if pe_path is None else str(pe_path)},
     }
-    with guard.deferred(raise_after=False):  # the run is complete: a stop signal now lets the outputs finish
-        checkpoint(finished=True)
-        with atomic_path(out_dir / HISTORY_FILE) as tmp:
-            pq.write_table(pa.Table.from_pylist(history, schema=_HISTORY_SCHEMA), tmp)
-        write_json(out_dir / METRICS_FILE, results)
-    if guard.received is not None:
-        log.warning("%s arrived while the outputs were written; the run is complete",
-                    signal.Signals(guard.received).name)
+    run.finish(results, _HISTORY_SCHEMA)
     return results
 
 
