@@ -61,9 +61,8 @@ from gnnbench.data.meta import read_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.features.laplacian_pe import random_sign_flip
-from gnnbench.features.pe_file import read_pe
 from gnnbench.io import sha256_file, sha256_json
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models import count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE
 from gnnbench.training.losses import Loss, get_loss
@@ -72,11 +71,11 @@ from gnnbench.training.preemption import Preempted, StopOnSignal
 from gnnbench.training.run import (
     RunState,
     _device_name,
+    build_training,
     checkpoint_epochs,
-    make_optimizer,
     package_versions,
+    read_run_pe,
     resolve_device,
-    seed_everything,
 )
 
 log = logging.getLogger(__name__)
@@ -209,25 +208,12 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
     if cfg.get("num_embs") is not None and cfg["num_embs"] < num_nodes:
         raise ConfigError(f"num_embs is {cfg['num_embs']} but dataset {meta.name} has {num_nodes} nodes, each of "
                           f"which needs an embedding; set num_embs to at least {num_nodes}")
-    pe = None
-    if cfg.get("pos_enc"):
-        if pe_path is None:
-            raise ConfigError("pos_enc is true but no positional-encoding file was given (--pe)")
-        pe = read_pe(pe_path, store.num_nodes, meta.checksum)
-        if pe.shape[1] != cfg.get("pos_enc_dim"):
-            raise DataError(f"positional-encoding file {pe_path} has {pe.shape[1]} dimensions but pos_enc_dim is "
-                            f"{cfg.get('pos_enc_dim')}; give the file for k={cfg.get('pos_enc_dim')}")
-
+    pe = read_run_pe(cfg, pe_path, store, meta)
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)
-    seed_everything(cfg["seed"])
-    model = build_model(cfg, meta).to(dev)
+    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="max")
     num_params = count_parameters(model)
-    optimizer = make_optimizer(model, cfg["init_lr"], cfg["weight_decay"])
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode="max", factor=cfg["lr_reduce_factor"], patience=cfg["lr_schedule_patience"])
-    shuffle = torch.Generator().manual_seed(cfg["seed"])
     graph = full_graph(store, pe).to(dev)
     parts = {part: p.to(dev) for part, p in parts.items()}
     loss_fn, batch_size = get_loss(meta.loss, cfg), cfg["batch_size"]

@@ -160,6 +160,30 @@ class RunState:
                         signal.Signals(self.guard.received).name)
 
 
+def read_run_pe(cfg: dict, pe_path, store: GraphStore, meta) -> torch.Tensor | None:
+    """The run's positional encodings (None without ``pos_enc``), checked against the dataset and ``pos_enc_dim``."""
+    if not cfg.get("pos_enc"):
+        return None
+    if pe_path is None:
+        raise ConfigError("pos_enc is true but no positional-encoding file was given (--pe)")
+    pe = read_pe(pe_path, store.num_nodes, meta.checksum)
+    if pe.shape[1] != cfg.get("pos_enc_dim"):
+        raise DataError(f"positional-encoding file {pe_path} has {pe.shape[1]} dimensions but pos_enc_dim is "
+                        f"{cfg.get('pos_enc_dim')}; give the file for k={cfg.get('pos_enc_dim')}")
+    return pe
+
+
+def build_training(cfg: dict, meta, dev: torch.device, scheduler_mode: str):
+    """Seeded model, Adam, ReduceLROnPlateau (``scheduler_mode``: min on the validation loss, max on COLLAB's
+    validation Hits@50) and the shuffle generator of one run."""
+    seed_everything(cfg["seed"])
+    model = build_model(cfg, meta).to(dev)
+    optimizer = make_optimizer(model, cfg["init_lr"], cfg["weight_decay"])
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, mode=scheduler_mode, factor=cfg["lr_reduce_factor"], patience=cfg["lr_schedule_patience"])
+    return model, optimizer, scheduler, torch.Generator().manual_seed(cfg["seed"])
+
+
 def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
               out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
               threads: int | None = None, label: str | None = None, time_limit_hours: float | None = None) -> dict:
@@ -197,25 +221,12 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
     store = model_dtypes(GraphStore.from_columns(columns))
     splits = read_splits(splits_path, meta)
     parts = {k: torch.from_numpy(v) for k, v in splits.fold(fold).items()}
-    pe = None
-    if cfg.get("pos_enc"):
-        if pe_path is None:
-            raise ConfigError("pos_enc is true but no positional-encoding file was given (--pe)")
-        pe = read_pe(pe_path, store.num_nodes, meta.checksum)
-        if pe.shape[1] != cfg.get("pos_enc_dim"):
-            raise DataError(f"positional-encoding file {pe_path} has {pe.shape[1]} dimensions but pos_enc_dim is "
-                            f"{cfg.get('pos_enc_dim')}; give the file for k={cfg.get('pos_enc_dim')}")
-
+    pe = read_run_pe(cfg, pe_path, store, meta)
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)
-    seed_everything(cfg["seed"])
-    model = build_model(cfg, meta).to(dev)
+    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="min")
     num_params = count_parameters(model)
-    optimizer = make_optimizer(model, cfg["init_lr"], cfg["weight_decay"])
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode="min", factor=cfg["lr_reduce_factor"], patience=cfg["lr_schedule_patience"])
-    shuffle = torch.Generator().manual_seed(cfg["seed"])
     original_schedule = cfg.get("dense_schedule", "minibatch") == "original"
     if meta.transductive:  # WikiCS: every epoch one full-graph step; each part scores its own nodes
         loaders = node_set_batches(store, parts, pe)
