@@ -48,3 +48,20 @@ class GraphClassifier(nn.Module):
 
     def prepare(self, store) -> None:  # noqa: B027 - optional hook
         """Per-dataset precomputation (default: none)."""
+
+
+class StructureAgnosticBaseline(GraphClassifier):
+    """The two baselines (Molecular Fingerprint, DeepMultisets): ``__init__(in_dim, num_classes, hidden_units)``
+    with one width ``hidden_units`` and no depth to report."""
+
+    required = ("hidden_units",)
+
+    @classmethod
+    def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> StructureAgnosticBaseline:
+        if not isinstance(cfg["hidden_units"], int):
+            raise ValueError(f"{cls.__name__} hidden_units is one width (an integer), got {cfg['hidden_units']!r}")
+        return cls(meta.node_features.size, meta.num_outputs, int(cfg["hidden_units"]))
+
+    @staticmethod
+    def num_layers(cfg: dict) -> int | None:
+        return None

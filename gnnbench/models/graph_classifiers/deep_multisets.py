@@ -10,34 +10,20 @@ structure is used. Initialisation: nn.Linear defaults. ``num_layers`` → None (
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
 from gnnbench.data.batching import GraphBatch
-from gnnbench.data.meta import DatasetMeta
-from gnnbench.models.graph_classifiers.base import GraphClassifier
+from gnnbench.models.graph_classifiers.base import StructureAgnosticBaseline
 from gnnbench.models.sparse import scatter_sum
 
 
-class DeepMultisets(GraphClassifier):
-    required = ("hidden_units",)
-
+class DeepMultisets(StructureAgnosticBaseline):
     def __init__(self, in_dim: int, num_classes: int, hidden_units: int) -> None:
         super().__init__()
         self.fc_vertex = nn.Linear(in_dim, hidden_units)
         self.fc_global1 = nn.Linear(hidden_units, hidden_units)
         self.fc_global2 = nn.Linear(hidden_units, num_classes)
-
-    @classmethod
-    def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> DeepMultisets:
-        if not isinstance(cfg["hidden_units"], int):
-            raise ValueError(f"{cls.__name__} hidden_units is one width (an integer), got {cfg['hidden_units']!r}")
-        return cls(meta.node_features.size, meta.num_outputs, int(cfg["hidden_units"]))
-
-    @staticmethod
-    def num_layers(cfg: dict) -> int | None:
-        return None
 
     def forward(self, batch: GraphBatch) -> torch.Tensor:
         pooled = scatter_sum(torch.relu(self.fc_vertex(batch.x)), batch.batch, batch.num_graphs)
