@@ -139,13 +139,20 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
 
 
 def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,
-                     parquet: str | os.PathLike) -> None:
-    """One table per dataset; with cross-validation splits also the min and max test score."""
-    from gnnbench.reporting.aggregate import aggregate, load_runs, write_tables
+                     parquet: str | os.PathLike, dataset_dir: str | os.PathLike | None = None,
+                     presets: dict[str, str | None] | None = None) -> None:
+    """One table per dataset; with cross-validation splits also the min and max test score; with the dataset's
+    folder (its meta.json) also the paper's numbers beside ours (``presets``: label → the suite's preset)."""
+    from gnnbench.reporting.aggregate import aggregate, load_runs, with_paper, write_tables
 
-    runs = load_runs(metrics_files)
+    runs = load_runs(metrics_files, configs=dataset_dir is not None)
     extrema = bool(runs["split_scheme"].isin(["stratified_kfold", "published"]).any())
-    write_tables(aggregate(runs, extrema=extrema), csv, markdown, parquet)
+    table = aggregate(runs, extrema=extrema)
+    if dataset_dir is not None:
+        from gnnbench.data.meta import read_meta
+
+        table = with_paper(table, runs, read_meta(dataset_dir), presets)
+    write_tables(table, csv, markdown, parquet)
 
 
 def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) -> dict:

@@ -458,9 +458,11 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
 # ---------------------------------------------------------------------------------------------- reports
 
 
-def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], outputs: dict[str, str]) -> None:
+def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], outputs: dict[str, str],
+                   presets: dict[str, str | None] | None = None) -> None:
     """Per-dataset tables from the selection and final files of every model (``models``: label → {"selections":
-    [...], "finals": [...]} in fold order)."""
+    [...], "finals": [...]} in fold order; ``presets``: label → the suite's preset, for the comparison with the
+    paper)."""
     from gnnbench.data.meta import read_meta
     from gnnbench.reporting import fair_comparison as report
 
@@ -482,6 +484,6 @@ def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], output
                           "train_accuracy": float(np.mean([f["train_accuracy"] for f in finals])),
                           "test_runs": [f["test_accuracy"] for f in finals],
                           "time_limited": sum(f["stop_reason"] == "time_limit" for f in finals),
-                          "config": report.config_summary(chosen["config"])})
-    report.write_reports(dataset, meta, folds, outputs)
+                          "config": report.config_summary(chosen["config"]), "chosen_config": chosen["config"]})
+    report.write_reports(dataset, meta, folds, outputs, presets)
 

@@ -387,13 +387,25 @@ def read_runs(files: list[str | os.PathLike]):
     return pd.concat(frames, ignore_index=True)
 
 
-def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, png, svg) -> None:
-    """Per-dataset table (mean ± std over all runs per model) and box plot."""
+def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, png, svg, dataset_dir=None,
+                   split: dict | None = None, presets: dict[str, str | None] | None = None) -> None:
+    """Per-dataset table (mean ± std over all runs per model) and box plot. With the dataset's folder (its
+    meta.json) and split config also the paper's numbers beside ours (the run configs are read from the jobs'
+    ``metrics.json`` beside their ``runs.parquet``; ``presets``: label → the suite's preset)."""
     from gnnbench.reporting import pitfalls as report
 
     runs = read_runs(runs_files)
     dataset = runs["dataset"].iloc[0]
     table = report.dataset_table(runs)
+    if dataset_dir is not None:
+        from gnnbench.data.meta import read_meta
+        from gnnbench.io import read_json
+
+        configs = {}
+        for path in runs_files:
+            metrics = read_json(Path(path).parent / "metrics.json", "job metrics file")
+            configs.setdefault(metrics["label"], metrics["config"])
+        table = report.with_paper(table, read_meta(dataset_dir), split or {}, configs, presets)
     report.write_table(table, f"## {dataset}\n\n" + report.dataset_markdown(table), csv, markdown, parquet)
     report.box_plot(runs, f"{dataset}: test accuracy of every run", png, svg)
 

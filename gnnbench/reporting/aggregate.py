@@ -11,6 +11,10 @@ pairs in the metric's order):
 columns ``test_<task>_mean`` / ``_std`` and one Markdown column per task. Baselines (e.g. TSP's k-NN
 heuristic) come as metrics records with 0 parameters and 0 epochs and appear as rows like the models.
 
+With the dataset's ``meta.json`` (and the suite's preset of every label) each row also gets the paper's number for
+the same experiment and how ours compares (:mod:`gnnbench.reporting.published`: columns paper_mean, paper_std,
+paper_n, paper_row, diff_vs_paper, z_vs_paper, verdict, setting; Markdown "Paper" and "vs paper").
+
 Written as CSV and Parquet (numbers) and Markdown (formatted "mean ± std").
 """
 
@@ -29,8 +33,8 @@ RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is
                "seconds_per_epoch", "total_hours", "stop_reason")
 
 
-def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
-    """One row per run, in the given order."""
+def load_runs(metrics_files: list[str | os.PathLike], configs: bool = False) -> pd.DataFrame:
+    """One row per run, in the given order; ``configs`` adds the run config (column ``config``)."""
     rows, tasks = [], {}
     for path in metrics_files:
         m = read_json(path, "run metrics file")
@@ -46,10 +50,12 @@ def load_runs(metrics_files: list[str | os.PathLike]) -> pd.DataFrame:
             per_task = {f"test_{task}": value for task, value in m["test"].get("per_task") or []}
             rows[-1].update(per_task)
             tasks.update(dict.fromkeys(per_task))
+            if configs:
+                rows[-1]["config"] = m["config"]
         except (KeyError, TypeError, AttributeError) as exc:
             raise DataError(f"run metrics file {path} lacks {exc}; delete it and rerun snakemake for that run") \
                 from None
-    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *tasks])
+    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *tasks, *(["config"] if configs else [])])
 
 
 def _scheme(data: dict) -> str:
@@ -59,7 +65,7 @@ def _scheme(data: dict) -> str:
 
 def _task_columns(frame: pd.DataFrame) -> list[str]:
     """Per-task test score columns (``test_<task>``) of multitask runs, in first-seen order."""
-    return [c for c in frame.columns if c.startswith("test_") and c not in RUN_COLUMNS]
+    return [c for c in frame.columns if c.startswith("test_") and c not in RUN_COLUMNS and c != "config"]
 
 
 def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
@@ -82,6 +88,24 @@ def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str, str | None] | None = None
+               ) -> pd.DataFrame:
+    """``table`` with the comparison columns of :mod:`gnnbench.reporting.published` (``runs`` from
+    ``load_runs(..., configs=True)``; ``presets``: label → the suite's preset)."""
+    from gnnbench.reporting import published as pub
+
+    out = []
+    for _, row in table.iterrows():
+        group = runs[runs["label"] == row["model"]]
+        config, higher = group["config"].iloc[0], bool(group["higher_is_better"].iloc[0])
+        preset = (presets or {}).get(row["model"])
+        paper = pub.match_benchmarking_gnns(meta, row["architecture"], config, int(row["params"]), preset)
+        setting = "" if paper is None else pub.benchmarking_gnns_setting(meta, config, preset, int(row["runs"]), paper)
+        out.append(pub.compare(row["test_metric_mean"], row["test_metric_std"], int(row["runs"]), paper, higher,
+                               setting))
+    return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)
+
+
 def to_markdown(table: pd.DataFrame) -> str:
     """A Markdown table with "mean ± std" cells."""
     metric = table["metric"].iloc[0]
@@ -92,6 +116,11 @@ def to_markdown(table: pd.DataFrame) -> str:
     tasks = [c.removesuffix("_mean") for c in table.columns
              if c.startswith("test_") and c.endswith("_mean") and c != "test_metric_mean"]
     headers[4:4] = [f"Test {t[len('test_'):]}" for t in tasks]
+    paper = "paper_mean" in table
+    if paper:
+        from gnnbench.reporting.published import markdown_cells, markdown_note
+
+        headers[4:4] = ["Paper", "vs paper"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for _, r in table.iterrows():
         cells = [str(r["model"]), str(r["runs"]), f"{r['params']:,}",
@@ -101,8 +130,11 @@ def to_markdown(table: pd.DataFrame) -> str:
         if extrema:
             cells[4:4] = [f"{r['test_metric_min']:.3f}", f"{r['test_metric_max']:.3f}"]
         cells[4:4] = [f"{r[f'{t}_mean']:.3f} ± {r[f'{t}_std']:.3f}" for t in tasks]
+        if paper:
+            cells[4:4] = list(markdown_cells(r, 3))
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    note = "\n" + markdown_note(table) if paper and table["paper_mean"].notna().any() else ""
+    return "\n".join(lines) + "\n" + note
 
 
 def write_tables(table: pd.DataFrame, csv: str | os.PathLike, markdown: str | os.PathLike,

@@ -9,69 +9,45 @@ runs (each at its own early-stopping epoch). Per dataset:
   it (selection is optimistic: Figure 1 of the paper shows it above the test score), the mean training accuracy,
   the median number of layers selected (Table A.3; none for the structure-agnostic baselines), the grid size,
   final runs stopped by the per-run time limit, and the paper's number for the same dataset, feature variant and
-  model family with the difference ours − paper;
+  model family with the difference ours − paper, its z-score, a verdict and the setting (columns of
+  :mod:`gnnbench.reporting.published`);
 - ``results/tables/{dataset}_folds.*``: one row per model and fold — chosen configuration, its validation accuracy,
   the final runs' test accuracies and their mean.
 
 The paper's numbers are data (``gnnbench/reporting/published/fair_comparison.yaml``), matched by the TU dataset
 name and feature variant recorded in the dataset's ``meta.json`` and the model family (the config's ``model``;
-MolecularFingerprint and DeepMultisets are the paper's "Baseline").
+MolecularFingerprint and DeepMultisets are the paper's "Baseline") — in :mod:`gnnbench.reporting.published`, with
+the other two papers' numbers.
 """
 
 from __future__ import annotations
 
 import os
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from gnnbench.reporting import published as pub
 from gnnbench.reporting.pitfalls import _bold_best, _markdown, write_table
+from gnnbench.reporting.published import fair_comparison, fair_comparison_key, fair_comparison_value
 
-PUBLISHED_FILE = Path(__file__).resolve().parent / "published" / "fair_comparison.yaml"
-FAMILIES = {"MolecularFingerprint": "Baseline", "DeepMultisets": "Baseline"}
 # keys that are the same for every configuration of a grid (training plumbing): left out of the config summaries
 PLUMBING = ("model", "epochs", "patience", "time_limit_hours", "optimizer", "scheduler", "scheduler_step_size",
             "scheduler_gamma", "gradient_clipping", "dense_dim", "dim_embedding_MLP", "dropout_layer0_at_eval",
             "dropout_final")
-SOCIAL_VARIANTS = ("constant", "degree")
-
-
-@cache
-def published() -> dict:
-    return yaml.safe_load(PUBLISHED_FILE.read_text())
-
-
-def published_key(meta) -> str | None:
-    """The published-table key of a dataset (TU name, plus /constant or /degree for the social sets), from the
-    source recorded in its meta.json; None for datasets the paper did not use."""
-    source = meta.source or {}
-    if source.get("generator") != "tu":
-        return None
-    name = source.get("params", {}).get("name")
-    name = "PROTEINS" if name == "PROTEINS_full" else name
-    features = source.get("features")
-    key = f"{name}/{features}" if features in SOCIAL_VARIANTS else name
-    # the chemical sets were run with their spec features only (one-hot labels; ENZYMES with attributes)
-    chemical_ok = features == ("labels_and_attributes" if name == "ENZYMES" else "labels")
-    return key if key in published() and ("/" in key or chemical_ok) else None
-
-
-def paper_value(meta, architecture: str):
-    """[mean, std], "OOR", or None (no published number for this dataset / model)."""
-    key = published_key(meta)
-    if key is None:
-        return None
-    return published()[key].get(FAMILIES.get(architecture, architecture))
+# the paper's numbers and their matching live in gnnbench.reporting.published (shared by the three papers' tables)
+published = fair_comparison
+published_key = fair_comparison_key
+paper_value = fair_comparison_value
 
 
 def config_summary(config: dict) -> str:
     return ", ".join(f"{k}={config[k]}" for k in sorted(config) if k not in PLUMBING)
 
 
-def dataset_table(folds: pd.DataFrame, meta) -> pd.DataFrame:
+def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | None = None) -> pd.DataFrame:
+    """One row per model; ``presets`` (label → the suite's preset) lets the comparison with the paper check the
+    training settings (:func:`gnnbench.reporting.published.fair_comparison_setting`)."""
     rows = []
     for label, group in folds.groupby("model", sort=False):
         architecture = group["architecture"].iloc[0]
@@ -84,10 +60,16 @@ def dataset_table(folds: pd.DataFrame, meta) -> pd.DataFrame:
                "train_mean": group["train_accuracy"].mean(),
                "median_layers": float(np.median(layers)) if layers else np.nan,
                "grid_size": int(group["candidates"].max()), "time_limited_runs": int(group["time_limited"].sum()),
-               "paper_mean": np.nan, "paper_std": np.nan, "paper": "" if paper is None else str(paper)}
+               "paper": "" if paper is None else str(paper)}
         if isinstance(paper, list):
-            row.update(paper_mean=paper[0], paper_std=paper[1], paper=f"{paper[0]:.1f} ± {paper[1]:.1f}")
-        row["diff_vs_paper"] = row["test_mean"] - row["paper_mean"]
+            row["paper"] = f"{paper[0]:.1f} ± {paper[1]:.1f}"
+        match = pub.match_fair_comparison(meta, architecture)
+        setting = ""
+        if match is not None:
+            configs = list(group["chosen_config"]) if "chosen_config" in group else []
+            final_runs = min(len(r) for r in group["test_runs"]) if "test_runs" in group else pub.P3_FINAL_RUNS
+            setting = pub.fair_comparison_setting(configs, (presets or {}).get(label), len(group), final_runs)
+        row.update(pub.compare(row["test_mean"], row["test_std"], len(group), match, True, setting))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -99,18 +81,18 @@ def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
     rows = []
     for cell, (_, r) in zip(test, table.iterrows(), strict=True):
         layers = "–" if pd.isna(r["median_layers"]) else f"{r['median_layers']:g}"
-        diff = "" if pd.isna(r["diff_vs_paper"]) else f"{r['diff_vs_paper']:+.1f}"
         limited = f" ({r['time_limited_runs']} time-limited)" if r["time_limited_runs"] else ""
+        paper, versus = pub.markdown_cells(r, 1)
         rows.append([r["model"], cell, f"{r['val_mean']:.1f} ± {r['val_std']:.1f}", f"{r['train_mean']:.1f}",
-                     layers, f"{r['folds']}{limited}", str(r["grid_size"]), r["paper"] or "–", diff or "–"])
+                     layers, f"{r['folds']}{limited}", str(r["grid_size"]), r["paper"] or paper, versus])
     title = f"## {dataset}: test accuracy (%) over outer folds, nested cross-validation (Errica et al.)\n\n"
     note = (f"Paper column: Errica et al. on {key}." if key else
             "Paper column: none (not a dataset of the paper, or not its feature variant).")
     return title + _markdown(
         ["model", "test (mean ± std over folds)", "validation of selected configs", "train", "median layers",
-         "folds", "grid", "paper test", "ours − paper"], rows) + "\n" + note + (
+         "folds", "grid", "Paper", "vs paper"], rows) + "\n" + note + (
         " Std is the population std over folds (the paper's). Validation = accuracy on the inner hold-out at the "
-        "early-stopping epoch of the selected configuration.\n")
+        "early-stopping epoch of the selected configuration.\n") + ("\n" + pub.markdown_note(table) if key else "")
 
 
 def folds_table(folds: pd.DataFrame) -> pd.DataFrame:
@@ -128,12 +110,13 @@ def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
                                           "selected configuration"], rows))
 
 
-def write_reports(dataset: str, meta, folds: list[dict], outputs: dict[str, str | os.PathLike]) -> None:
+def write_reports(dataset: str, meta, folds: list[dict], outputs: dict[str, str | os.PathLike],
+                  presets: dict[str, str | None] | None = None) -> None:
     frame = pd.DataFrame(folds)
     frame["model"] = pd.Categorical(frame["model"], categories=list(dict.fromkeys(f["model"] for f in folds)))
     frame = frame.sort_values(["model", "fold"], kind="stable")
     frame["model"] = frame["model"].astype(str)
-    table = dataset_table(frame, meta)
+    table = dataset_table(frame, meta, presets)
     write_table(table, dataset_markdown(dataset, table, meta), outputs["csv"], outputs["md"], outputs["parquet"])
     per_fold = folds_table(frame)
     write_table(per_fold, folds_markdown(dataset, per_fold), outputs["folds_csv"], outputs["folds_md"],

@@ -154,16 +154,47 @@ def dataset_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def dataset_markdown(table: pd.DataFrame) -> str:
     """Markdown table for ``dataset_table`` with "mean ± std" cells (1 decimal); no heading (the caller adds one,
-    as for ``aggregate.to_markdown``)."""
+    as for ``aggregate.to_markdown``). A table with the paper's numbers (``with_paper``) gets "Paper" and
+    "vs paper" columns and their note."""
     tests = _bold_best([_mean_std(r.test_mean, r.test_std) for r in table.itertuples()], table["test_mean"])
-    rows = [[str(r.model), str(r.runs), f"{r.splits} × {r.inits}", test,
-             f"{r.test_median:.1f} [{r.test_q1:.1f}, {r.test_q3:.1f}]", f"{r.test_min:.1f} / {r.test_max:.1f}",
-             _mean_std(r.val_mean, r.val_std), f"{r.train_mean:.1f}", f"{r.epochs_mean:.1f}",
-             f"{r.best_epoch_mean:.1f}", f"{r.seconds_per_run:.2f}"]
-            for r, test in zip(table.itertuples(), tests, strict=True)]
-    headers = ["Model", "Runs", "Splits × inits", "Test accuracy (%)", "Median [Q1, Q3]", "Min / max",
-               "Val accuracy (%)", "Train accuracy (%)", "Epochs", "Best epoch", "s / run"]
-    return _markdown(headers, rows)
+    paper = "paper_mean" in table
+    rows = []
+    for (_, r), test in zip(table.iterrows(), tests, strict=True):
+        row = [str(r.model), str(r.runs), f"{r.splits} × {r.inits}", test]
+        if paper:
+            from gnnbench.reporting.published import markdown_cells
+
+            row += list(markdown_cells(r, 1))
+        rows.append(row + [f"{r.test_median:.1f} [{r.test_q1:.1f}, {r.test_q3:.1f}]",
+                           f"{r.test_min:.1f} / {r.test_max:.1f}", _mean_std(r.val_mean, r.val_std),
+                           f"{r.train_mean:.1f}", f"{r.epochs_mean:.1f}", f"{r.best_epoch_mean:.1f}",
+                           f"{r.seconds_per_run:.2f}"])
+    headers = ["Model", "Runs", "Splits × inits", "Test accuracy (%)", *(["Paper", "vs paper"] if paper else []),
+               "Median [Q1, Q3]", "Min / max", "Val accuracy (%)", "Train accuracy (%)", "Epochs", "Best epoch",
+               "s / run"]
+    text = _markdown(headers, rows)
+    if paper and table["paper_mean"].notna().any():
+        from gnnbench.reporting.published import markdown_note
+
+        text += "\n" + markdown_note(table)
+    return text
+
+
+def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
+               presets: dict[str, str | None] | None = None) -> pd.DataFrame:
+    """``dataset_table`` with the comparison columns of :mod:`gnnbench.reporting.published`: the paper's Table 1
+    (or 2b) number of the model's family on this dataset. ``split``: the dataset's split config (the suite's);
+    ``configs``: label → run config (the jobs' ``metrics.json``); ``presets``: label → the suite's preset."""
+    from gnnbench.reporting import published as pub
+
+    out = []
+    for _, row in table.iterrows():
+        config = configs[row["model"]]
+        paper = pub.match_pitfalls(meta, split.get("scheme", ""), config)
+        preset = (presets or {}).get(row["model"])
+        setting = "" if paper is None else pub.pitfalls_setting(meta, split, config, preset, int(row["runs"]), paper)
+        out.append(pub.compare(row["test_mean"], row["test_std"], int(row["runs"]), paper, True, setting))
+    return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)
 
 
 # ------------------------------------------------------------------------------------------------ all datasets

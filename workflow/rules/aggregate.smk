@@ -18,16 +18,24 @@ rule tsp_knn_baseline:
         "../scripts/knn_baseline.py"
 
 
-# benchmarking-gnns: one table per dataset
+def model_presets(dataset):
+    """Label -> the preset the suite builds it from (None: none): the tables check the paper's settings against it."""
+    return {label: spec.preset for label, spec in SUITE.benchmarks[dataset].models.items()}
+
+
+# benchmarking-gnns: one table per dataset (with the paper's numbers where the dataset and model are the paper's)
 rule aggregate:
     input:
-        lambda wc: SUITE.metrics_files(wc.dataset) + SUITE.baseline_files(wc.dataset),
+        runs=lambda wc: SUITE.metrics_files(wc.dataset) + SUITE.baseline_files(wc.dataset),
+        meta="results/datasets/{dataset}/meta.json",
     output:
         csv="results/tables/{dataset}.csv",
         md="results/tables/{dataset}.md",
         parquet="results/tables/{dataset}.parquet",
     wildcard_constraints:
         dataset=_alternatives(P1_DATASETS),
+    params:
+        presets=lambda wc: model_presets(wc.dataset),
     log:
         "results/logs/tables/{dataset}.log",
     conda:
@@ -39,7 +47,8 @@ rule aggregate:
 # pitfalls: per dataset a table over all runs and a box plot
 rule pitfalls_tables:
     input:
-        lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
+        runs=lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
+        meta="results/datasets/{dataset}/meta.json",
     output:
         csv="results/tables/{dataset}.csv",
         md="results/tables/{dataset}.md",
@@ -48,6 +57,9 @@ rule pitfalls_tables:
         svg="results/plots/{dataset}.svg",
     wildcard_constraints:
         dataset=_alternatives(PITFALLS_DATASETS),
+    params:
+        presets=lambda wc: model_presets(wc.dataset),
+        split=lambda wc: SUITE.datasets[wc.dataset].split,
     log:
         "results/logs/tables/{dataset}.log",
     conda:

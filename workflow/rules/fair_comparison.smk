@@ -82,6 +82,7 @@ rule fc_tables:
         dataset=_alternatives(FAIR_DATASETS),
     params:
         models=lambda wc: SUITE.benchmarks[wc.dataset].report_inputs(),
+        presets=lambda wc: model_presets(wc.dataset),
     log:
         "results/logs/tables/{dataset}.log",
     conda:

@@ -1,7 +1,11 @@
 """Snakemake adapter for rule aggregate: gnnbench.protocols.benchmarking_gnns.aggregate_tables."""
 
+from pathlib import Path
+
 from gnnbench.protocols.benchmarking_gnns import aggregate_tables
 from gnnbench.workflow import run_step
 
-run_step(snakemake, lambda: aggregate_tables(list(snakemake.input), snakemake.output.csv, snakemake.output.md,
-                                             snakemake.output.parquet))
+out = snakemake.output
+run_step(snakemake, lambda: aggregate_tables(list(snakemake.input.runs), out.csv, out.md, out.parquet,
+                                             dataset_dir=Path(snakemake.input.meta).parent,
+                                             presets=dict(snakemake.params.presets)))

@@ -8,4 +8,5 @@ from gnnbench.workflow import run_step
 run_step(snakemake, lambda: dataset_report(
     dataset=snakemake.wildcards.dataset, dataset_dir=Path(snakemake.input.meta).parent,
     models={label: dict(files) for label, files in snakemake.params.models.items()},
-    outputs={k: snakemake.output[k] for k in ("csv", "md", "parquet", "folds_csv", "folds_md", "folds_parquet")}))
+    outputs={k: snakemake.output[k] for k in ("csv", "md", "parquet", "folds_csv", "folds_md", "folds_parquet")},
+    presets=dict(snakemake.params.presets)))
