@@ -37,6 +37,7 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/splits.smk"
 include: "workflow/rules/training.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/significance.smk"
 include: "workflow/rules/fair_comparison.smk"
 
 
@@ -44,3 +45,4 @@ rule all:
     default_target: True
     input:
         SUITE.table_files(),
+        SUITE.significance_files(),

@@ -19,6 +19,7 @@ Output layout (paths relative to the working directory)::
     results/runs/...                                            (per protocol, see gnnbench/protocols/)
     results/baselines/{dataset}/knn_k2.json                    (TSP: the k-NN heuristic, scored like a run)
     results/tables/{dataset}.csv, .md, .parquet                 (+ results/plots/, suite-wide tables per protocol)
+    results/tables/{dataset}_significance.csv, .md, .parquet    (paired tests between the models)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ SPLITS_FILE = "results/splits/{dataset}/splits.json"
 RAW_DIR = "resources/raw"  # downloads (raw files), shared by all suites run in this directory
 LABEL_SHARD_FILE = "results/datasets/{dataset}/label_shards/{shard}.parquet"
 KNN_BASELINE_FILE = "results/baselines/{dataset}/knn_k{k}.json"
+SIGNIFICANCE_FILE = "results/tables/{dataset}_significance.{ext}"
 KNN_BASELINE_K = 2  # the paper's TSP k-NN heuristic (F1 0.693)
 SHARDED_GENERATORS = ("tsp",)  # generators whose labelling runs as one job per shard
 DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
@@ -194,6 +196,12 @@ class Suite:
         for protocol in dict.fromkeys(b.protocol for b in self.benchmarks.values()):
             files += self.suite_files(protocol)
         return files
+
+    def significance_files(self) -> list[str]:
+        """The paired-test tables (:mod:`gnnbench.reporting.significance`) of every benchmark with two or more
+        models: ``results/tables/{dataset}_significance.{csv,md,parquet}``."""
+        return [SIGNIFICANCE_FILE.format(dataset=name, ext=ext) for name, b in self.benchmarks.items()
+                if len(b.models) >= 2 for ext in ("csv", "md", "parquet")]
 
 
 def load_suite_file(path: str | os.PathLike) -> Suite:

@@ -100,7 +100,8 @@ def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str,
         config, higher = group["config"].iloc[0], bool(group["higher_is_better"].iloc[0])
         preset = (presets or {}).get(row["model"])
         paper = pub.match_benchmarking_gnns(meta, row["architecture"], config, int(row["params"]), preset)
-        setting = "" if paper is None else pub.benchmarking_gnns_setting(meta, config, preset, int(row["runs"]), paper)
+        setting = "" if paper is None else pub.benchmarking_gnns_setting(meta, config, preset, int(row["runs"]), paper,
+                                                                         int(row["params"]))
         out.append(pub.compare(row["test_metric_mean"], row["test_metric_std"], int(row["runs"]), paper, higher,
                                setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)

@@ -23,13 +23,15 @@ Matching — where the information comes from:
   count equals ours (``num_params`` of ``metrics.json``) or the published total of the model's preset — the
   preset is the one the suite names for the label; its ``total_params``, or that of the preset's ``runs`` variant
   whose ``set`` the run config satisfies (e.g. ZINC GatedGCN with ``edge_feat: true``: 105,875 → "GatedGCN-E"),
-  counted only when the preset is one of this dataset's; rows that print no parameter count (GraphTheoryProp, the
-  TSP k-NN heuristic) match on family alone; (3) several candidates left (same family and count: TSP "GatedGCN" and
-  "GatedGCN-E", both 97,858) are told apart by the name's suffixes: "-E" ⇔ ``edge_feat``, "-PE" ⇔ ``pos_enc`` (CSL:
-  the table's PE section). Still ambiguous, or no candidate: no match. Rows printed as OOM / Diverged have no number
-  and never match. P2: the family from the run config: GCN, GAT, MoNet, MLP, LogReg, "GS-<aggregator>" for
-  GraphSage, "LabelProp" / "LabelProp NL" (``prop_type: smoothed``). P3: the model family (``model``; molecular
-  fingerprint and DeepMultisets are "Baseline").
+  counted only when the preset is one of this dataset's (a preset whose architecture the suite changed with ``set``
+  still matches this way, and its setting lists the changed keys and parameter count); rows that print no
+  parameter count (GraphTheoryProp, the TSP k-NN heuristic) match on family alone; (3) several candidates left
+  (same family and count: TSP "GatedGCN" and "GatedGCN-E", both 97,858) are told apart by the name's suffixes:
+  "-E" ⇔ ``edge_feat``, "-PE" ⇔ ``pos_enc`` (CSL: the table's PE section; CSL's "All MP-GCNs" row matches any
+  message-passing GNN without PE). Still ambiguous, or no candidate: no match. Rows printed as OOM / Diverged have
+  no number and never match. P2: the family from the run config: GCN, GAT, MoNet, MLP, LogReg, "GS-<aggregator>"
+  for GraphSage, "LabelProp" / "LabelProp NL" (``prop_type: smoothed``). P3: the model family (``model``;
+  molecular fingerprint and DeepMultisets are "Baseline").
 
 Verdict: ``diff = ours − paper`` and ``z = diff / sqrt(s_ours²/n_ours + s_paper²/n_paper)``, the difference in units
 of its standard error, with each side's standard deviation as its table prints it (P1, P3: population std; P2:
@@ -49,7 +51,7 @@ Setting: "published" when the row is the paper's experiment at the paper's size,
 * the training settings: the run config (``metrics.json`` ``config``; P3: the selected configuration) against the
   preset's (P1 with the matched ``runs`` variant; P2 with the protocol's training defaults) — every differing key
   except the seed, e.g. "epochs 3 (paper 1000)"; a model built without a preset cannot be checked: "reduced:
-  no preset to check the training settings against";
+  no preset to check the training settings against"; P1 also lists a parameter count other than the printed one;
 * the amount of repetition: fewer runs than the paper's (P1 seeds × folds, P2 splits × inits, P3 outer folds and 3
   final runs per fold), e.g. "2 of 4 runs".
 """
@@ -85,6 +87,7 @@ class Paper:
     std: float | None
     n: int | None
     row: str
+    params: int | None = None  # the parameter count the paper prints for it (P1)
 
 
 # ---------------------------------------------------------------------------------------------- verdict
@@ -282,7 +285,8 @@ def _p1_rows(key: str, train_size: int | None) -> list[dict]:
         label = r.get("label") or (f"{table['table']} {r['model']}" + (f" L={r['L']}" if r.get("L") else "")
                                    + (f", {params:,} params" if isinstance(params, int) else ""))
         out.append({"family": base, "flags": flags, "params": params, "section": r.get("section"),
-                    "paper": Paper(float(mean), None if std is None else float(std), r["n"], label)})
+                    "paper": Paper(float(mean), None if std is None else float(std), r["n"], label,
+                                   params if isinstance(params, int) else None)})
     return out
 
 
@@ -336,7 +340,8 @@ def match_benchmarking_gnns(meta, architecture: str, config: dict, num_params: i
     return candidates[0]["paper"] if len(candidates) == 1 else None
 
 
-def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int, paper: Paper) -> str:
+def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int, paper: Paper,
+                              num_params: int | None = None) -> str:
     key = benchmarking_gnns_key(meta)
     allowed = {}
     if key == "CYCLES":  # every training size of Table 11 is the paper's
@@ -348,6 +353,8 @@ def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int,
             differences.append("no preset to check the training settings against")
     else:
         differences += config_differences(config, preset_reference(preset, config))
+    if num_params is not None and paper.params is not None and num_params != paper.params:
+        differences.append(f"{num_params:,} parameters (paper {paper.params:,})")
     return setting_text(differences + runs_difference(runs, paper.n))
 
 

@@ -1,0 +1,202 @@
+"""Is model A better than model B on this dataset? Paired tests over the units both were evaluated on.
+
+A *unit* is what two models of a benchmark share, so their scores on it are paired:
+
+* benchmarking-gnns: a (seed, fold) run — the test metric of ``metrics.json``;
+* pitfalls: a random split — the paper's per-split score s(m, d, k), the mean test accuracy over the inits;
+* fair-comparison: an outer fold — the mean test accuracy of the fold's final runs.
+
+For every pair of models (A before B in the benchmark's order) on the units both have (a unit one of them lacks —
+a missing seed or fold — is dropped from that pair and counted in ``dropped_units``), with d = score_A − score_B:
+
+* ``mean_difference`` = mean(d), ``pairs`` = n;
+* ``wilcoxon_p``: two-sided Wilcoxon signed-rank test (``scipy.stats.wilcoxon``; zero differences dropped, its
+  default; exact distribution for small n without ties); all differences zero: p = 1;
+* ``ttest_p``: two-sided paired t-test (``scipy.stats.ttest_rel``); differences all equal (zero variance): p = 1
+  when they are 0, p = 0 otherwise (t = ±∞) — the t-test's assumptions fail there, the verdict does not use it;
+  fewer than 2 pairs: no test (NaN);
+* ``wilcoxon_p_holm`` / ``ttest_p_holm``: Holm–Bonferroni adjustment over all pairs of the dataset (:func:`holm`);
+* ``verdict``: "<A> better" / "<B> better" when the Holm-adjusted Wilcoxon p < α (0.05), oriented by the metric's
+  ``higher_is_better`` (a lower MAE is better), else "no significant difference at α=0.05".
+
+Small samples: with n pairs the exact two-sided Wilcoxon p-value is at least 2 / 2^n (every difference with the
+same sign), so with n ≤ 5 pairs (2/32 = 0.0625) no pair can be significant at 0.05 — four seeds (P1's protocol) or
+five folds never can, whatever the scores; Holm's adjustment raises the bar further with more pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gnnbench.errors import DataError
+from gnnbench.io import atomic_path
+
+ALPHA = 0.05
+COLUMNS = ("model_a", "model_b", "pairs", "dropped_units", "mean_a", "mean_b", "mean_difference", "wilcoxon_p",
+           "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "verdict")
+UNIT_NAMES = {"benchmarking-gnns": "(seed, fold) runs", "pitfalls": "random splits (mean over inits)",
+              "fair-comparison": "outer folds (mean of the final runs)"}
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values, in the input order: sort ascending, p_(i) × (m − i + 1) for i = 1..m,
+    running maximum, capped at 1. NaN entries are left out (m counts the others) and stay NaN."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = len(valid)
+    order = valid[np.argsort(p[valid], kind="stable")]
+    running = 0.0
+    for i, index in enumerate(order):  # i = 0 .. m-1 ↔ rank i + 1
+        running = max(running, min(1.0, p[index] * (m - i)))
+        out[index] = running
+    return out
+
+
+def wilcoxon_p(differences: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of paired differences; 1 when all are zero, NaN without pairs."""
+    from scipy.stats import wilcoxon
+
+    d = np.asarray(differences, dtype=float)
+    if len(d) == 0:
+        return math.nan
+    if np.all(d == 0):
+        return 1.0
+    return float(wilcoxon(d, alternative="two-sided").pvalue)
+
+
+def ttest_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided paired t-test p-value; constant differences: 1 if zero, else 0; NaN with fewer than 2 pairs."""
+    from scipy.stats import ttest_rel
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if len(d) < 2:
+        return math.nan
+    if np.all(d == d[0]):
+        return 1.0 if d[0] == 0 else 0.0
+    return float(ttest_rel(a, b).pvalue)
+
+
+def paired_tests(scores: pd.DataFrame, higher_is_better: bool, alpha: float = ALPHA) -> pd.DataFrame:
+    """One row per pair of models (order of first appearance; A before B) with the :data:`COLUMNS`.
+
+    ``scores``: one row per (model, unit) with columns ``model``, ``unit`` (any hashable) and ``score``."""
+    if scores.duplicated(["model", "unit"]).any():
+        first = scores[scores.duplicated(["model", "unit"])].iloc[0]
+        raise DataError(f"model {first['model']} has two scores for unit {first['unit']}; expected one per unit")
+    by_model = {m: g.set_index("unit")["score"] for m, g in scores.groupby("model", sort=False)}
+    models = list(by_model)
+    rows = []
+    for i, a in enumerate(models):
+        for b in models[i + 1:]:
+            shared = [u for u in by_model[a].index if u in by_model[b].index]
+            dropped = len(set(by_model[a].index) ^ set(by_model[b].index))
+            x = by_model[a].loc[shared].to_numpy(float)
+            y = by_model[b].loc[shared].to_numpy(float)
+            rows.append({"model_a": a, "model_b": b, "pairs": len(shared), "dropped_units": dropped,
+                         "mean_a": x.mean() if len(x) else math.nan, "mean_b": y.mean() if len(y) else math.nan,
+                         "mean_difference": (x - y).mean() if len(x) else math.nan,
+                         "wilcoxon_p": wilcoxon_p(x - y), "ttest_p": ttest_p(x, y)})
+    table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("wilcoxon_p_holm", "ttest_p_holm",
+                                                                          "verdict")])
+    table["wilcoxon_p_holm"] = holm(table["wilcoxon_p"]) if len(table) else []
+    table["ttest_p_holm"] = holm(table["ttest_p"]) if len(table) else []
+    table["verdict"] = [_verdict(r, higher_is_better, alpha) for _, r in table.iterrows()]
+    return table[list(COLUMNS)]
+
+
+def _verdict(row, higher_is_better: bool, alpha: float) -> str:
+    p = row["wilcoxon_p_holm"]
+    if pd.isna(p) or p >= alpha or row["mean_difference"] == 0:
+        return f"no significant difference at α={alpha:g}"
+    a_better = (row["mean_difference"] > 0) == higher_is_better
+    return f"{row['model_a'] if a_better else row['model_b']} better"
+
+
+def markdown(dataset: str, table: pd.DataFrame, protocol: str, metric: str, higher_is_better: bool,
+             alpha: float = ALPHA) -> str:
+    lines = [f"## {dataset}: is A better than B? Paired tests over {UNIT_NAMES.get(protocol, 'shared units')}\n",
+             "| A | B | pairs | dropped | mean A | mean B | mean A − B | Wilcoxon p | Holm | t-test p | Holm (t) | "
+             "verdict |", "|" + "---|" * 12]
+    for _, r in table.iterrows():
+        cells = [r["model_a"], r["model_b"], str(r["pairs"]), str(r["dropped_units"]),
+                 *(f"{r[c]:.3f}" for c in ("mean_a", "mean_b")), f"{r['mean_difference']:+.3f}",
+                 *(_p(r[c]) for c in ("wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")), r["verdict"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    if table.empty:
+        lines.append("| – | – | 0 | 0 | | | | | | | | fewer than two models |")
+    direction = "higher" if higher_is_better else "lower"
+    note = (f"\nMetric: {metric} ({direction} is better). Units: {UNIT_NAMES.get(protocol, 'shared units')}; a pair "
+            "uses only the units both models have (dropped = units only one of them has). Verdict: Holm–Bonferroni "
+            f"adjusted Wilcoxon signed-rank p (two-sided) over all {len(table)} pairs, α = {alpha:g}. With n pairs "
+            "the exact Wilcoxon p cannot go below 2/2^n: n ≤ 5 pairs can never be significant at 0.05. The paired "
+            "t-test is shown for reference (constant differences: p = 0, or 1 when all are zero).\n")
+    return "\n".join(lines) + "\n" + note
+
+
+def _p(value: float) -> str:
+    return "–" if pd.isna(value) else f"{value:.3g}"
+
+
+# ---------------------------------------------------------------------------------------------- unit scores
+
+
+def benchmarking_gnns_scores(metrics_files: list[str | os.PathLike]) -> tuple[pd.DataFrame, str, bool]:
+    """(scores per (label, (seed, fold)), metric, higher_is_better) from runs' ``metrics.json``."""
+    from gnnbench.reporting.aggregate import load_runs
+
+    runs = load_runs(metrics_files)
+    scores = pd.DataFrame({"model": runs["label"], "unit": list(zip(runs["seed"], runs["fold"], strict=True)),
+                           "score": runs["test_metric"]})
+    return scores, str(runs["metric"].iloc[0]), bool(runs["higher_is_better"].iloc[0])
+
+
+def pitfalls_scores(runs_files: list[str | os.PathLike]) -> tuple[pd.DataFrame, str, bool]:
+    """Per-split scores s(m, d, k) (mean test accuracy over inits) from jobs' ``runs.parquet``."""
+    from gnnbench.protocols.pitfalls import read_runs
+
+    runs = read_runs(runs_files)
+    scores = runs.groupby(["model", "split"], sort=False)["test_accuracy"].mean().reset_index()
+    return scores.rename(columns={"split": "unit", "test_accuracy": "score"}), "accuracy", True
+
+
+def fair_comparison_scores(models: dict[str, list[tuple[int, str | os.PathLike]]]) -> tuple[pd.DataFrame, str, bool]:
+    """Per outer fold the mean test accuracy of its final runs; ``models``: label → [(fold, final.parquet), ...]."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for label, files in models.items():
+        for fold, path in files:
+            if not Path(path).is_file():
+                raise DataError(f"final-runs file {path} does not exist; run snakemake for it")
+            finals = pq.read_table(path, columns=["test_accuracy"]).column("test_accuracy").to_numpy()
+            rows.append({"model": label, "unit": int(fold), "score": float(np.mean(finals))})
+    return pd.DataFrame(rows, columns=["model", "unit", "score"]), "accuracy", True
+
+
+def significance_report(*, dataset: str, protocol: str, inputs, csv, md, parquet, alpha: float = ALPHA) -> None:
+    """The pairwise tests of one benchmark, written as CSV, Parquet and Markdown (each atomically). ``inputs``:
+    the table rule's run files (benchmarking-gnns: metrics.json; pitfalls: runs.parquet) or, for fair-comparison,
+    label → [(fold, final.parquet), ...]."""
+    if protocol == "benchmarking-gnns":
+        scores, metric, higher = benchmarking_gnns_scores(inputs)
+    elif protocol == "pitfalls":
+        scores, metric, higher = pitfalls_scores(inputs)
+    elif protocol == "fair-comparison":
+        scores, metric, higher = fair_comparison_scores(inputs)
+    else:
+        raise DataError(f"protocol {protocol!r} has no significance tests; expected benchmarking-gnns, pitfalls or "
+                        "fair-comparison")
+    table = paired_tests(scores, higher, alpha)
+    table.insert(0, "dataset", dataset)
+    with atomic_path(csv) as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(parquet) as tmp:
+        table.to_parquet(tmp, index=False)
+    with atomic_path(md) as tmp:
+        Path(tmp).write_text(markdown(dataset, table, protocol, metric, higher, alpha))
