@@ -1,0 +1,147 @@
+"""Is A better than B? Paired tests between the models of a benchmark (gnnbench.reporting.significance)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from scipy.stats import ttest_rel, wilcoxon
+
+from gnnbench.reporting import significance as S
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def scores(**models) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "unit": u, "score": v} for m, values in models.items()
+                         for u, v in values.items()])
+
+
+def test_p_values_are_scipys_on_hand_made_pairs():
+    a = np.array([0.81, 0.79, 0.84, 0.80, 0.83, 0.78, 0.85, 0.82])
+    b = np.array([0.78, 0.80, 0.80, 0.77, 0.79, 0.78, 0.80, 0.79])
+    table = S.paired_tests(scores(A=dict(enumerate(a)), B=dict(enumerate(b))), higher_is_better=True)
+    row = table.iloc[0]
+    assert (row["model_a"], row["model_b"], row["pairs"], row["dropped_units"]) == ("A", "B", 8, 0)
+    assert row["mean_difference"] == pytest.approx((a - b).mean())
+    assert row["wilcoxon_p"] == pytest.approx(wilcoxon(a - b).pvalue)
+    assert row["ttest_p"] == pytest.approx(ttest_rel(a, b).pvalue)
+    assert row["wilcoxon_p_holm"] == row["wilcoxon_p"]  # one pair: nothing to adjust
+    assert row["verdict"] == "A better"
+
+
+def test_holm_by_hand():
+    # sorted 0.01, 0.03, 0.04, 0.20 → ×4, ×3, ×2, ×1 = 0.04, 0.09, 0.08, 0.20 → running max 0.04, 0.09, 0.09, 0.20
+    assert S.holm([0.01, 0.04, 0.03, 0.20]).tolist() == pytest.approx([0.04, 0.09, 0.09, 0.20])
+    assert S.holm([0.5, 0.6]).tolist() == [1.0, 1.0]  # 0.5 × 2 = 1.0 caps; 0.6 follows the running max
+    out = S.holm([0.02, np.nan, 0.01])  # NaN left out: m = 2
+    assert out[0] == pytest.approx(0.02) and np.isnan(out[1]) and out[2] == pytest.approx(0.02)
+
+
+def test_holm_over_all_pairs_of_a_dataset():
+    rng = np.random.default_rng(0)
+    base = rng.normal(80, 1, 10)
+    table = S.paired_tests(scores(A=dict(enumerate(base + 2)), B=dict(enumerate(base + rng.normal(0, 1, 10))),
+                                  C=dict(enumerate(base + rng.normal(0, 1, 10)))), True)
+    assert [tuple(p) for p in table[["model_a", "model_b"]].to_numpy()] == [("A", "B"), ("A", "C"), ("B", "C")]
+    raw = table["wilcoxon_p"].to_numpy()
+    order = np.argsort(raw)
+    expected = np.maximum.accumulate(np.minimum(1, raw[order] * np.array([3, 2, 1])))
+    assert table["wilcoxon_p_holm"].to_numpy()[order] == pytest.approx(expected)
+
+
+def test_pairs_use_only_shared_units_and_orientation_follows_the_metric():
+    a = {u: 0.30 + 0.01 * u for u in range(8)}  # an MAE: lower is better
+    b = {u: 0.40 + 0.02 * u for u in range(7)}  # B lacks unit 7
+    b[9] = 0.1  # and has a unit A lacks
+    table = S.paired_tests(scores(A=a, B=b), higher_is_better=False)
+    row = table.iloc[0]
+    assert (row["pairs"], row["dropped_units"]) == (7, 2)
+    x, y = np.array([a[u] for u in range(7)]), np.array([b[u] for u in range(7)])
+    assert row["wilcoxon_p"] == pytest.approx(wilcoxon(x - y).pvalue) == pytest.approx(2 / 2**7)
+    assert row["mean_difference"] == pytest.approx((x - y).mean()) and row["verdict"] == "A better"
+    flipped = S.paired_tests(scores(A=a, B=b), higher_is_better=True).iloc[0]
+    assert flipped["verdict"] == "B better"
+
+
+def test_degenerate_differences_and_the_small_sample_floor():
+    same = S.paired_tests(scores(A={0: 1.0, 1: 2.0, 2: 3.0}, B={0: 1.0, 1: 2.0, 2: 3.0}), True).iloc[0]
+    assert (same["wilcoxon_p"], same["ttest_p"]) == (1.0, 1.0)
+    assert same["verdict"] == "no significant difference at α=0.05"
+    shifted = S.paired_tests(scores(A={u: u + 1.0 for u in range(5)}, B={u: float(u) for u in range(5)}), True)
+    row = shifted.iloc[0]
+    assert row["ttest_p"] == 0.0  # constant non-zero difference: t = ∞
+    # five pairs all in A's favour: the smallest two-sided exact p, 2 / 2^5 = 0.0625 > 0.05
+    assert row["wilcoxon_p"] == pytest.approx(2 / 2**5) and row["verdict"].startswith("no significant")
+    one = S.paired_tests(scores(A={0: 1.0}, B={1: 2.0}), True).iloc[0]
+    assert one["pairs"] == 0 and np.isnan(one["wilcoxon_p"]) and one["verdict"].startswith("no significant")
+
+
+def test_pitfalls_and_fair_comparison_units(tmp_path):
+    runs = []
+    for model, split, init in itertools.product(("GCN", "MLP"), range(3), range(2)):
+        runs.append({"dataset": "D", "model": model, "split": split, "init": init,
+                     "test_accuracy": 70.0 + 5 * (model == "GCN") + split + init})
+    path = tmp_path / "runs.parquet"
+    pq.write_table(pa.Table.from_pylist(runs), path)
+    per_split, metric, higher = S.pitfalls_scores([path])
+    assert metric == "accuracy" and higher
+    assert per_split[per_split["model"] == "GCN"]["score"].tolist() == [75.5, 76.5, 77.5]  # mean over the 2 inits
+    finals = {}
+    for label, fold in itertools.product(("A", "B"), range(2)):
+        f = tmp_path / f"{label}{fold}.parquet"
+        pq.write_table(pa.Table.from_pylist([{"test_accuracy": 60.0 + fold + r + (label == "A")} for r in range(3)]),
+                       f)
+        finals.setdefault(label, []).append((fold, f))
+    folds, _, _ = S.fair_comparison_scores(finals)
+    assert folds[folds["model"] == "A"]["score"].tolist() == [62.0, 63.0]  # mean of the 3 final runs per fold
+
+
+@pytest.mark.slow
+def test_workflow_writes_the_significance_table_of_a_benchmark(tmp_path):
+    suite = {
+        "threads_per_run": 1,
+        "datasets": {"CSL": {"generator": "csl", "seed": 2, "params": {"copies_per_class": 5}}},
+        "benchmarks": {"CSL": {"seeds": [1, 2], "folds": [0, 1, 2],
+                               "set": {"epochs": 2, "L": 2, "hidden_dim": 8, "out_dim": 8, "batch_size": 16},
+                               "models": {"GCN": "CSL_graph_classification_GCN_CSL_100k",
+                                          "MLP": {"preset": "CSL_graph_classification_MLP_CSL_100k",
+                                                  "seeds": [1]}}}},
+    }
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
+                             str(tmp_path), "--configfile", str(tmp_path / "suite.yaml"), "--cores", "2"],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tables = tmp_path / "results" / "tables"
+    table = pd.read_csv(tables / "CSL_significance.csv")
+    assert len(table) == 1 and (table["model_a"].iloc[0], table["model_b"].iloc[0]) == ("GCN", "MLP")
+    # recomputed from the metrics files: MLP has seed 1 only, so the pairs are the three folds of seed 1
+    score = {}
+    for path in (tmp_path / "results" / "runs" / "CSL").rglob("metrics.json"):
+        m = json.loads(path.read_text())
+        score[(m["label"], m["seed"], m["fold"])] = m["test"]["metric"]
+    a = np.array([score[("GCN", 1, f)] for f in range(3)])
+    b = np.array([score[("MLP", 1, f)] for f in range(3)])
+    row = table.iloc[0]
+    assert (row["pairs"], row["dropped_units"]) == (3, 3)
+    assert row["mean_difference"] == pytest.approx((a - b).mean())
+    expected = 1.0 if np.all(a == b) else wilcoxon(a - b).pvalue
+    assert row["wilcoxon_p"] == pytest.approx(expected) and row["wilcoxon_p_holm"] == pytest.approx(expected)
+    assert row["verdict"] == "no significant difference at α=0.05"  # 3 pairs can never be significant
+    text = (tables / "CSL_significance.md").read_text()
+    assert text.startswith("## CSL: is A better than B?") and "n ≤ 5 pairs can never be significant" in text
+    assert pd.read_parquet(tables / "CSL_significance.parquet")["pairs"].tolist() == [3]
+    # the dataset table carries the comparison with the paper (CSL is the paper's; its data here is shrunk)
+    csl = pd.read_csv(tables / "CSL.csv").set_index("model")
+    assert csl.loc["GCN", "paper_mean"] == 10.0 and csl.loc["GCN", "setting"].startswith("reduced: 50 of 150 graphs")
+    assert pd.isna(csl.loc["MLP", "paper_mean"])  # the paper's CSL table has no MLP row without PE
