@@ -18,11 +18,6 @@ rule tsp_knn_baseline:
         "../scripts/knn_baseline.py"
 
 
-def model_presets(dataset):
-    """Label -> the preset the suite builds it from (None: none): the tables check the paper's settings against it."""
-    return {label: spec.preset for label, spec in SUITE.benchmarks[dataset].models.items()}
-
-
 # benchmarking-gnns: one table per dataset (with the paper's numbers where the dataset and model are the paper's)
 rule aggregate:
     input:

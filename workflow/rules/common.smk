@@ -45,3 +45,16 @@ def run_inputs(wildcards):
         files["pe"] = PE_FILE.format(dataset=wildcards.dataset, k=k)
     return files
 
+
+def model_presets(dataset):
+    """Label -> the preset the suite builds it from (None: none): the tables check the paper's settings against it."""
+    return {label: spec.preset for label, spec in SUITE.benchmarks[dataset].models.items()}
+
+
+def significance_finals(dataset):
+    """fair-comparison: label -> [(outer fold, final.parquet), ...]; other protocols read the run files."""
+    benchmark = SUITE.benchmarks[dataset]
+    if benchmark.protocol != "fair-comparison":
+        return None
+    return {label: list(zip(benchmark.folds, files["finals"]))
+            for label, files in benchmark.report_inputs().items()}

@@ -2,15 +2,6 @@
 # runs, random splits, outer folds), from the same run files as the dataset's table (gnnbench.reporting.significance).
 
 
-def significance_finals(dataset):
-    """fair-comparison: label -> [(outer fold, final.parquet), ...]; other protocols read the run files."""
-    benchmark = SUITE.benchmarks[dataset]
-    if benchmark.protocol != "fair-comparison":
-        return None
-    return {label: list(zip(benchmark.folds, files["finals"]))
-            for label, files in benchmark.report_inputs().items()}
-
-
 rule significance:
     input:
         lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
