@@ -23,7 +23,13 @@ rule aggregate:
     input:
         lambda wc: SUITE.metrics_files(wc.dataset) + SUITE.baseline_files(wc.dataset),
     output:
-        csv="results/tables/{dataset}.csv",
+        csv=report(
+            "results/tables/{dataset}.csv",
+            caption="../report/table_csv.rst",
+            category="{dataset}",
+            subcategory="Tables",
+            labels={"table": "{dataset}", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/{dataset}.md",
         parquet="results/tables/{dataset}.parquet",
     wildcard_constraints:
@@ -41,11 +47,23 @@ rule pitfalls_tables:
     input:
         lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
     output:
-        csv="results/tables/{dataset}.csv",
+        csv=report(
+            "results/tables/{dataset}.csv",
+            caption="../report/table_csv.rst",
+            category="{dataset}",
+            subcategory="Tables",
+            labels={"table": "{dataset}", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/{dataset}.md",
         parquet="results/tables/{dataset}.parquet",
         png="results/plots/{dataset}.png",
-        svg="results/plots/{dataset}.svg",
+        svg=report(
+            "results/plots/{dataset}.svg",
+            caption="../report/boxplot.rst",
+            category="{dataset}",
+            subcategory="Figures",
+            labels={"figure": "test accuracy of every run (box plot)"},
+        ),
     wildcard_constraints:
         dataset=_alternatives(PITFALLS_DATASETS),
     log:
@@ -61,7 +79,13 @@ rule pitfalls_summary:
     input:
         summary_inputs([SUITE.benchmarks[d] for d in PITFALLS_DATASETS]),
     output:
-        csv="results/tables/pitfalls.csv",
+        csv=report(
+            "results/tables/pitfalls.csv",
+            caption="../report/table_csv.rst",
+            category="Suite",
+            subcategory="Tables",
+            labels={"table": "pitfalls", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/pitfalls.md",
         parquet="results/tables/pitfalls.parquet",
     log:
@@ -77,7 +101,13 @@ rule pitfalls_split_ranking:
     input:
         [f for pair in ranking_pairs(SUITE.benchmarks) for d in pair for f in SUITE.benchmarks[d].run_files()],
     output:
-        csv="results/tables/pitfalls_split_ranking.csv",
+        csv=report(
+            "results/tables/pitfalls_split_ranking.csv",
+            caption="../report/table_csv.rst",
+            category="Suite",
+            subcategory="Tables",
+            labels={"table": "pitfalls_split_ranking", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/pitfalls_split_ranking.md",
         parquet="results/tables/pitfalls_split_ranking.parquet",
     params:

@@ -2,6 +2,7 @@
 import re
 
 from gnnbench.config.suite import DATASET_DIR, PE_FILE, SPLITS_FILE
+from gnnbench.reporting.report import suite_description
 
 
 def _alternatives(names):
@@ -45,3 +46,20 @@ def run_inputs(wildcards):
         files["pe"] = PE_FILE.format(dataset=wildcards.dataset, k=k)
     return files
 
+
+# report (workflow/rules/report.smk): which datasets get which figure, where each table goes in the report
+PLOT_DATASETS = {kind: [d for d in SUITE.benchmarks if kind in SUITE.plot_kinds(d)] for kind in ("curves", "bars", "pe")}
+TABLE_NAMES = SUITE.table_names()
+
+
+def table_category(name):
+    """Report category of a table: its dataset (also for {dataset}_folds), else the suite-wide summaries."""
+    if name in SUITE.benchmarks:
+        return name
+    base = name.removesuffix("_folds")
+    return base if base != name and base in SUITE.benchmarks else "Suite"
+
+
+def table_protocol(name):
+    benchmark = SUITE.benchmarks.get(table_category(name))
+    return benchmark.protocol if benchmark is not None else name.split("_", 1)[0]
