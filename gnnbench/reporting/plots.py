@@ -111,10 +111,10 @@ def curve_statistics(histories: pd.DataFrame) -> pd.DataFrame:
     """Per model (order of first appearance) and epoch: ``runs`` (how many runs reached the epoch) and the mean
     and population std (ddof = 0) of every quantity over those runs, as columns ``<quantity>_mean`` /
     ``_std``."""
-    groups = histories.groupby(["model", "epoch"], sort=False)
-    stats = groups[list(CURVE_QUANTITIES)].agg(["mean", lambda x: x.std(ddof=0)])
-    stats.columns = [f"{q}_{'mean' if s == 'mean' else 'std'}" for q, s in stats.columns]
-    stats.insert(0, "runs", groups.size())
+    groups = histories.groupby(["model", "epoch"], sort=False)[list(CURVE_QUANTITIES)]
+    mean, std = groups.mean().add_suffix("_mean"), groups.std(ddof=0).add_suffix("_std")
+    stats = pd.concat([groups.size().rename("runs"), mean, std], axis=1)
+    stats = stats[["runs", *(f"{q}_{s}" for q in CURVE_QUANTITIES for s in ("mean", "std"))]]
     order = {m: i for i, m in enumerate(pd.unique(histories["model"]))}
     stats = stats.reset_index()
     return stats.sort_values(["model", "epoch"], key=lambda c: c.map(order) if c.name == "model" else c,
@@ -148,7 +148,7 @@ def learning_curves_figure(histories: pd.DataFrame, title: str):
     for ax in axes[1]:
         ax.set_xlabel("Epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    runs = histories.groupby("model", sort=False)[["seed", "fold"]].apply(lambda g: len(g.drop_duplicates()))
+    runs = histories.drop_duplicates(["model", "seed", "fold"]).groupby("model", sort=False).size()
     figure.suptitle(f"{title} — mean ± std over {_runs_text(runs)} per model")
     figure.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right upper", title="Model")
     return figure
@@ -274,7 +274,8 @@ def pe_pairs(configs: Mapping[str, Mapping]) -> list[tuple[str, str, str]]:
 
 def pe_bars_figure(table: pd.DataFrame, pairs: Sequence[Sequence[str]], title: str):
     """Paired bars per architecture: test score mean ± std without (gid ``bar_nope_<i>``) and with
-    (``bar_pe_<i>``) positional encodings, for the ``pairs`` (``pe_pairs``) in order."""
+    (``bar_pe_<i>``) positional encodings, for the ``pairs`` (``pe_pairs``) in order. A tick names the
+    architecture, and the model without PE where the architecture has several pairs."""
     if not pairs:
         raise DataError(f"'{title}': no model pairs without / with positional encodings to plot")
     rows = table.set_index(table["model"].astype(str))
@@ -295,8 +296,10 @@ def pe_bars_figure(table: pd.DataFrame, pairs: Sequence[Sequence[str]], title: s
                       yerr=[r["test_metric_std"] for r in part], color=colour, label=name, **error)
         for i, bar in enumerate(bars):
             bar.set_gid(f"{gid}_{i}")
-    ax.set_xticks(x, [f"{arch}\n{a} / {b}" for arch, a, b in pairs])
-    ax.set_xlabel("Architecture (model without / with PE)")
+    architectures = [pair[0] for pair in pairs]
+    ticks = [arch if architectures.count(arch) == 1 else f"{arch} ({plain})" for arch, plain, _ in pairs]
+    ax.set_xticks(x, ticks, rotation=30 if len(pairs) > 4 else 0, ha="right" if len(pairs) > 4 else "center")
+    ax.set_xlabel("Architecture")
     ax.set_ylabel(f"Test {metric} (mean ± std)")
     ax.set_xlim(-0.8, len(pairs) - 0.2)
     ax.set_title(title)
