@@ -1,8 +1,9 @@
-"""gnnbench workflow: dataset → positional encodings → splits → training runs → tables.
+"""gnnbench workflow: dataset → positional encodings → splits → training runs → tables, figures.
 
     snakemake --cores 2                                   # the suite in config/config.yaml
     snakemake --cores 2 results/runs/CSL/GCN-PE/seed41/fold0/metrics.json   # one run and what it needs
     snakemake --cores 2 --configfile config/suites/pitfalls.yaml            # another suite (replaces the default)
+    snakemake --report report.html                        # after a run: the HTML report of its results
 """
 
 import os
@@ -14,6 +15,10 @@ from gnnbench.config.suite import load_suite
 from gnnbench.errors import GnnbenchError
 
 min_version("9.0")
+
+
+# `snakemake --report report.html` after the run: this text, then the figures and tables marked with report()
+report: "workflow/report/workflow.rst"
 
 
 # A suite given with --configfile replaces the default suite: Snakemake would deep-merge it into the workflow's
@@ -39,6 +44,7 @@ include: "workflow/rules/training.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/significance.smk"
 include: "workflow/rules/fair_comparison.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
@@ -46,3 +52,4 @@ rule all:
     input:
         SUITE.table_files(),
         SUITE.significance_files(),
+        SUITE.report_files(),

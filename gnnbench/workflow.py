@@ -9,12 +9,14 @@ from collections.abc import Callable
 from gnnbench.errors import GnnbenchError
 
 
-def run_step(smk, step: Callable[[], object]) -> None:
+def run_step(smk, step: Callable[[], object], torch_threads: bool = True) -> None:
     """Run ``step`` for the rule behind the ``snakemake`` object ``smk``.
 
     Logs go to stderr and to the rule's ``log`` file; a user-fixable error is written there as one line and
     the job exits with status 1 (Snakemake then removes the job's incomplete outputs); a training run stopped by
-    SIGTERM exits with 143 after saving its checkpoint, and the retried job resumes from it.
+    SIGTERM exits with 143 after saving its checkpoint, and the retried job resumes from it. With
+    ``torch_threads`` (steps that train) torch's thread count is set to the job's threads; steps that only read
+    tables and draw pass False and never import torch.
     """
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if smk.log:
@@ -22,7 +24,7 @@ def run_step(smk, step: Callable[[], object]) -> None:
     logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        if smk.threads:
+        if torch_threads and smk.threads:
             import torch
 
             torch.set_num_threads(smk.threads)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import csv
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from gnnbench.data.batching import GraphLoader, model_dtypes
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
@@ -163,3 +167,47 @@ def randomise_batch_norms(model, seed: int = 1):
                 module.weight.copy_(torch.randn(n, generator=gen))
                 module.bias.copy_(torch.randn(n, generator=gen))
     return model
+
+
+# ------------------------------------------------------------------------------------------------ workflow
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TINY = {  # a small suite run end to end once per session (tests/test_workflow.py, tests/test_report.py)
+    "threads_per_run": 1,
+    "datasets": {
+        "CSL": {"generator": "csl", "seed": 2, "params": {"copies_per_class": 5}},
+        "PATTERN": {"generator": "sbm_pattern", "seed": 2,
+                    "params": {"num_train": 6, "num_val": 2, "num_test": 2, "num_patterns": 2}},
+    },
+    "benchmarks": {
+        "CSL": {"seeds": [1], "folds": [0, 1],
+                "set": {"epochs": 2, "L": 2, "hidden_dim": 16, "out_dim": 16, "batch_size": 16},
+                "models": {"GCN-PE": "CSL_graph_classification_GCN_CSL_PE_100k",
+                           "MLP": "CSL_graph_classification_MLP_CSL_100k",
+                           "GCN": "CSL_graph_classification_GCN_CSL_100k"}},
+        "PATTERN": {"seeds": [1, 2], "set": {"epochs": 1, "L": 2, "hidden_dim": 16, "out_dim": 16, "batch_size": 4},
+                    "models": {"GatedGCN": "SBMs_node_clustering_GatedGCN_PATTERN_100k"}},
+    },
+}
+
+
+def snakemake(workdir, *args, config=TINY, timeout=600):
+    """Run the repository's workflow on ``config`` (written to ``workdir``/suite.yaml) in ``workdir``."""
+    (workdir / "suite.yaml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    stats = output.split("Job stats:", 1)[1]
+    return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if m[0] != "total"}
+
+
+@pytest.fixture(scope="session")
+def tiny_workflow(tmp_path_factory):
+    """``TINY`` planned (``-n``) and run once: (workdir, dry-run result, run result)."""
+    workdir = tmp_path_factory.mktemp("workflow")
+    dry = snakemake(workdir, "-n")
+    result = snakemake(workdir)
+    return workdir, dry, result

@@ -54,3 +54,13 @@ def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_direc
                             f"print(len(load_suite_file({str(REPO_ROOT / 'config' / 'suites' / 'pitfalls.yaml')!r})"
                             ".benchmarks))"], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.strip() == "14", check.stderr
+    # the report's figures and pages come from the installed package too (they read no file of the checkout)
+    draw = subprocess.run([sys.executable, "-c", "import pandas as pd; from gnnbench.reporting import plots, report; "
+                           "t = pd.DataFrame({'model': ['A'], 'metric': ['mae'], 'test_metric_mean': [1.0], "
+                           "'test_metric_std': [0.1]}); t.to_parquet('t.parquet'); "
+                           "plots.score_bars('t.parquet', 'D', 'b.png', 'b.svg'); "
+                           "print(plots.__file__, report.markdown_to_html('| a |\\n|---|\\n| 1 |', 'x').count('<td'))"],
+                          cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert draw.returncode == 0, draw.stderr
+    assert draw.stdout.startswith(str(target)) and draw.stdout.split()[-1] == "1"
+    assert (elsewhere / "b.svg").read_text().lstrip().startswith("<?xml")

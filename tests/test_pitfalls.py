@@ -203,7 +203,8 @@ def test_a_suite_file_replaces_the_default_suite_instead_of_merging_into_it(tmp_
     dry = subprocess.run([*base, "-n", "--directory", str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
     jobs = {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", dry.stdout.split("Job stats:")[1], flags=re.M)}
-    assert jobs == {"dataset": 1, "laplacian_pe": 1, "splits": 1, "train": 1, "aggregate": 1, "all": 1, "total": 6}
+    assert jobs == {"dataset": 1, "laplacian_pe": 1, "splits": 1, "train": 1, "aggregate": 1, "learning_curves": 1,
+                    "score_bars": 1, "table_page": 1, "suite_report": 1, "all": 1, "total": 10}
     run = subprocess.run([*base, "--directory", str(tmp_path), "results/runs/CSL/GCN-PE/seed14/fold0/metrics.json"],
                          cwd=REPO_ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]

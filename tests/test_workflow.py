@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -11,58 +10,27 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
+from conftest import TINY, job_counts, snakemake
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+RUNS = ["CSL/GCN-PE/seed1/fold0", "CSL/GCN-PE/seed1/fold1", "CSL/MLP/seed1/fold0", "CSL/MLP/seed1/fold1",
+        "CSL/GCN/seed1/fold0", "CSL/GCN/seed1/fold1", "PATTERN/GatedGCN/seed1/fold0", "PATTERN/GatedGCN/seed2/fold0"]
 
 
 pytestmark = pytest.mark.slow
 
-TINY = {
-    "threads_per_run": 1,
-    "datasets": {
-        "CSL": {"generator": "csl", "seed": 2, "params": {"copies_per_class": 5}},
-        "PATTERN": {"generator": "sbm_pattern", "seed": 2,
-                    "params": {"num_train": 6, "num_val": 2, "num_test": 2, "num_patterns": 2}},
-    },
-    "benchmarks": {
-        "CSL": {"seeds": [1], "folds": [0, 1],
-                "set": {"epochs": 2, "L": 2, "hidden_dim": 16, "out_dim": 16, "batch_size": 16},
-                "models": {"GCN-PE": "CSL_graph_classification_GCN_CSL_PE_100k",
-                           "MLP": "CSL_graph_classification_MLP_CSL_100k"}},
-        "PATTERN": {"seeds": [1, 2], "set": {"epochs": 1, "L": 2, "hidden_dim": 16, "out_dim": 16, "batch_size": 4},
-                    "models": {"GatedGCN": "SBMs_node_clustering_GatedGCN_PATTERN_100k"}},
-    },
-}
-RUNS = ["CSL/GCN-PE/seed1/fold0", "CSL/GCN-PE/seed1/fold1", "CSL/MLP/seed1/fold0", "CSL/MLP/seed1/fold1",
-        "PATTERN/GatedGCN/seed1/fold0", "PATTERN/GatedGCN/seed2/fold0"]
-
-
-def snakemake(workdir, *args, config=TINY, timeout=600):
-    (workdir / "suite.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-
-
-def job_counts(output: str) -> dict[str, int]:
-    stats = output.split("Job stats:", 1)[1]
-    return {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if m[0] != "total"}
-
 
 @pytest.fixture(scope="module")
-def full_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("workflow")
-    dry = snakemake(workdir, "-n")
-    result = snakemake(workdir)
-    return workdir, dry, result
+def full_run(tiny_workflow):
+    return tiny_workflow
 
 
 def test_dry_run_shows_the_whole_dag(full_run):
     _, dry, _ = full_run
     assert dry.returncode == 0, dry.stderr
-    assert job_counts(dry.stdout + dry.stderr) == {"dataset": 2, "laplacian_pe": 1, "splits": 2, "train": 6,
-                                                   "aggregate": 2, "significance": 1, "all": 1}
+    assert job_counts(dry.stdout + dry.stderr) == {"dataset": 2, "laplacian_pe": 1, "splits": 2, "train": 8,
+                                                   "aggregate": 2, "significance": 1, "learning_curves": 2, "score_bars": 2,
+                                                   "pe_bars": 1, "table_page": 2, "suite_report": 1, "all": 1}
 
 
 def test_full_run_writes_every_stage(full_run):
@@ -82,9 +50,9 @@ def test_full_run_writes_every_stage(full_run):
         assert (results / "runs" / run / "history.parquet").is_file()
         assert (results / "logs" / "train" / f"{run}.log").read_text().count("epoch ") == metrics["epochs"]
     csl = pd.read_csv(results / "tables" / "CSL.csv")
-    assert csl["model"].tolist() == ["GCN-PE", "MLP"] and csl["runs"].tolist() == [2, 2]
+    assert csl["model"].tolist() == ["GCN", "GCN-PE", "MLP"] and csl["runs"].tolist() == [2, 2, 2]
     gcn_pe = [json.loads((results / "runs" / r / "metrics.json").read_text())["test"]["metric"] for r in RUNS[:2]]
-    assert csl["test_metric_mean"].iloc[0] == pytest.approx(sum(gcn_pe) / 2)
+    assert csl.set_index("model").loc["GCN-PE", "test_metric_mean"] == pytest.approx(sum(gcn_pe) / 2)
     assert (results / "tables" / "PATTERN.md").read_text().startswith("## PATTERN")
 
 

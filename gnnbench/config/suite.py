@@ -20,6 +20,8 @@ Output layout (paths relative to the working directory)::
     results/baselines/{dataset}/knn_k2.json                    (TSP: the k-NN heuristic, scored like a run)
     results/tables/{dataset}.csv, .md, .parquet                 (+ results/plots/, suite-wide tables per protocol)
     results/tables/{dataset}_significance.csv, .md, .parquet    (paired tests between the models)
+    results/plots/{dataset}_{curves,bars,pe}.{png,svg}           figures of the report (plot_files)
+    results/report/suite.{yaml,html}, results/report/tables/{table}.html   report pages (report_files)
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ LABEL_SHARD_FILE = "results/datasets/{dataset}/label_shards/{shard}.parquet"
 KNN_BASELINE_FILE = "results/baselines/{dataset}/knn_k{k}.json"
 SIGNIFICANCE_FILE = "results/tables/{dataset}_significance.{ext}"
 KNN_BASELINE_K = 2  # the paper's TSP k-NN heuristic (F1 0.693)
+PLOT_FILE = "results/plots/{dataset}_{kind}.{ext}"  # kind: curves, bars, pe (the pitfalls box plot: {dataset}.*)
+PLOT_FORMATS = ("png", "svg")
+TABLE_PAGE = "results/report/tables/{table}.html"  # a Markdown table as an HTML page of the report
+SUITE_REPORT = "results/report/suite.{ext}"  # the suite's parameters (yaml, html)
 SHARDED_GENERATORS = ("tsp",)  # generators whose labelling runs as one job per shard
 DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
 # What each stage's jobs ask a scheduler for (config key `resources`; runtime in minutes). The `train` defaults
@@ -202,6 +208,42 @@ class Suite:
         models: ``results/tables/{dataset}_significance.{csv,md,parquet}``."""
         return [SIGNIFICANCE_FILE.format(dataset=name, ext=ext) for name, b in self.benchmarks.items()
                 if len(b.models) >= 2 for ext in ("csv", "md", "parquet")]
+
+
+    # ------------------------------------------------------------------------------------------ report
+
+    def pe_pairs(self, dataset: str) -> list[tuple[str, str, str]]:
+        """(architecture, label without PE, label with PE) of a benchmarking-gnns benchmark's models whose configs
+        differ by Laplacian positional encodings (:func:`gnnbench.reporting.plots.pe_pairs`); else none."""
+        from gnnbench.reporting.plots import pe_pairs
+
+        benchmark = self.benchmarks.get(dataset)
+        if not isinstance(benchmark, BenchmarkingGNNsBenchmark):
+            return []
+        return pe_pairs({label: model.config for label, model in benchmark.models.items()})
+
+    def plot_kinds(self, dataset: str) -> list[str]:
+        """Figures of a benchmark beside its tables: learning curves, score bars and — where models pair without /
+        with PE — the PE comparison (benchmarking-gnns); score bars (fair-comparison); none for pitfalls, whose
+        table rule draws the box plot."""
+        protocol = self.benchmarks[dataset].protocol
+        if protocol == "benchmarking-gnns":
+            return ["curves", "bars"] + (["pe"] if self.pe_pairs(dataset) else [])
+        return ["bars"] if protocol == "fair-comparison" else []
+
+    def plot_files(self) -> list[str]:
+        """The figure files of every benchmark (``results/plots/{dataset}_{kind}.{png,svg}``)."""
+        return [PLOT_FILE.format(dataset=dataset, kind=kind, ext=ext) for dataset in self.benchmarks
+                for kind in self.plot_kinds(dataset) for ext in PLOT_FORMATS]
+
+    def table_names(self) -> list[str]:
+        """Names of the Markdown tables a full run writes (``results/tables/{name}.md``)."""
+        return [Path(f).stem for f in self.table_files() + self.significance_files() if f.endswith(".md")]
+
+    def report_files(self) -> list[str]:
+        """What the HTML report shows beyond the tables: figures, the tables as HTML pages, the suite."""
+        return (self.plot_files() + [TABLE_PAGE.format(table=name) for name in self.table_names()]
+                + [SUITE_REPORT.format(ext=ext) for ext in ("yaml", "html")])
 
 
 def load_suite_file(path: str | os.PathLike) -> Suite:

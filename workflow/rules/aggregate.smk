@@ -24,7 +24,13 @@ rule aggregate:
         runs=lambda wc: SUITE.metrics_files(wc.dataset) + SUITE.baseline_files(wc.dataset),
         meta="results/datasets/{dataset}/meta.json",
     output:
-        csv="results/tables/{dataset}.csv",
+        csv=report(
+            "results/tables/{dataset}.csv",
+            caption="../report/table_csv.rst",
+            category="{dataset}",
+            subcategory="Tables",
+            labels={"table": "{dataset}", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/{dataset}.md",
         parquet="results/tables/{dataset}.parquet",
     wildcard_constraints:
@@ -45,11 +51,23 @@ rule pitfalls_tables:
         runs=lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
         meta="results/datasets/{dataset}/meta.json",
     output:
-        csv="results/tables/{dataset}.csv",
+        csv=report(
+            "results/tables/{dataset}.csv",
+            caption="../report/table_csv.rst",
+            category="{dataset}",
+            subcategory="Tables",
+            labels={"table": "{dataset}", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/{dataset}.md",
         parquet="results/tables/{dataset}.parquet",
         png="results/plots/{dataset}.png",
-        svg="results/plots/{dataset}.svg",
+        svg=report(
+            "results/plots/{dataset}.svg",
+            caption="../report/boxplot.rst",
+            category="{dataset}",
+            subcategory="Figures",
+            labels={"figure": "test accuracy of every run (box plot)"},
+        ),
     wildcard_constraints:
         dataset=_alternatives(PITFALLS_DATASETS),
     params:
@@ -68,7 +86,13 @@ rule pitfalls_summary:
     input:
         summary_inputs([SUITE.benchmarks[d] for d in PITFALLS_DATASETS]),
     output:
-        csv="results/tables/pitfalls.csv",
+        csv=report(
+            "results/tables/pitfalls.csv",
+            caption="../report/table_csv.rst",
+            category="Suite",
+            subcategory="Tables",
+            labels={"table": "pitfalls", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/pitfalls.md",
         parquet="results/tables/pitfalls.parquet",
     log:
@@ -84,7 +108,13 @@ rule pitfalls_split_ranking:
     input:
         [f for pair in ranking_pairs(SUITE.benchmarks) for d in pair for f in SUITE.benchmarks[d].run_files()],
     output:
-        csv="results/tables/pitfalls_split_ranking.csv",
+        csv=report(
+            "results/tables/pitfalls_split_ranking.csv",
+            caption="../report/table_csv.rst",
+            category="Suite",
+            subcategory="Tables",
+            labels={"table": "pitfalls_split_ranking", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/pitfalls_split_ranking.md",
         parquet="results/tables/pitfalls_split_ranking.parquet",
     params:

@@ -2,6 +2,7 @@
 import re
 
 from gnnbench.config.suite import DATASET_DIR, PE_FILE, SPLITS_FILE
+from gnnbench.reporting.report import suite_description
 
 
 def _alternatives(names):
@@ -58,3 +59,23 @@ def significance_finals(dataset):
         return None
     return {label: list(zip(benchmark.folds, files["finals"]))
             for label, files in benchmark.report_inputs().items()}
+# report (workflow/rules/report.smk): which datasets get which figure, where each table goes in the report
+PLOT_DATASETS = {kind: [d for d in SUITE.benchmarks if kind in SUITE.plot_kinds(d)] for kind in ("curves", "bars", "pe")}
+TABLE_NAMES = SUITE.table_names()
+
+
+def table_category(name):
+    """Report category of a table: its dataset (also for {dataset}_folds, {dataset}_significance), else the
+    suite-wide summaries."""
+    if name in SUITE.benchmarks:
+        return name
+    for suffix in ("_folds", "_significance"):
+        base = name.removesuffix(suffix)
+        if base != name and base in SUITE.benchmarks:
+            return base
+    return "Suite"
+
+
+def table_protocol(name):
+    benchmark = SUITE.benchmarks.get(table_category(name))
+    return benchmark.protocol if benchmark is not None else name.split("_", 1)[0]

@@ -72,10 +72,22 @@ rule fc_tables:
         selections=lambda wc: SUITE.benchmarks[wc.dataset].selection_files(),
         finals=lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
     output:
-        csv="results/tables/{dataset}.csv",
+        csv=report(
+            "results/tables/{dataset}.csv",
+            caption="../report/table_csv.rst",
+            category="{dataset}",
+            subcategory="Tables",
+            labels={"table": "{dataset}", "format": "Raw CSV (download)"},
+        ),
         md="results/tables/{dataset}.md",
         parquet="results/tables/{dataset}.parquet",
-        folds_csv="results/tables/{dataset}_folds.csv",
+        folds_csv=report(
+            "results/tables/{dataset}_folds.csv",
+            caption="../report/table_csv.rst",
+            category="{dataset}",
+            subcategory="Tables",
+            labels={"table": "{dataset}_folds", "format": "Raw CSV (download)"},
+        ),
         folds_md="results/tables/{dataset}_folds.md",
         folds_parquet="results/tables/{dataset}_folds.parquet",
     wildcard_constraints:
