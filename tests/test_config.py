@@ -20,38 +20,35 @@ DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 def test_default_suite_resolves_to_the_expected_runs():
     suite = load_suite(DEFAULT)
     runs = suite.runs()
-    # PATTERN: 8 models, CLUSTER: 3, TSP: 5, GraphTheoryProp: 2, MNIST-digits: 3 (× 2 seeds); CSL: 6 × 2 seeds × 5 folds
-    assert len(runs) == (8 + 3 + 5 + 2 + 3) * 2 + 6 * 2 * 5
-    assert len(suite.label_shard_files("TSP")) == 3 and suite.baseline_files("TSP") == [
-        "results/baselines/TSP/knn_k2.json"]
+    # PATTERN: 3 models × 4 seeds, MNIST-digits: 3 × 2 seeds; CSL: 2 models × 2 seeds × 5 folds
+    assert len(runs) == 3 * 4 + 3 * 2 + 2 * 2 * 5
     assert suite.raw_files("MNIST-digits") == []  # the offline superpixel variant downloads nothing
-    fitted = suite.run_config("PATTERN", "GIN-fit-50k", 41)
-    assert fitted["model"] == "GIN" and fitted["L"] == 4 and fitted["hidden_dim"] < 110  # narrower than the 100k
     assert {r["fold"] for r in suite.runs("CSL")} == set(range(5))
     assert suite.pe_dim("CSL", "GCN-PE") == 20 and suite.pe_dim("CSL", "GCN") is None
-    config = suite.run_config("PATTERN", "GatedGCN", 95)
-    assert config["seed"] == 95 and config["epochs"] == 3 and config["batch_size"] == 32
-    assert config["hidden_dim"] == 70 and config["init_lr"] == 1e-3  # from the published preset
-    assert suite.table_files()[:3] == ["results/tables/PATTERN.csv", "results/tables/PATTERN.md",
-                                       "results/tables/PATTERN.parquet"]
-    assert suite.metrics_files("CSL")[0] == "results/runs/CSL/MLP/seed14/fold0/metrics.json"
+    config = suite.run_config("PATTERN", "GIN", 95)
+    assert config["seed"] == 95 and config["epochs"] == 8 and config["batch_size"] == 32
+    assert config["hidden_dim"] == 110 and config["init_lr"] == 1e-3  # from the published preset
+    assert suite.table_files()[:3] == ["results/tables/CSL.csv", "results/tables/CSL.md", "results/tables/CSL.parquet"]
+    assert suite.metrics_files("CSL")[0] == "results/runs/CSL/GCN/seed14/fold0/metrics.json"
     assert suite.datasets["CSL"].split == {"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25,
                                            "seed": 1}
     assert suite.datasets["PATTERN"].split == {"scheme": "given"}
     assert suite.device == "auto" and suite.threads_per_run == 1
-    csbm = suite.benchmarks["CSBM"]  # the pitfalls block: 10 models, 4 splits in one job each, 4 inits (LabelProp: 1)
+    csbm = suite.benchmarks["CSBM"]  # the pitfalls block: 10 models, 8 splits in one job each, 2 inits (LabelProp: 1)
     assert csbm.protocol == "pitfalls" and len(csbm.models) == 10 and csbm.num_chunks == 1
-    assert csbm.model_inits("GCN") == 4 and csbm.model_inits("LabelProp") == 1
-    assert suite.datasets["CSBM"].split == {"scheme": "random_per_class", "splits": 4, "train_per_class": 20,
+    assert csbm.model_inits("GCN") == 2 and csbm.model_inits("LabelProp") == 1
+    assert suite.datasets["CSBM"].split == {"scheme": "random_per_class", "splits": 8, "train_per_class": 20,
                                             "val_per_class": 30, "seed": 2018}
     assert csbm.models["GAT"].config["num_heads"] == [8, 1] and csbm.models["GAT"].config["num_epochs"] == 100_000
     assert suite.table_files()[-11:] == ["results/plots/CSBM.png", "results/plots/CSBM.svg"] + [
         f"results/tables/GRAPH-FAMILIES{part}.{ext}" for part in ("", "_folds") for ext in ("csv", "md", "parquet")] + [
         "results/tables/pitfalls.csv", "results/tables/pitfalls.md", "results/tables/pitfalls.parquet"]
-    families = suite.benchmarks["GRAPH-FAMILIES"]  # the fair-comparison block: 3 outer folds, tiny grids
-    assert families.protocol == "fair-comparison" and families.folds == [0, 1, 2] and families.final_runs == 2
+    families = suite.benchmarks["GRAPH-FAMILIES"]  # the fair-comparison block: 5 outer folds, tiny grids
+    assert families.protocol == "fair-comparison" and families.folds == [0, 1, 2, 3, 4] and families.final_runs == 2
     assert {m: len(g) for m, g in families.grids.items()} == {"Baseline": 2, "GIN": 4}
     assert {c["early_stopping"] for c in families.grids["GIN"]} == {"accuracy", "loss"}
+    # every benchmark has two or more models: each gets its paired-significance table
+    assert len(suite.significance_files()) == 3 * len(suite.benchmarks) == 15
 
 
 def test_run_config_layers_preset_overrides_and_coerces_strings():
@@ -81,7 +78,7 @@ BAD_CONFIGS = [
      "benchmarks.ZINC: unknown dataset 'ZINC'; define it under datasets"),
     ("datasets.CSL.generator", "csl2", "datasets.CSL.generator: unknown generator 'csl2'; choose one of"),
     ("datasets.PATTERN.params.num_trian", 5, "datasets.PATTERN.params.num_trian: unknown parameter of generator"),
-    ("datasets.CLUSTER.params.p", 1.5, "datasets.CLUSTER.params.p: expected a probability in [0, 1], got 1.5"),
+    ("datasets.PATTERN.params.p", 1.5, "datasets.PATTERN.params.p: expected a probability in [0, 1], got 1.5"),
     ("benchmarks.PATTERN.models.GCN", "SBMs_node_clustering_GCN_PATERN_100k",
      "unknown preset 'SBMs_node_clustering_GCN_PATERN_100k'; did you mean SBMs_node_clustering_GCN_PATTERN_100k"),
     ("benchmarks.PATTERN.set", {"hiden_dim": 64}, "benchmarks.PATTERN.models.MLP.hiden_dim: unknown config key "
@@ -152,4 +149,4 @@ def test_config_files_that_are_missing_or_not_yaml(tmp_path):
     with pytest.raises(ConfigError, match="is not valid YAML"):
         load_suite_file(bad)
     assert load_suite_file(Path(REPO_ROOT / "config" / "config.yaml")).benchmarks.keys() == {
-        "PATTERN", "CLUSTER", "CSL", "TSP", "GraphTheoryProp", "MNIST-digits", "CSBM", "GRAPH-FAMILIES"}
+        "PATTERN", "CSL", "MNIST-digits", "CSBM", "GRAPH-FAMILIES"}
