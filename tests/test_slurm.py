@@ -269,6 +269,7 @@ def test_a_group_job_is_sized_to_fit_the_largest_node(fitted_run):
     assert re.search(rf"--cores {cpus}\b", group), group  # the group job's Snakemake uses what it was given
 
 
+@pytest.mark.slow
 def test_a_rule_asking_for_more_cpus_than_any_node_is_a_one_line_error(cluster, tmp_path):
     cpus, _ = _largest_node()
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(cpu_only_suite(runs=2, cpus=cpus + 1)))
@@ -331,6 +332,7 @@ def test_profile_keys_are_options_snakemake_accepts(name):
         assert "--slurm-init-seconds-before-status-checks" in options  # the plugin is installed
 
 
+@pytest.mark.slow
 def test_slurm_profile_dry_run_needs_no_cluster(tmp_path):
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(tiny_default_suite()))
     result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
