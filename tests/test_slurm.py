@@ -340,3 +340,15 @@ def test_slurm_profile_dry_run_needs_no_cluster(tmp_path):
                              "-n"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert re.search(r"^train\s+4$", result.stdout, re.M), result.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_the_default_suite_plans_under_the_slurm_profile(tmp_path):
+    """Every protocol of config/config.yaml under the profile's groups: fair-comparison's final runs depend on its
+    inner runs through fc_select, so the two may not share a group (Snakemake: "Group ... depends on itself")."""
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
+                             str(tmp_path), "--profile", str(PROFILE), "-n"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for rule in ("train", "train_inits", "fc_inner", "fc_final"):
+        assert re.search(rf"^{rule}\s+\d+$", result.stdout, re.M), rule
