@@ -13,6 +13,7 @@ from snakemake.utils import min_version
 
 from gnnbench.config.suite import load_suite
 from gnnbench.errors import GnnbenchError
+from gnnbench.slurm import fit_to_cluster
 
 min_version("9.0")
 
@@ -45,6 +46,16 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/significance.smk"
 include: "workflow/rules/fair_comparison.smk"
 include: "workflow/rules/report.smk"
+
+
+# On SLURM (--profile workflow/profiles/slurm): refuse a rule that asks for more than any node has, size group
+# jobs to fit the largest node, and cancel (with one line in the log) a job that can never start
+# (gnnbench/slurm.py). Runs before the first job is submitted; nothing happens with other executors.
+onstart:
+    try:
+        fit_to_cluster(workflow)
+    except GnnbenchError as exc:
+        sys.exit(f"gnnbench: error: {exc}")
 
 
 rule all:

@@ -47,13 +47,38 @@ def _key_values(pairs: list[str] | None) -> dict:
     return out
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose epilog can be made when the help is shown (``epilog_factory``), so that e.g. the
+    generator registry is imported only for ``gnnbench generate --help``."""
+
+    def __init__(self, *args, epilog_factory=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.epilog_factory = epilog_factory
+
+    def format_help(self) -> str:
+        if self.epilog_factory is not None:
+            self.epilog = self.epilog_factory()
+        return super().format_help()
+
+
+def _generators_epilog() -> str:
+    """Every registered generator with its one-line description."""
+    from gnnbench.data.generators import generator_names, get_generator
+
+    names = generator_names()
+    width = max(map(len, names))
+    lines = [f"  {name:<{width}}  {' '.join(get_generator(name).description.split())}" for name in names]
+    return "generators (parameters and defaults: README, \"Changing the suite\"):\n" + "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gnnbench", description="Reproducible GNN benchmarking.")
+    parser = _Parser(prog="gnnbench", description="Reproducible GNN benchmarking.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("generate", help="generate a dataset (graphs.parquet + meta.json)")
-    p.add_argument("generator", help="sbm_pattern, sbm_cluster or csl")
+    p = sub.add_parser("generate", help="generate a dataset (graphs.parquet + meta.json)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog_factory=_generators_epilog)
+    p.add_argument("generator", help="generator name (listed below)")
     p.add_argument("--name", required=True, help="dataset name recorded in meta.json")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="generator parameter")

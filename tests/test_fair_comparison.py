@@ -273,6 +273,7 @@ def test_final_runs_hold_out_and_score_at_the_early_stopping_epoch(families, tmp
 
 # ------------------------------------------------------------------------------------------------ the whole DAG
 
+@pytest.mark.slow
 @needs_real
 def test_enzymes_and_imdb_through_the_workflow_with_the_official_splits(server, tmp_path):
     server.routes["/tu/ENZYMES.zip"] = (SHARED / "tu" / "ENZYMES.zip").read_bytes()

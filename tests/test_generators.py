@@ -645,3 +645,17 @@ def test_csl_custom_copies(tmp_path_factory):
     assert meta.statistics["all"]["label_fraction"] == [0.1] * 10
     for c, s in enumerate(SKIPS):
         assert np.array_equal(_dense(cols, 3 * c), _circulant(41, s))
+
+
+def test_generate_help_lists_every_registered_generator_with_its_description(capsys):
+    from gnnbench.cli import main
+    from gnnbench.data.generators import generator_names, get_generator
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["generate", "--help"])
+    assert exit_info.value.code == 0
+    listed = capsys.readouterr().out.split("generators (", 1)[1].splitlines()[1:]
+    names = generator_names()
+    assert [line.split()[0] for line in listed] == names  # one line each, every generator of the registry
+    for line, name in zip(listed, names, strict=True):
+        assert line.split(None, 1)[1] == " ".join(get_generator(name).description.split())

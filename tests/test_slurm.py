@@ -53,10 +53,10 @@ def tiny_default_suite() -> dict:
     return config
 
 
-def _run(command: list[str], timeout: float) -> subprocess.CompletedProcess:
+def _run(command: list[str], timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run in a new session; if ``timeout`` (the inner `timeout -k` failed) passes, SIGKILL the whole group."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+                               start_new_session=True, env=None if env is None else {**os.environ, **env})
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -195,6 +195,125 @@ def test_the_gpu_request_reaches_sbatch(slurm_run):
     assert "gres/gpu=1" in tres["rule_train_runs_train"] and "gres/gpu" not in tres["rule_dataset"]
 
 
+# ------------------------------------------------------------------------------------ jobs sized to the nodes
+
+
+def _largest_node() -> tuple[int, int]:
+    """CPUs and memory (MB) of the local cluster's largest node."""
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%c %m"], capture_output=True, text=True, timeout=30).stdout
+    return max(tuple(int(v.rstrip("+")) for v in line.split()) for line in out.splitlines())
+
+
+def cpu_only_suite(runs: int, cpus: int = 1) -> dict:
+    """The tiny suite with ``runs`` CPU-only MLP runs (no PE stage): more one-CPU runs than the node has CPUs."""
+    suite = tiny_default_suite()
+    csl = suite["benchmarks"]["CSL"]
+    folds = min(runs, 5)  # CSL has 5 folds
+    suite["benchmarks"]["CSL"] = {**csl, "seeds": list(range(14, 14 + -(-runs // folds))),
+                                  "folds": list(range(folds)), "models": {"MLP": csl["models"]["MLP"]}}
+    suite["resources"]["train"] = {"mem_mb": 500, "runtime": 10, "cpus": cpus, "gpus": 0}
+    return suite
+
+
+def _slurm_snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = SNAKEMAKE_TIMEOUT):
+    """The real Snakefile on ``workdir``'s suite.yaml through the slurm profile; jobs left behind are cancelled."""
+    try:
+        return _run(["timeout", "-s", "INT", "-k", "30", str(timeout), sys.executable, "-m", "snakemake", *args,
+                     "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir), "--configfile",
+                     str(workdir / "suite.yaml"), "--profile", str(PROFILE), "--verbose",
+                     "--slurm-init-seconds-before-status-checks", "2",
+                     "--default-resources", "mem_mb=500", "runtime=10", "slurm_account=root"],
+                    timeout=timeout + 60, env=env)
+    finally:
+        _cancel_jobs_in(workdir)
+
+
+@pytest.fixture(scope="module")
+def fitted_run(slurm_run, tmp_path_factory):
+    """At least ``cpus + 1`` one-CPU runs in one group job; the dataset and splits come from ``slurm_run`` (same suite
+    there), so only the group job runs."""
+    cpus, mem = _largest_node()
+    workdir = tmp_path_factory.mktemp("fitted")
+    for stage in ("datasets", "splits"):
+        shutil.copytree(slurm_run["remote"] / "results" / stage, workdir / "results" / stage)
+    suite = cpu_only_suite(runs=cpus + 1)
+    (workdir / "suite.yaml").write_text(yaml.safe_dump(suite))
+    targets = [f"results/runs/{r['dataset']}/{r['model']}/seed{r['seed']}/fold{r['fold']}/metrics.json"
+               for r in _planned_runs(suite)]
+    result = _slurm_snakemake(workdir, *targets)
+    return {"workdir": workdir, "result": result, "cpus": cpus, "mem": mem, "targets": targets}
+
+
+def _planned_runs(suite: dict) -> list[dict]:
+    from gnnbench.config.suite import load_suite
+
+    return load_suite(suite).runs()
+
+
+@pytest.mark.slow
+def test_a_group_job_is_sized_to_fit_the_largest_node(fitted_run):
+    """More one-CPU runs than the node has CPUs, grouped: without sizing the group job would ask for cpus + 1 CPUs
+    (the profile allows 8) and pend for ever (reason PartitionConfig); sized, it asks for the node's CPUs, trains
+    the runs in waves and completes."""
+    result, cpus, mem = fitted_run["result"], fitted_run["cpus"], fitted_run["mem"]
+    assert result.returncode == 0, result.stdout[-5000:]
+    assert "SLURM group jobs sized to fit node" in result.stdout
+    for target in fitted_run["targets"]:
+        assert (fitted_run["workdir"] / target).is_file(), target
+    [group] = [c for c in re.findall(r"^sbatch call: (.*)$", result.stdout, re.M) if "rule_train_runs_train" in c]
+    assert f" --cpus-per-task={cpus} " in group, group  # all the node has, no more
+    assert int(re.search(r" --mem (\d+) ", group)[1]) <= mem
+    runs = len(fitted_run["targets"])
+    assert runs > cpus and int(re.search(r" -t (\d+) ", group)[1]) == 10 * -(-runs // cpus)  # runtime x waves
+    assert len(re.findall(r"^sbatch call: ", result.stdout, re.M)) == 1  # dataset, splits were there: one job
+    assert re.search(rf"--cores {cpus}\b", group), group  # the group job's Snakemake uses what it was given
+
+
+@pytest.mark.slow
+def test_a_rule_asking_for_more_cpus_than_any_node_is_a_one_line_error(cluster, tmp_path):
+    cpus, _ = _largest_node()
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(cpu_only_suite(runs=2, cpus=cpus + 1)))
+    result = _slurm_snakemake(tmp_path, timeout=120)
+    assert result.returncode != 0
+    errors = [line for line in result.stdout.splitlines() if line.startswith("gnnbench: error:")]
+    assert len(errors) == 1, result.stdout[-3000:]
+    assert f"resources.train.cpus: a train job asks for {cpus + 1} CPUs but the largest node" in errors[0]
+    assert f"has {cpus}; ask for {cpus} or fewer" in errors[0] and "Traceback" not in result.stdout
+    assert "sbatch call" not in result.stdout  # nothing was submitted
+
+
+@pytest.mark.slow
+def test_a_job_that_can_never_start_stops_the_run_with_one_line(fitted_run, tmp_path):
+    """A request the sizing cannot see (here: more tasks than the node has CPUs) pends with reason PartitionConfig;
+    the watchdog cancels it, says why and stops the run instead of leaving Snakemake waiting for ever."""
+    workdir = tmp_path / "w"
+    shutil.copytree(fitted_run["workdir"], workdir, ignore=shutil.ignore_patterns(".snakemake"))
+    begin = time.perf_counter()
+    result = _slurm_snakemake(workdir, fitted_run["targets"][0], "--forcerun", "train", "--retries", "0",
+                              "--set-resources", f"train:tasks={fitted_run['cpus'] + 1}",
+                              env={"GNNBENCH_SLURM_WATCH_SECONDS": "2"}, timeout=180)
+    assert result.returncode != 0 and time.perf_counter() - begin < 150, result.stdout[-3000:]
+    assert re.search(r"^gnnbench: error: SLURM job \d+ \(rule_train_runs_train\) can never start: it is pending "
+                     r"with reason PartitionConfig", result.stdout, re.M), result.stdout[-3000:]
+    assert not (workdir / ".snakemake" / "locks").exists() or not any((workdir / ".snakemake" / "locks").iterdir())
+
+
+def test_requests_are_checked_against_the_nodes_of_their_partition():
+    from gnnbench.errors import ConfigError
+    from gnnbench.slurm import Node, check_requests, largest_node
+
+    nodes = [Node("a", ("cpu",), 2, 4000), Node("b", ("cpu", "big"), 32, 256000), Node("c", ("cpu",), 8, 64000)]
+    assert largest_node(nodes, "cpu").name == "b" and largest_node(nodes, None).name == "b"
+    check_requests({"train": {"threads": 32, "mem_mb": 1000, "slurm_partition": "big"}}, nodes, "cpu")
+    with pytest.raises(ConfigError, match=r"^resources\.dataset\.mem_mb: a dataset job asks for 300000 MB but the "
+                                          r"largest node of SLURM partition 'cpu' \(b\) has 256000 MB"):
+        check_requests({"dataset": {"threads": 1, "mem_mb": 300000}}, nodes, "cpu")
+    with pytest.raises(ConfigError, match=r"^rule aggregate \(threads\): .* --set-threads aggregate=32\)$"):
+        check_requests({"aggregate": {"threads": 64, "mem_mb": None}}, nodes, None)
+    with pytest.raises(ConfigError, match="slurm_partition: SLURM has no partition 'gpu'"):
+        check_requests({"train": {"threads": 1, "slurm_partition": "gpu"}}, nodes, "cpu")
+
+
 # ------------------------------------------------------------------------------------------------ profiles
 
 
@@ -213,6 +332,7 @@ def test_profile_keys_are_options_snakemake_accepts(name):
         assert "--slurm-init-seconds-before-status-checks" in options  # the plugin is installed
 
 
+@pytest.mark.slow
 def test_slurm_profile_dry_run_needs_no_cluster(tmp_path):
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(tiny_default_suite()))
     result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
@@ -220,3 +340,15 @@ def test_slurm_profile_dry_run_needs_no_cluster(tmp_path):
                              "-n"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert re.search(r"^train\s+4$", result.stdout, re.M), result.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_the_default_suite_plans_under_the_slurm_profile(tmp_path):
+    """Every protocol of config/config.yaml under the profile's groups: fair-comparison's final runs depend on its
+    inner runs through fc_select, so the two may not share a group (Snakemake: "Group ... depends on itself")."""
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
+                             str(tmp_path), "--profile", str(PROFILE), "-n"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for rule in ("train", "train_inits", "fc_inner", "fc_final"):
+        assert re.search(rf"^{rule}\s+\d+$", result.stdout, re.M), rule
