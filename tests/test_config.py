@@ -34,10 +34,10 @@ def test_default_suite_resolves_to_the_expected_runs():
                                            "seed": 1}
     assert suite.datasets["PATTERN"].split == {"scheme": "given"}
     assert suite.device == "auto" and suite.threads_per_run == 1
-    csbm = suite.benchmarks["CSBM"]  # the pitfalls block: 10 models, 8 splits in one job each, 2 inits (LabelProp: 1)
+    csbm = suite.benchmarks["CSBM"]  # the pitfalls block: 10 models, 12 splits in one job each, 2 inits (LabelProp: 1)
     assert csbm.protocol == "pitfalls" and len(csbm.models) == 10 and csbm.num_chunks == 1
     assert csbm.model_inits("GCN") == 2 and csbm.model_inits("LabelProp") == 1
-    assert suite.datasets["CSBM"].split == {"scheme": "random_per_class", "splits": 8, "train_per_class": 20,
+    assert suite.datasets["CSBM"].split == {"scheme": "random_per_class", "splits": 12, "train_per_class": 20,
                                             "val_per_class": 30, "seed": 2018}
     assert csbm.models["GAT"].config["num_heads"] == [8, 1] and csbm.models["GAT"].config["num_epochs"] == 100_000
     assert suite.table_files()[-11:] == ["results/plots/CSBM.png", "results/plots/CSBM.svg"] + [

@@ -36,7 +36,7 @@ def test_p_values_are_scipys_on_hand_made_pairs():
     assert row["wilcoxon_p"] == pytest.approx(wilcoxon(a - b).pvalue)
     assert row["ttest_p"] == pytest.approx(ttest_rel(a, b).pvalue)
     assert row["wilcoxon_p_holm"] == row["wilcoxon_p"]  # one pair: nothing to adjust
-    assert row["verdict"] == "A better"
+    assert row["verdict_test"] == "wilcoxon" and row["verdict"] == "A better (Wilcoxon)"  # 8 pairs: 2/2^8 < 0.05
 
 
 def test_holm_by_hand():
@@ -68,9 +68,9 @@ def test_pairs_use_only_shared_units_and_orientation_follows_the_metric():
     assert (row["pairs"], row["dropped_units"]) == (7, 2)
     x, y = np.array([a[u] for u in range(7)]), np.array([b[u] for u in range(7)])
     assert row["wilcoxon_p"] == pytest.approx(wilcoxon(x - y).pvalue) == pytest.approx(2 / 2**7)
-    assert row["mean_difference"] == pytest.approx((x - y).mean()) and row["verdict"] == "A better"
+    assert row["mean_difference"] == pytest.approx((x - y).mean()) and row["verdict"] == "A better (Wilcoxon)"
     flipped = S.paired_tests(scores(A=a, B=b), higher_is_better=True).iloc[0]
-    assert flipped["verdict"] == "B better"
+    assert flipped["verdict"] == "B better (Wilcoxon)"
 
 
 def test_degenerate_differences_and_the_small_sample_floor():
@@ -80,10 +80,27 @@ def test_degenerate_differences_and_the_small_sample_floor():
     shifted = S.paired_tests(scores(A={u: u + 1.0 for u in range(5)}, B={u: float(u) for u in range(5)}), True)
     row = shifted.iloc[0]
     assert row["ttest_p"] == 0.0  # constant non-zero difference: t = ∞
-    # five pairs all in A's favour: the smallest two-sided exact p, 2 / 2^5 = 0.0625 > 0.05
-    assert row["wilcoxon_p"] == pytest.approx(2 / 2**5) and row["verdict"].startswith("no significant")
+    # five pairs all in A's favour: the smallest two-sided exact p, 2 / 2^5 = 0.0625 > 0.05, so the rank test
+    # cannot decide, and the t-test's infinite t on constant differences means nothing
+    assert row["wilcoxon_p"] == pytest.approx(2 / 2**5) and row["verdict"] == "too few pairs to tell (n = 5)"
     one = S.paired_tests(scores(A={0: 1.0}, B={1: 2.0}), True).iloc[0]
-    assert one["pairs"] == 0 and np.isnan(one["wilcoxon_p"]) and one["verdict"].startswith("no significant")
+    assert one["pairs"] == 0 and np.isnan(one["wilcoxon_p"]) and one["verdict"] == "too few pairs to tell (n = 0)"
+
+
+def test_too_few_pairs_for_the_rank_test_fall_back_on_the_paired_t_test():
+    # four seeds, as P1's protocol: MLP constant (as on PATTERN), GCN varying around 83 — Wilcoxon's floor is 0.125
+    mlp, gcn = [51.0, 51.0, 51.0, 51.0], [83.0, 82.0, 85.0, 84.0]
+    close = [83.5, 81.0, 85.5, 83.0]  # differences to GCN of both signs
+    table = S.paired_tests(scores(MLP=dict(enumerate(mlp)), GCN=dict(enumerate(gcn)), GIN=dict(enumerate(close))),
+                           True)
+    rows = table.set_index(["model_a", "model_b"])
+    assert rows.loc[("MLP", "GCN"), "wilcoxon_p"] == pytest.approx(0.125)
+    t = np.array([ttest_rel(mlp, other).pvalue for other in (gcn, close)] + [ttest_rel(gcn, close).pvalue])
+    assert rows["ttest_p_holm"].to_numpy() == pytest.approx(S.holm(t))
+    assert rows.loc[("MLP", "GCN"), "verdict_test"] == "t-test"
+    assert rows.loc[("MLP", "GCN"), "verdict"] == "GCN better (paired t-test; 4 pairs are too few for Wilcoxon)"
+    assert rows.loc[("MLP", "GIN"), "verdict"] == "GIN better (paired t-test; 4 pairs are too few for Wilcoxon)"
+    assert rows.loc[("GCN", "GIN"), "verdict"] == "no significant difference at α=0.05"
 
 
 def test_pitfalls_and_fair_comparison_units(tmp_path):
@@ -137,9 +154,16 @@ def test_workflow_writes_the_significance_table_of_a_benchmark(tmp_path):
     assert row["mean_difference"] == pytest.approx((a - b).mean())
     expected = 1.0 if np.all(a == b) else wilcoxon(a - b).pvalue
     assert row["wilcoxon_p"] == pytest.approx(expected) and row["wilcoxon_p_holm"] == pytest.approx(expected)
-    assert row["verdict"] == "no significant difference at α=0.05"  # 3 pairs can never be significant
+    d = a - b  # 3 pairs: the rank test can never reject; the verdict is the paired t-test's when d varies
+    if np.ptp(d) == 0:
+        expected = "too few pairs to tell (n = 3)" if d[0] else "no significant difference at α=0.05"
+    elif ttest_rel(a, b).pvalue < 0.05:
+        expected = f"{'GCN' if d.mean() > 0 else 'MLP'} better (paired t-test; 3 pairs are too few for Wilcoxon)"
+    else:
+        expected = "no significant difference at α=0.05"
+    assert row["verdict"] == expected
     text = (tables / "CSL_significance.md").read_text()
-    assert text.startswith("## CSL: is A better than B?") and "n ≤ 5 pairs can never be significant" in text
+    assert text.startswith("## CSL: is A better than B?") and "n ≤ 5 pairs can never be significant by it" in text
     assert pd.read_parquet(tables / "CSL_significance.parquet")["pairs"].tolist() == [3]
     # the dataset table carries the comparison with the paper (CSL is the paper's; its data here is shrunk)
     csl = pd.read_csv(tables / "CSL.csv").set_index("model")

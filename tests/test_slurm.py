@@ -5,7 +5,7 @@ dbd gpu`` (root, Debian; ``.ci/run`` starts it and sets GNNBENCH_REQUIRE_SLURM=1
 the test instead of skipping it).
 
 What runs: the default suite (config/config.yaml) cut down to its CSL benchmark with seed 14, folds 0 and 1, models
-GCN-PE and MLP, 2 epochs of a 2-layer width-16 network, CSL at 5 graphs per class, every training run asking for
+GCN-PE and GCN, 2 epochs of a 2-layer width-16 network, CSL at 5 graphs per class, every training run asking for
 one GPU (``resources.train.gpus: 1``), through ``tests/slurm/Snakefile`` (the workflow plus a rule that fails on its
 first attempt). Jobs: dataset, laplacian_pe, splits, one group job of the 4 training runs (the profile's
 ``train_runs`` group), aggregate, and flaky_once twice. The same suite also runs locally (``--cores 2``) to compare.
@@ -35,7 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PROFILE = REPO_ROOT / "workflow" / "profiles" / "slurm"
 TEST_SNAKEFILE = REPO_ROOT / "tests" / "slurm" / "Snakefile"
 SNAKEMAKE_TIMEOUT = 420  # seconds; ~2-3 min expected
-RUNS = [f"CSL/{model}/seed14/fold{fold}" for model in ("GCN-PE", "MLP") for fold in (0, 1)]
+RUNS = [f"CSL/{model}/seed14/fold{fold}" for model in ("GCN-PE", "GCN") for fold in (0, 1)]
 
 
 def tiny_default_suite() -> dict:
@@ -46,7 +46,7 @@ def tiny_default_suite() -> dict:
     config["benchmarks"] = {"CSL": {
         **csl, "seeds": [14], "folds": [0, 1],
         "set": {**csl.get("set", {}), "epochs": 2, "L": 2, "hidden_dim": 16, "out_dim": 16, "batch_size": 16},
-        "models": {label: csl["models"][label] for label in ("GCN-PE", "MLP")}}}
+        "models": {label: csl["models"][label] for label in ("GCN-PE", "GCN")}}}
     small = {"mem_mb": 500, "runtime": 10}
     config["resources"] = {"train": {**small, "cpus": 1, "gpus": 1, "gpu_model": "fake"}, "dataset": small,
                            "features": small}
@@ -205,12 +205,12 @@ def _largest_node() -> tuple[int, int]:
 
 
 def cpu_only_suite(runs: int, cpus: int = 1) -> dict:
-    """The tiny suite with ``runs`` CPU-only MLP runs (no PE stage): more one-CPU runs than the node has CPUs."""
+    """The tiny suite with ``runs`` CPU-only GCN runs (no PE stage): more one-CPU runs than the node has CPUs."""
     suite = tiny_default_suite()
     csl = suite["benchmarks"]["CSL"]
     folds = min(runs, 5)  # CSL has 5 folds
     suite["benchmarks"]["CSL"] = {**csl, "seeds": list(range(14, 14 + -(-runs // folds))),
-                                  "folds": list(range(folds)), "models": {"MLP": csl["models"]["MLP"]}}
+                                  "folds": list(range(folds)), "models": {"GCN": csl["models"]["GCN"]}}
     suite["resources"]["train"] = {"mem_mb": 500, "runtime": 10, "cpus": cpus, "gpus": 0}
     return suite
 

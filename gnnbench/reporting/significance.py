@@ -16,12 +16,18 @@ a missing seed or fold — is dropped from that pair and counted in ``dropped_un
   when they are 0, p = 0 otherwise (t = ±∞) — the t-test's assumptions fail there, the verdict does not use it;
   fewer than 2 pairs: no test (NaN);
 * ``wilcoxon_p_holm`` / ``ttest_p_holm``: Holm–Bonferroni adjustment over all pairs of the dataset (:func:`holm`);
-* ``verdict``: "<A> better" / "<B> better" when the Holm-adjusted Wilcoxon p < α (0.05), oriented by the metric's
-  ``higher_is_better`` (a lower MAE is better), else "no significant difference at α=0.05".
+* ``verdict``: "<A> better" / "<B> better" when the Holm-adjusted p of the verdict's test (``verdict_test``) is
+  below α (0.05), oriented by the metric's ``higher_is_better`` (a lower MAE is better), else "no significant
+  difference at α=0.05". The test is the Wilcoxon signed-rank test whenever it can reach α at all, i.e. with n
+  pairs such that its smallest exact p, 2 / 2^n, is below α (n ≥ 6 at 0.05). With fewer pairs (P1's four seeds,
+  five folds) the rank test can never reject, whatever the scores, so the verdict falls back on the paired t-test
+  (which assumes normally distributed differences — say so when quoting it; the verdict names the test) — unless
+  the differences are all equal, where the t statistic is infinite and meaningless: "too few pairs to tell".
 
 Small samples: with n pairs the exact two-sided Wilcoxon p-value is at least 2 / 2^n (every difference with the
-same sign), so with n ≤ 5 pairs (2/32 = 0.0625) no pair can be significant at 0.05 — four seeds (P1's protocol) or
-five folds never can, whatever the scores; Holm's adjustment raises the bar further with more pairs.
+same sign), so with n ≤ 5 pairs (2/32 = 0.0625) no pair can be significant at 0.05 by the rank test — four seeds
+(P1's protocol) or five folds never can, whatever the scores; Holm's adjustment raises the bar further with more
+pairs (45 pairs of ten models need 12 or more units for the rank test to reject once).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from gnnbench.io import atomic_path
 
 ALPHA = 0.05
 COLUMNS = ("model_a", "model_b", "pairs", "dropped_units", "mean_a", "mean_b", "mean_difference", "wilcoxon_p",
-           "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "verdict")
+           "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "verdict_test", "verdict")
 UNIT_NAMES = {"benchmarking-gnns": "(seed, fold) runs", "pitfalls": "random splits (mean over inits)",
               "fair-comparison": "outer folds (mean of the final runs)"}
 
@@ -101,21 +107,37 @@ def paired_tests(scores: pd.DataFrame, higher_is_better: bool, alpha: float = AL
             rows.append({"model_a": a, "model_b": b, "pairs": len(shared), "dropped_units": dropped,
                          "mean_a": x.mean() if len(x) else math.nan, "mean_b": y.mean() if len(y) else math.nan,
                          "mean_difference": (x - y).mean() if len(x) else math.nan,
-                         "wilcoxon_p": wilcoxon_p(x - y), "ttest_p": ttest_p(x, y)})
+                         "wilcoxon_p": wilcoxon_p(x - y), "ttest_p": ttest_p(x, y),
+                         "verdict_test": verdict_test(x - y, alpha)})
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("wilcoxon_p_holm", "ttest_p_holm",
                                                                           "verdict")])
     table["wilcoxon_p_holm"] = holm(table["wilcoxon_p"]) if len(table) else []
     table["ttest_p_holm"] = holm(table["ttest_p"]) if len(table) else []
     table["verdict"] = [_verdict(r, higher_is_better, alpha) for _, r in table.iterrows()]
+    table["verdict_test"] = table["verdict_test"].fillna("")
     return table[list(COLUMNS)]
 
 
+def verdict_test(differences: np.ndarray, alpha: float = ALPHA) -> str | None:
+    """The test the verdict uses for these paired differences: "wilcoxon" when it can reach ``alpha`` (2 / 2^n <
+    alpha), else "t-test" when the differences vary; None: too few pairs to tell (fewer than 2, or all equal)."""
+    n = len(differences)
+    if n and 2.0 / 2.0 ** n < alpha:
+        return "wilcoxon"
+    return "t-test" if n >= 2 and np.ptp(differences) > 0 else None
+
+
 def _verdict(row, higher_is_better: bool, alpha: float) -> str:
-    p = row["wilcoxon_p_holm"]
+    test = row["verdict_test"]
+    if not isinstance(test, str):
+        return f"too few pairs to tell (n = {row['pairs']})" if row["mean_difference"] else \
+            f"no significant difference at α={alpha:g}"
+    p = row["wilcoxon_p_holm" if test == "wilcoxon" else "ttest_p_holm"]
     if pd.isna(p) or p >= alpha or row["mean_difference"] == 0:
         return f"no significant difference at α={alpha:g}"
     a_better = (row["mean_difference"] > 0) == higher_is_better
-    return f"{row['model_a'] if a_better else row['model_b']} better"
+    how = "Wilcoxon" if test == "wilcoxon" else f"paired t-test; {row['pairs']} pairs are too few for Wilcoxon"
+    return f"{row['model_a'] if a_better else row['model_b']} better ({how})"
 
 
 def markdown(dataset: str, table: pd.DataFrame, protocol: str, metric: str, higher_is_better: bool,
@@ -133,9 +155,10 @@ def markdown(dataset: str, table: pd.DataFrame, protocol: str, metric: str, high
     direction = "higher" if higher_is_better else "lower"
     note = (f"\nMetric: {metric} ({direction} is better). Units: {UNIT_NAMES.get(protocol, 'shared units')}; a pair "
             "uses only the units both models have (dropped = units only one of them has). Verdict: Holm–Bonferroni "
-            f"adjusted Wilcoxon signed-rank p (two-sided) over all {len(table)} pairs, α = {alpha:g}. With n pairs "
-            "the exact Wilcoxon p cannot go below 2/2^n: n ≤ 5 pairs can never be significant at 0.05. The paired "
-            "t-test is shown for reference (constant differences: p = 0, or 1 when all are zero).\n")
+            f"adjusted p (two-sided) over all {len(table)} pairs, α = {alpha:g}, of the Wilcoxon signed-rank test; "
+            "with n pairs its exact p cannot go below 2/2^n, so n ≤ 5 pairs can never be significant by it at 0.05 and "
+            "the verdict then uses the paired t-test (it assumes normal differences; constant differences: p = 0, "
+            "or 1 when all are zero — \"too few pairs to tell\").\n")
     return "\n".join(lines) + "\n" + note
 
 

@@ -4,6 +4,14 @@
 # and the PE comparison only where models pair without / with Laplacian positional encodings.
 
 
+localrules:
+    learning_curves,  # seconds of reading and drawing: not worth a cluster job's queueing
+    score_bars,
+    pe_bars,
+    table_page,
+    suite_report,
+
+
 rule learning_curves:
     input:
         metrics=lambda wc: SUITE.metrics_files(wc.dataset),

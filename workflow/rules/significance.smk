@@ -2,6 +2,10 @@
 # runs, random splits, outer folds), from the same run files as the dataset's table (gnnbench.reporting.significance).
 
 
+localrules:
+    significance,  # reads the run files' scores and runs a few tests: not worth a cluster job
+
+
 rule significance:
     input:
         lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
