@@ -20,8 +20,8 @@ DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 def test_default_suite_resolves_to_the_expected_runs():
     suite = load_suite(DEFAULT)
     runs = suite.runs()
-    # PATTERN: 3 models × 4 seeds, MNIST-digits: 3 × 2 seeds; CSL: 2 models × 2 seeds × 5 folds
-    assert len(runs) == 3 * 4 + 3 * 2 + 2 * 2 * 5
+    # PATTERN and MNIST-digits: 3 models × 4 seeds each; CSL: 2 models × 2 seeds × 5 folds
+    assert len(runs) == 3 * 4 + 3 * 4 + 2 * 2 * 5
     assert suite.raw_files("MNIST-digits") == []  # the offline superpixel variant downloads nothing
     assert {r["fold"] for r in suite.runs("CSL")} == set(range(5))
     assert suite.pe_dim("CSL", "GCN-PE") == 20 and suite.pe_dim("CSL", "GCN") is None
