@@ -144,6 +144,17 @@ def test_setting_is_reduced_when_data_or_training_shrink():
         "reduced: 3 of 10 outer folds, 2 of 3 final runs per fold, epochs 5 (paper 1000)")
 
 
+def test_presets_no_script_ran_have_no_runs_variants():
+    # COLLAB's MF preset: `runs` is a note ("not run by any script"), not a list of variants
+    preset = "COLLAB_edge_classification_MF"
+    config = {**run_config(preset, {"epochs": 2}), "seed": 1}
+    assert pub.preset_reference(preset, config) == run_config(preset)
+    paper = pub.match_benchmarking_gnns(meta("ogbl_collab"), "MF", config, 60546561, preset)
+    assert paper is not None and paper.mean == 44.206
+    assert pub.benchmarking_gnns_setting(meta("ogbl_collab"), config, preset, 4, paper, 60546561) == (
+        f"reduced: epochs 2 (paper {run_config(preset)['epochs']})")
+
+
 # ---------------------------------------------------------------------------------------------- end to end
 
 

@@ -301,10 +301,16 @@ def preset_total(preset: str | None, config: dict, key: str) -> int | None:
     entry = all_presets().get(preset)
     if entry is None or P1_PRESET_DATASETS.get(entry.get("dataset"), entry.get("dataset")) != key:
         return None
-    variants = sorted((v for v in entry.get("runs") or [] if "total_params" in v
+    variants = sorted((v for v in _runs(entry) if "total_params" in v
                        and all(_equal(config.get(k), val) for k, val in (v.get("set") or {}).items())),
                       key=lambda v: -len(v.get("set") or {}))
     return variants[0]["total_params"] if variants else entry.get("total_params")
+
+
+def _runs(entry: dict) -> list[dict]:
+    """A preset's ``runs`` records; none for presets no script of the original ran (``runs`` is then a note)."""
+    runs = entry.get("runs")
+    return runs if isinstance(runs, list) else []
 
 
 def preset_reference(preset: str, config: dict) -> dict:
@@ -312,7 +318,7 @@ def preset_reference(preset: str, config: dict) -> dict:
     from gnnbench.config.presets import all_presets, run_config
 
     reference = run_config(preset)
-    variants = sorted((v.get("set") or {} for v in all_presets()[preset].get("runs") or []
+    variants = sorted((v.get("set") or {} for v in _runs(all_presets()[preset])
                        if all(_equal(config.get(k), val) for k, val in (v.get("set") or {}).items())),
                       key=len, reverse=True)
     return {**reference, **(variants[0] if variants else {})}
