@@ -226,7 +226,7 @@ def test_the_suite_decides_which_figures_exist():
     assert set(suite.report_files()) == {*suite.plot_files(), "results/report/suite.yaml",
                                          "results/report/suite.html",
                                          *(f"results/report/tables/{t}.html" for t in
-                                           ("CSL", "CSBM", "GF", "GF_folds", "pitfalls"))}
+                                           ("CSL", "CSBM", "GF", "GF_folds", "pitfalls", "CSL_significance"))}
     no_pairs = load_suite({**CONFIG, "benchmarks": {"CSL": {**CONFIG["benchmarks"]["CSL"], "models": {
         "GCN-PE": "CSL_graph_classification_GCN_CSL_PE_100k", "MLP": "CSL_graph_classification_MLP_CSL_100k"}}}})
     assert no_pairs.plot_kinds("CSL") == ["curves", "bars"]
@@ -285,7 +285,12 @@ def test_snakemake_report_holds_the_figures_tables_captions_and_suite(tiny_workf
     results, categories = embedded(html, "results", "results"), embedded(html, "categories", "categories")
     assert sorted(categories) == ["CSL", "PATTERN", "Suite"]
     assert sorted(categories["CSL"]["Figures"]) == [f"results/plots/CSL_{k}.svg" for k in ("bars", "curves", "pe")]
-    assert sorted(categories["CSL"]["Tables"]) == ["results/report/tables/CSL.html", "results/tables/CSL.csv"]
+    assert sorted(categories["CSL"]["Tables"]) == ["results/report/tables/CSL.html",
+                                                   "results/report/tables/CSL_significance.html",
+                                                   "results/tables/CSL.csv"]
+    significance = results["results/report/tables/CSL_significance.html"]
+    page = base64.b64decode(significance["data_uri"].split("base64,", 1)[1]).decode()
+    assert "is A better than B?" in page and "Is A better than B?" in significance["caption"]
     assert sorted(categories["Suite"]["Parameters"]) == ["results/report/suite.html", "results/report/suite.yaml"]
     curves = results["results/plots/CSL_curves.svg"]
     assert curves["mime_type"] == "image/svg+xml" and curves["labels"] == {"figure": "learning curves"}

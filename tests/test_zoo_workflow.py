@@ -131,4 +131,5 @@ def test_graph_theory_prop_reports_each_task(run):
     scores = [score for _, score in metrics["test"]["per_task"]]  # overall = log10 of the mean of the six MSEs
     assert metrics["test"]["metric"] == pytest.approx(math.log10(sum(10**s for s in scores) / 6), rel=1e-6)
     header = (run / "results/tables/GraphTheoryProp.md").read_text().splitlines()[2]
-    assert [c.strip() for c in header.strip("|").split("|")][4:10] == [f"Test {t}" for t in tasks]
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert cells[4:6] == ["Paper", "vs paper"] and cells[6:12] == [f"Test {t}" for t in tasks]
