@@ -74,6 +74,18 @@ def test_curves_are_the_mean_and_std_of_the_runs_at_every_epoch(runs):
     legend = figure.legends[0]
     assert [t.get_text() for t in legend.get_texts()] == ["A", "B"]
     assert "3 runs per model" in figure.get_suptitle()
+    assert {ax.get_yscale() for ax in figure.axes if ax.get_title()} == {"linear"}
+
+
+def test_a_diverging_loss_gets_a_log_axis(tmp_path):
+    # CSL's GCN without PE: validation loss in the millions beside GCN-PE's ~0.1 — a linear axis would flatten GCN-PE
+    files = [write_run(tmp_path / label, label, 1, 0, {
+        "epoch": np.arange(3), "lr": np.full(3, 1e-3), "seconds": np.ones(3), "train_loss": [2.3, 2.0, 1.5],
+        "val_loss": val, "train_metric": [10.0, 20.0, 30.0], "val_metric": [10.0, 20.0, 30.0]})
+        for label, val in (("GCN", [2.3, 5.0e6, 1.0e5]), ("GCN-PE", [2.3, 0.9, 0.1]))]
+    axes = axes_by_title(plots.learning_curves_figure(plots.load_histories(files), "toy"))
+    assert axes["Validation loss"].get_yscale() == "log"
+    assert axes["Train loss"].get_yscale() == "linear" and axes["Validation accuracy (%)"].get_yscale() == "linear"
 
 
 def test_curve_statistics_count_the_runs_behind_every_point(runs):

@@ -5,8 +5,9 @@ atomically, with a fixed SVG hash salt and no date, so the same inputs give byte
 ``*_figure`` functions build a :class:`matplotlib.figure.Figure` from data frames (what the tests inspect); the
 writers around them read the workflow's files and save the figure.
 
-- ``learning_curves``: one figure per benchmarking-gnns dataset, a panel per quantity (train loss, validation
-  loss, train metric, validation metric) against the epoch, one coloured line per model = the mean over its runs
+- ``learning_curves``: one figure per benchmarking-gnns dataset (a loss spanning > 4 decades on a log axis), a
+  panel per quantity (train loss, validation loss, train metric, validation metric) against the epoch, one
+  coloured line per model = the mean over its runs
   (seeds × folds) at each epoch, with a band of ± one standard deviation (population std, ddof = 0, as the
   benchmark's tables). Runs that stopped early (learning rate below ``min_lr``, time budget) leave the mean of
   later epochs to the runs still training; ``curve_statistics`` gives the number of runs behind every point.
@@ -142,6 +143,8 @@ def learning_curves_figure(histories: pd.DataFrame, title: str):
             ax.fill_between(x, mean - std, mean + std, color=colour, alpha=0.2, linewidth=0)
         ax.set_title(titles[quantity])
         ax.set_ylabel(titles[quantity].split(" ", 1)[1] if quantity.endswith("loss") else metric)
+        if quantity.endswith("loss") and _spans_decades(stats[f"{quantity}_mean"]):
+            ax.set_yscale("log")  # a diverging model (CSL GCN: validation loss 1e6) would flatten the others to 0
         ax.grid(True, alpha=0.3)
     from matplotlib.ticker import MaxNLocator
 
@@ -152,6 +155,12 @@ def learning_curves_figure(histories: pd.DataFrame, title: str):
     figure.suptitle(f"{title} — mean ± std over {_runs_text(runs)} per model")
     figure.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right upper", title="Model")
     return figure
+
+
+def _spans_decades(values: pd.Series, decades: float = 4.0) -> bool:
+    """Whether positive values span more than ``decades`` orders of magnitude (then a log axis shows them all)."""
+    positive = values[values > 0]
+    return len(positive) > 1 and positive.max() / positive.min() > 10.0 ** decades
 
 
 def _runs_text(runs: pd.Series) -> str:
