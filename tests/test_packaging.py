@@ -46,8 +46,8 @@ def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_direc
     listed = gnnbench("presets").stdout
     assert "pitfalls_GAT\tpitfalls\tGAT\tCORA" in listed and len(listed.splitlines()) == 219
     assert "fair_GIN\tfair-comparison\tGIN\tany\t\t128 configurations" in listed  # spec §4: GIN's HEAD grid
-    paper = subprocess.run([sys.executable, "-c", "from gnnbench.reporting.fair_comparison import published; "
-                            "print(published()['ENZYMES']['GIN'])"], cwd=elsewhere, env=env, capture_output=True,
+    paper = subprocess.run([sys.executable, "-c", "from gnnbench.reporting.published import fair_comparison; "
+                            "print(fair_comparison()['ENZYMES']['GIN'])"], cwd=elsewhere, env=env, capture_output=True,
                            text=True)
     assert paper.stdout.strip() == "[59.6, 4.5]", paper.stderr  # Table 3, read from the installed package
     check = subprocess.run([sys.executable, "-c", "from gnnbench.config.suite import load_suite_file; "

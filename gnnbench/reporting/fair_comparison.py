@@ -29,16 +29,11 @@ import pandas as pd
 
 from gnnbench.reporting import published as pub
 from gnnbench.reporting.pitfalls import _bold_best, _markdown, write_table
-from gnnbench.reporting.published import fair_comparison, fair_comparison_key, fair_comparison_value
 
 # keys that are the same for every configuration of a grid (training plumbing): left out of the config summaries
 PLUMBING = ("model", "epochs", "patience", "time_limit_hours", "optimizer", "scheduler", "scheduler_step_size",
             "scheduler_gamma", "gradient_clipping", "dense_dim", "dim_embedding_MLP", "dropout_layer0_at_eval",
             "dropout_final")
-# the paper's numbers and their matching live in gnnbench.reporting.published (shared by the three papers' tables)
-published = fair_comparison
-published_key = fair_comparison_key
-paper_value = fair_comparison_value
 
 
 def config_summary(config: dict) -> str:
@@ -51,7 +46,7 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
     rows = []
     for label, group in folds.groupby("model", sort=False):
         architecture = group["architecture"].iloc[0]
-        paper = paper_value(meta, architecture)
+        paper = pub.fair_comparison_value(meta, architecture)
         layers = [v for v in group["layers"] if v is not None and not pd.isna(v)]
         test = group["test_accuracy"].to_numpy(float)
         row = {"model": label, "architecture": architecture, "folds": len(group),
@@ -75,7 +70,7 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
 
 
 def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
-    key = published_key(meta)
+    key = pub.fair_comparison_key(meta)
     test = [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["test_mean"], table["test_std"], strict=True)]
     test = _bold_best(test, table["test_mean"])
     rows = []
