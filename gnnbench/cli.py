@@ -30,6 +30,7 @@ import sys
 
 import yaml
 
+from gnnbench.allocator import keep_freed_memory
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.splits import PUBLISHED_SOURCES, SCHEMES
 
@@ -290,6 +291,10 @@ def _fair_comparison(args: argparse.Namespace, overrides: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``gnnbench`` command; ``argv`` None means this process is the command (then malloc keeps freed memory for
+    reuse, :mod:`gnnbench.allocator`; a caller passing ``argv`` keeps its own settings)."""
+    if argv is None:
+        keep_freed_memory()
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)

@@ -6,6 +6,7 @@ import logging
 import sys
 from collections.abc import Callable
 
+from gnnbench.allocator import keep_freed_memory
 from gnnbench.errors import GnnbenchError
 
 
@@ -15,8 +16,9 @@ def run_step(smk, step: Callable[[], object], torch_threads: bool = True) -> Non
     Logs go to stderr and to the rule's ``log`` file; a user-fixable error is written there as one line and
     the job exits with status 1 (Snakemake then removes the job's incomplete outputs); a training run stopped by
     SIGTERM exits with 143 after saving its checkpoint, and the retried job resumes from it. With
-    ``torch_threads`` (steps that train) torch's thread count is set to the job's threads; steps that only read
-    tables and draw pass False and never import torch.
+    ``torch_threads`` (steps that train) torch's thread count is set to the job's threads and malloc keeps freed
+    memory for reuse (:mod:`gnnbench.allocator`; the job's process is gnnbench's own); steps that only read tables
+    and draw pass False and never import torch.
     """
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if smk.log:
@@ -24,6 +26,8 @@ def run_step(smk, step: Callable[[], object], torch_threads: bool = True) -> Non
     logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        if torch_threads:
+            keep_freed_memory()  # this job's process trains: keep freed memory for the next batch (gnnbench.allocator)
         if torch_threads and smk.threads:
             import torch
 
