@@ -134,19 +134,35 @@ class MaxPlan:
 
     def __init__(self, rows: torch.Tensor, num_rows: int, crow: torch.Tensor, in_degree: torch.Tensor,
                  growth: float = 1.25) -> None:
-        """``rows[i]``: the message row of the i-th sorted in-edge, one of ``num_rows``."""
+        """``rows[i]``: the message row of the i-th sorted in-edge, one of ``num_rows``. The padded blocks are built
+        on first use (the CPU float32 path never reads them)."""
         self.num_rows, self.num_nodes = num_rows, in_degree.numel()
-        self.nodes: list[torch.Tensor] = []
-        self.pads: list[torch.Tensor] = []
-        self.crow, self.rows = crow, rows
+        self.crow, self.rows, self.in_degree, self.growth = crow, rows, in_degree, growth
+        self._blocks: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
         self._ones: torch.Tensor | None = None
+
+    @property
+    def nodes(self) -> list[torch.Tensor]:
+        return self._padded_blocks()[0]
+
+    @property
+    def pads(self) -> list[torch.Tensor]:
+        return self._padded_blocks()[1]
+
+    def _padded_blocks(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        if self._blocks is not None:
+            return self._blocks
+        rows, crow, in_degree = self.rows, self.crow, self.in_degree
+        nodes_of: list[torch.Tensor] = []
+        pads: list[torch.Tensor] = []
+        self._blocks = (nodes_of, pads)
         if rows.numel() == 0:
-            return
+            return self._blocks
         order = torch.argsort(in_degree)
         sorted_degree = in_degree.index_select(0, order)
         widths, width, largest = [], 0, int(sorted_degree[-1])
         while width < largest:
-            width = min(max(width + 1, int(width * growth)), largest)
+            width = min(max(width + 1, int(width * self.growth)), largest)
             widths.append(width)
         bounds = torch.tensor(widths, device=order.device)
         ends = torch.searchsorted(sorted_degree, bounds, right=True).tolist()
@@ -157,10 +173,10 @@ class MaxPlan:
                 slots = torch.arange(width, device=order.device)
                 index = (crow.index_select(0, nodes).unsqueeze(1) + slots).clamp_(max=rows.numel() - 1)
                 valid = slots < in_degree.index_select(0, nodes).unsqueeze(1)
-                self.nodes.append(nodes)
-                self.pads.append(torch.where(valid, rows.index_select(0, index.view(-1)).view_as(index),
-                                             self.num_rows))
+                nodes_of.append(nodes)
+                pads.append(torch.where(valid, rows.index_select(0, index.view(-1)).view_as(index), self.num_rows))
             start = end
+        return self._blocks
 
     def max(self, messages: torch.Tensor) -> torch.Tensor:
         """out[v] = elementwise max over the padded rows of v (the padding row is 0; 0 without in-edges).
