@@ -82,9 +82,26 @@ class SparseAdjacency:
         src, dst = edge_index
         self.matrix = _csr(dst, src, values, num_nodes)
         self.transpose = _csr(src, dst, values, num_nodes)
+        self._plan: BagPlan | None = None
 
     def propagate(self, x: torch.Tensor) -> torch.Tensor:
+        """On CPU an ``embedding_bag`` over the CSR rows (:func:`bag_mm`, 2× faster than torch's CSR product on a
+        PATTERN batch and without its fixed cost per call on small batches; float sums in another order: rounding
+        differences only); elsewhere the CSR product."""
+        if x.device.type == "cpu" and x.dim() == 2:
+            return bag_mm(self.plan, x)
         return _SpMM.apply(self.matrix, self.transpose, x)
+
+    @property
+    def plan(self) -> BagPlan:
+        """M as a :class:`BagPlan` (bag v = the in-edges of v), its transpose prebuilt from the transposed CSR."""
+        if self._plan is None:
+            m, t = self.matrix, self.transpose
+            num_nodes = m.shape[0]
+            dtype = _index_dtype(m.values().numel(), num_nodes)
+            transpose = (None, t.col_indices().to(dtype), t.crow_indices()[:-1].to(dtype), t.values())
+            self._plan = BagPlan(m.col_indices(), m.crow_indices()[:-1], num_nodes, m.values(), transpose)
+        return self._plan
 
 
 class _SpMM(torch.autograd.Function):
