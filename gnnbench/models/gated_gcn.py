@@ -101,9 +101,9 @@ class _GatedAggregate(torch.autograd.Function):
         numerator, denominator = Bh.new_zeros(Bh.shape), Bh.new_zeros(Bh.shape)
         rows = min(_GatedAggregate.CHUNK, num_edges)
         sigma, message = Bh.new_empty(rows, width), Bh.new_empty(rows, width)
-        for start in range(0, num_edges, _GatedAggregate.CHUNK):
-            stop = min(start + _GatedAggregate.CHUNK, num_edges)
-            s, d, n = src[start:stop], dst[start:stop], stop - start
+        for where in _chunks(num_edges):
+            start, stop = where.start, where.stop
+            s, d, n = src[where], dst[where], stop - start
             out = e_hat[start:stop]
             torch.index_select(Dh, 0, s, out=out)
             if weight is None:
@@ -134,9 +134,9 @@ class _GatedAggregate(torch.autograd.Function):
             grad_weight, grad_bias = torch.zeros_like(weight), Bh.new_zeros(width)
         rows = min(_GatedAggregate.CHUNK, num_edges)
         sigma, gathered, work = (Bh.new_empty(rows, width) for _ in range(3))
-        for start in range(0, num_edges, _GatedAggregate.CHUNK):
-            stop = min(start + _GatedAggregate.CHUNK, num_edges)
-            s, d, n = src[start:stop], dst[start:stop], stop - start
+        for where in _chunks(num_edges):
+            start, stop = where.start, where.stop
+            s, d, n = src[where], dst[where], stop - start
             sig = torch.sigmoid(e_hat[start:stop], out=sigma[:n])
             g_num = torch.index_select(grad_num, 0, d, out=gathered[:n])
             grad_Bh.index_add_(0, s, torch.mul(g_num, sig, out=work[:n]))  # ∂/∂(B h_u) = σ ⊙ g_num[v]
