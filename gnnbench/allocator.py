@@ -11,8 +11,12 @@ graphs a GatedGCN epoch is ~3× faster (``benchmarks/peer_shapes.py``).
 Scope: the settings are process-wide by nature, so gnnbench applies them only where it owns the process — the
 ``gnnbench`` command, the workflow's job scripts (:func:`gnnbench.workflow.run_step`) and the benchmarks — never on
 import; code that imports gnnbench as a library may call :func:`keep_freed_memory` itself. The cost is that the
-resident size does not shrink after a large batch (memory is kept for the next one). ``GNNBENCH_MALLOC=system`` keeps
-the C library's defaults. Elsewhere than glibc (macOS, musl, Windows) nothing changes.
+resident size does not shrink after a large batch (memory is kept for the next one), and that the heap holds holes:
+torch allocates with ``posix_memalign(64, n)``, which glibc (before 2.38) serves only from a free block of at least
+n + 96 bytes, so a tensor the exact size of one just freed fits that hole only once its neighbours are free too.
+The heap grows over the first batches and then stays put (PATTERN GatedGCN: ~1 GB over the live peak, reached in
+the first epoch and flat after; tests/test_allocator.py checks the steady state of a training-like loop).
+``GNNBENCH_MALLOC=system`` keeps the C library's defaults. Elsewhere than glibc (macOS, musl, Windows) nothing changes.
 """
 
 from __future__ import annotations

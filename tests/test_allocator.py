@@ -14,16 +14,22 @@ from gnnbench.allocator import _glibc
 
 pytestmark = pytest.mark.skipif(_glibc() is None, reason="the malloc settings exist only under glibc")
 
-# Allocate and free a 256 MB tensor, then count the page faults of allocating and filling the same size again.
+# A training-like loop: every round allocates four ~32 MB tensors whose sizes vary by a few per cent from round to
+# round (like the edge tensors of successive batches), fills them and frees them; the page faults of each round.
 PROBE = """
 import json, resource, sys
 from gnnbench.allocator import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "apply" else False
 import torch
-torch.empty(64 * 2**20).fill_(1.0)  # 256 MB, freed at once
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-torch.empty(64 * 2**20).fill_(2.0)
-print(json.dumps({"applied": applied, "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before}))
+faults, pages = [], []
+for r in range(8):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    sizes = [(8 << 20) + ((r * 7 + i) % 5) * (1 << 18) for i in range(4)]
+    live = [torch.empty(n).fill_(1.0) for n in sizes]
+    del live
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    pages.append(sum(sizes) * 4 // resource.getpagesize())
+print(json.dumps({"applied": applied, "faults": faults, "pages": pages}))
 """
 
 
@@ -33,18 +39,23 @@ def probe(mode: str, **env) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def steady_fault_share(run: dict) -> float:
+    """Page faults per page allocated over the last four rounds (after the first rounds have grown the heap)."""
+    return sum(run["faults"][4:]) / sum(run["pages"][4:])
+
+
 def test_kept_memory_is_reused_without_page_faults():
-    pages = 256 * 2**20 // os.sysconf("SC_PAGE_SIZE")
     default = probe("default", GNNBENCH_MALLOC="")
     kept = probe("apply", GNNBENCH_MALLOC="")
-    assert not default["applied"] and default["faults"] > pages // 2  # glibc unmaps and maps again: a fault per page
-    assert kept["applied"] and kept["faults"] < pages // 50  # the freed block is reused as it is
+    assert not default["applied"] and steady_fault_share(default) > 0.9  # glibc unmaps and maps again every round
+    # the freed blocks are reused as they are (an occasional round that does not fit a hole faults once)
+    assert kept["applied"] and steady_fault_share(kept) < 0.25
+    assert kept["faults"][0] > 0.9 * kept["pages"][0]  # the first round does fault: the probe measures real pages
 
 
 def test_system_malloc_opts_out():
-    pages = 256 * 2**20 // os.sysconf("SC_PAGE_SIZE")
     opted_out = probe("apply", GNNBENCH_MALLOC="system")
-    assert not opted_out["applied"] and opted_out["faults"] > pages // 2
+    assert not opted_out["applied"] and steady_fault_share(opted_out) > 0.9
 
 
 def test_importing_gnnbench_or_calling_main_with_arguments_changes_nothing():
