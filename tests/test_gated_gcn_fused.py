@@ -1,5 +1,5 @@
-"""GatedGCN's hand-written gate and edge tail (:class:`_GatedAggregate`, :class:`_EdgeTail`) against the plain autograd
-formulation of the same layer, written out here; and what they keep for the backward."""
+"""GatedGCN's hand-written gate and edge tail (:class:`_GatedEdges`) against the plain autograd formulation of the same
+layer, written out here; and what they keep for the backward."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def graph(num_nodes=40, num_edges=300, seed=0):
 @pytest.mark.parametrize("constant_edges", [True, False])
 def test_fused_layer_matches_autograd_values_gradients_and_running_stats(monkeypatch, training, residual,
                                                                          constant_edges):
-    monkeypatch.setattr(gated_gcn._GatedAggregate, "CHUNK", 37)  # many chunks, a ragged last one
+    monkeypatch.setattr(gated_gcn._GatedEdges, "CHUNK", 37)  # many chunks, a ragged last one
     torch.manual_seed(0)
     edge_index = graph()
     layer = GatedGCNLayer(6, 6, dropout=0.0, batch_norm=True, residual=residual).double().train(training)
@@ -124,3 +124,22 @@ def test_edge_rows_round_storage_to_eight_classes_per_power_of_two():
     sizes = {_edge_rows(rows, like).untyped_storage().nbytes() for rows in (700_001, 716_800, 720_000)}
     assert len(sizes) == 1
     assert _edge_rows(100, like).untyped_storage().nbytes() == 100 * 3 * 4  # small: exact
+
+
+def test_the_backward_allocates_one_edge_sized_tensor_per_layer():
+    """The gradient reaching ê through the tail is consumed chunk by chunk; the residual's share of the edge input's
+    gradient is added into the same tensor: the backward allocates ∂/∂e and nothing else edge-sized."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    num_edges, width = 20000, 8
+    edge_index = graph(500, num_edges)
+    layer = GatedGCNLayer(width, width, dropout=0.0, batch_norm=True, residual=True).train()
+    h, e = torch.randn(500, width, requires_grad=True), torch.randn(num_edges, width, requires_grad=True)
+    h_new, e_new = layer(h, e, edge_index)
+    grads = torch.ones_like(h_new), torch.randn(num_edges, width)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        torch.autograd.backward((h_new, e_new), grads)
+    edge_sized = [ev for ev in prof.events() if ev.name.startswith("aten::empty")
+                  and ev.cpu_memory_usage >= num_edges * width * 4]
+    assert len(edge_sized) == 1

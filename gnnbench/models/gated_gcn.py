@@ -24,14 +24,13 @@ read it, and it counts in the parameter total).
 is the GRU *input* and the layer output its *initial hidden state* (the original's argument order); the
 GRU's final hidden state is the new h. One ``nn.GRU(hidden, hidden)`` is shared by all layers.
 
-Speed: A, B, D and E are applied in one matrix product; the standard layer's gate and its edge tail are hand-written
-autograd functions (:class:`_GatedAggregate`, :class:`_EdgeTail`) that walk the edges in cache-sized chunks and keep
-only the edge input and ê for the backward (autograd would keep six or more (E, d) tensors per layer: on 500 PATTERN
-graphs an epoch fell from 44 s to ~9 s and the peak from 5.6 to 3.4 GB together with :mod:`gnnbench.allocator`);
-they match the autograd formulation to float rounding, a bound the tests check. A constant edge input (the
-benchmark's ``ones``) is transformed once, not per edge; the edge update of the last layer is skipped (no head reads
-the edge stream) — its result would be discarded, so outputs are unchanged; the isotropic sum is one sparse–dense
-product with the adjacency built once per forward pass.
+Speed: A, B, D and E are applied in one matrix product; the standard layer's gate and its edge tail are one hand-written
+autograd function (:class:`_GatedEdges`) that walks the edges in cache-sized chunks and keeps only the edge input and ê
+for the backward (autograd would keep six or more (E, d) tensors per layer: on 500 PATTERN graphs an epoch fell from 44
+s to ~9 s and the peak from 5.6 to 3.4 GB together with :mod:`gnnbench.allocator`); it matches the autograd formulation
+to float rounding, a bound the tests check. A constant edge input (the benchmark's ``ones``) is transformed once, not
+per edge; the edge update of the last layer is skipped (no head reads the edge stream) — its result would be discarded,
+so outputs are unchanged; the isotropic sum is one sparse–dense product with the adjacency built once per forward pass.
 
 Node-level tasks: the benchmark's SBM and WikiCS GatedGCN (and GraphTheoryProp's) keep every layer at
 ``hidden_dim`` and ignore ``out_dim``; :meth:`GatedGCN.from_config` reproduces that for node and multitask
@@ -79,37 +78,48 @@ class _LayerBase(nn.Module):
                 "training": self.training}
 
 
-class _GatedAggregate(torch.autograd.Function):
-    """ê = D h[src] + C e + E h[dst] and h_agg = Σ_u σ(ê) ⊙ B h_u / (Σ_u σ(ê) + 1e-6), forward and backward by hand.
+class _GatedEdges(torch.autograd.Function):
+    """The gate and, optionally, the edge tail of a standard layer, forward and backward by hand, in edge chunks:
+
+        ê = D h[src] + C e + E h[dst],  h_agg = Σ_u σ(ê) ⊙ B h_u / (Σ_u σ(ê) + 1e-6)
+        tail (``bn`` given):  e' = ReLU(BN(ê)) (+ the residual input)
+
+    Returns (h_agg, e') with the tail, else (h_agg, ê).
 
     Why: under autograd every step keeps its own edge-sized (E, d) result — C e, D h[src], ê, σ, B h[src],
-    σ ⊙ B h[src] — alive for the backward, and allocates each one afresh (≈ 0.2 GB apiece for a batch of 128 PATTERN
-    graphs). Here the edges are walked in chunks of ``CHUNK`` through buffers reused from chunk to chunk (they stay in
-    cache) and only ê is kept: σ and the gathered rows are recomputed in the backward from ê and (N, d) node
-    tensors, and C e is formed chunk by chunk (its gradient too, never as an (E, d) tensor). The terms are added in
-    the autograd graph's order; sums differ from it only by float rounding (tests bound it).
+    σ ⊙ B h[src], BN's and ReLU's outputs — alive for the backward, and allocates each one afresh (≈ 0.2 GB apiece for
+    a batch of 128 PATTERN graphs). Here the edges are walked in chunks of ``CHUNK`` through buffers reused from chunk
+    to chunk (they stay in cache) and only ê and the edge input are kept: σ, the gathered rows, ReLU's mask and
+    x̂ = (ê − mean)/σ_BN are recomputed in the backward from ê and (N, d) node tensors; C e is formed chunk by chunk
+    (its gradient too), and the gradient reaching ê from the tail is formed chunk by chunk and consumed at once, so
+    the backward allocates one edge-sized tensor, the gradient of the edge input (which already holds the residual's
+    share). The terms are added in the autograd graph's order; sums differ from it only by float rounding (tests
+    bound it).
 
     ``e`` (E, d) with C's ``weight`` and ``bias``, or, for the same edge input on every edge, C e itself as one
-    (1, d) row and ``weight`` None (the caller transforms the row once under autograd)."""
+    (1, d) row and ``weight`` None (the caller transforms the row once under autograd). Tail: ``bn`` the
+    ``BatchNorm1d`` (training mode normalises with the batch statistics, summed in float64 by chunks, and updates the
+    running ones like ``nn.BatchNorm1d``: momentum, unbiased running variance; eval mode uses the running ones),
+    ``bn_weight``/``bn_bias`` its parameters, ``residual`` whether e' adds the edge input, ``skip`` the residual
+    input when it is not ``e`` (the constant case: the (E, d) input whose row C transformed)."""
 
     CHUNK = 16384  # edges per chunk: (CHUNK, d) float32 buffers of a few MB
 
     @staticmethod
-    def forward(ctx, Bh, Dh, Eh, e, weight, bias, src, dst):
+    def forward(ctx, Bh, Dh, Eh, e, weight, bias, bn_weight, bn_bias, skip, src, dst, bn, residual):
         num_edges, width = src.numel(), Bh.shape[1]
         e_hat = _edge_rows(num_edges, Bh)
         numerator, denominator = Bh.new_zeros(Bh.shape), Bh.new_zeros(Bh.shape)
-        rows = min(_GatedAggregate.CHUNK, num_edges)
+        rows = min(_GatedEdges.CHUNK, num_edges)
         sigma, message = Bh.new_empty(rows, width), Bh.new_empty(rows, width)
         for where in _chunks(num_edges):
-            start, stop = where.start, where.stop
-            s, d, n = src[where], dst[where], stop - start
-            out = e_hat[start:stop]
+            s, d, n = src[where], dst[where], where.stop - where.start
+            out = e_hat[where]
             torch.index_select(Dh, 0, s, out=out)
             if weight is None:
                 out += e
             else:
-                out += torch.addmm(bias, e[start:stop], weight.t(), out=message[:n])  # C e of the chunk
+                out += torch.addmm(bias, e[where], weight.t(), out=message[:n])  # C e of the chunk
             out += Eh.index_select(0, d)
             sig = torch.sigmoid(out, out=sigma[:n])
             denominator.index_add_(0, d, sig)
@@ -117,117 +127,123 @@ class _GatedAggregate(torch.autograd.Function):
             numerator.index_add_(0, d, msg)
         denominator += 1e-6
         aggregate = numerator.div_(denominator)
-        ctx.save_for_backward(Bh, e, weight, e_hat, src, dst, aggregate, denominator)
-        return aggregate, e_hat
+        ctx.tail = bn is not None
+        ctx.training = ctx.tail and bn.training
+        ctx.residual, ctx.skip = residual, skip is not None
+        if not ctx.tail:
+            ctx.save_for_backward(Bh, e, weight, e_hat, src, dst, aggregate, denominator)
+            return aggregate, e_hat
+        mean, invstd = _bn_statistics(e_hat, bn, sigma)
+        scale = bn_weight * invstd
+        shift = bn_bias - mean * scale
+        residual_input = skip if skip is not None else e
+        e_new = _edge_rows(num_edges, e_hat)
+        for where in _chunks(num_edges):
+            chunk = torch.addcmul(shift, e_hat[where], scale, out=e_new[where]).relu_()
+            if residual:
+                chunk += residual_input[where]
+        ctx.save_for_backward(Bh, e, weight, e_hat, src, dst, aggregate, denominator, mean, invstd, scale, shift)
+        return aggregate, e_new
 
     @staticmethod
-    def backward(ctx, grad_aggregate, grad_e_hat):
-        Bh, e, weight, e_hat, src, dst, aggregate, denominator = ctx.saved_tensors
+    def backward(ctx, grad_aggregate, grad_second):
+        Bh, e, weight, e_hat, src, dst, aggregate, denominator, *bn_saved = ctx.saved_tensors
         num_edges, width = e_hat.shape
         grad_num = grad_aggregate / denominator  # ∂/∂numerator
         grad_den = torch.mul(grad_num, aggregate).neg_()  # ∂/∂denominator = −g · num / den²
         grad_Bh, grad_Dh, grad_Eh = Bh.new_zeros(Bh.shape), Bh.new_zeros(Bh.shape), Bh.new_zeros(Bh.shape)
+        rows = min(_GatedEdges.CHUNK, num_edges)
+        sigma, gathered, work, tail_work = (Bh.new_empty(rows, width) for _ in range(4))
+        tail = _TailGradient(e_hat, grad_second, bn_saved, ctx.training, tail_work) if ctx.tail else None
+        in_place_residual = ctx.tail and ctx.residual and not ctx.skip and weight is not None
         if weight is None:  # ∂/∂(C e) of the one shared row
             grad_e, grad_weight, grad_bias = Bh.new_zeros(1, width), None, None
         else:
             grad_e = _edge_rows(num_edges, e) if ctx.needs_input_grad[3] else None
             grad_weight, grad_bias = torch.zeros_like(weight), Bh.new_zeros(width)
-        rows = min(_GatedAggregate.CHUNK, num_edges)
-        sigma, gathered, work = (Bh.new_empty(rows, width) for _ in range(3))
         for where in _chunks(num_edges):
-            start, stop = where.start, where.stop
-            s, d, n = src[where], dst[where], stop - start
-            sig = torch.sigmoid(e_hat[start:stop], out=sigma[:n])
+            s, d, n = src[where], dst[where], where.stop - where.start
+            sig = torch.sigmoid(e_hat[where], out=sigma[:n])
             g_num = torch.index_select(grad_num, 0, d, out=gathered[:n])
             grad_Bh.index_add_(0, s, torch.mul(g_num, sig, out=work[:n]))  # ∂/∂(B h_u) = σ ⊙ g_num[v]
             g = g_num.mul_(torch.index_select(Bh, 0, s, out=work[:n])).add_(grad_den.index_select(0, d))  # ∂/∂σ
             g.mul_(sig).mul_(sig.neg_().add_(1.0))  # ∂/∂ê = ∂/∂σ · σ (1 − σ)
-            if grad_e_hat is not None:
-                g += grad_e_hat[start:stop]
+            if tail is not None:
+                g += tail.chunk(where)  # ∂/∂ê through BN and ReLU
+            elif grad_second is not None:
+                g += grad_second[where]
             grad_Dh.index_add_(0, s, g)
             grad_Eh.index_add_(0, d, g)
             if weight is None:
                 grad_e += g.sum(0, keepdim=True)
                 continue
-            grad_weight.addmm_(g.t(), e[start:stop])
+            grad_weight.addmm_(g.t(), e[where])
             grad_bias += g.sum(0)
             if grad_e is not None:
-                torch.mm(g, weight, out=grad_e[start:stop])
-        return grad_Bh, grad_Dh, grad_Eh, grad_e, grad_weight, grad_bias, None, None
+                chunk = torch.mm(g, weight, out=grad_e[where])
+                if in_place_residual:
+                    chunk += grad_second[where]  # the residual's share of ∂/∂e
+        if tail is None:
+            return grad_Bh, grad_Dh, grad_Eh, grad_e, grad_weight, grad_bias, None, None, None, None, None, None, None
+        grad_skip = grad_second if ctx.residual and ctx.skip else None  # a constant input's residual share
+        return (grad_Bh, grad_Dh, grad_Eh, grad_e, grad_weight, grad_bias, tail.sum_gy_xhat, tail.sum_gy, grad_skip,
+                None, None, None, None)
 
 
-class _EdgeTail(torch.autograd.Function):
-    """e' = e + ReLU(BN(ê)) over the edges (+ e only with ``residual``), in chunks, keeping nothing edge-sized.
+def _bn_statistics(x: torch.Tensor, bn: nn.BatchNorm1d, work: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean, 1/sqrt(var + eps)) over the rows of ``x``: the batch's in training (two passes over chunks, summed in
+    float64; torch's var_mean over dim 0 is ~7× slower; the running statistics are updated like ``nn.BatchNorm1d``),
+    the running ones in eval mode. ``work``: a (CHUNK, d) buffer."""
+    num_rows, width = x.shape
+    if not bn.training:
+        return bn.running_mean, torch.rsqrt(bn.running_var + bn.eps)
+    total = torch.zeros(width, dtype=torch.float64, device=x.device)
+    for where in _chunks(num_rows):
+        total += x[where].sum(0)
+    mean = (total / num_rows).to(x.dtype)
+    total.zero_()
+    for where in _chunks(num_rows):
+        total += torch.sub(x[where], mean, out=work[: where.stop - where.start]).square_().sum(0)
+    var = (total / num_rows).to(x.dtype)
+    with torch.no_grad():
+        bn.num_batches_tracked += 1
+        bn.running_mean.mul_(1 - bn.momentum).add_(mean, alpha=bn.momentum)
+        unbiased = var * (num_rows / max(num_rows - 1, 1))
+        bn.running_var.mul_(1 - bn.momentum).add_(unbiased, alpha=bn.momentum)
+    return mean, torch.rsqrt(var + bn.eps)
 
-    Under autograd BN's output, the ReLU's output and the sum are three fresh (E, d) tensors and the ReLU's is kept
-    for the backward. Here the output is written chunk by chunk from ê and BN's per-channel scale and shift, and the
-    backward recomputes ReLU's mask and x̂ = (ê − mean)/σ from ê (which the gate keeps anyway), in two passes: the
-    per-channel sums BN's gradient needs, then the gradient. Training mode normalises with the batch statistics and
-    updates the running ones like ``nn.BatchNorm1d`` (momentum, unbiased running variance); eval mode uses the
-    running ones. Statistics are summed in another order than torch's kernel: float rounding (tests bound it)."""
 
-    @staticmethod
-    def forward(ctx, e_hat, e, weight, bias, bn: nn.BatchNorm1d, residual: bool):
-        num_edges, width = e_hat.shape
-        rows = min(_GatedAggregate.CHUNK, num_edges)
-        work = e_hat.new_empty(rows, width)
-        if bn.training:  # two passes over chunks (torch's var_mean over dim 0 is ~7× slower than this)
-            total = torch.zeros(width, dtype=torch.float64, device=e_hat.device)
-            for where in _chunks(num_edges):
-                total += e_hat[where].sum(0)
-            mean = (total / num_edges).to(e_hat.dtype)
-            total.zero_()
-            for where in _chunks(num_edges):
-                total += torch.sub(e_hat[where], mean, out=work[: where.stop - where.start]).square_().sum(0)
-            var = (total / num_edges).to(e_hat.dtype)
-            with torch.no_grad():
-                bn.num_batches_tracked += 1
-                bn.running_mean.mul_(1 - bn.momentum).add_(mean, alpha=bn.momentum)
-                unbiased = var * (num_edges / max(num_edges - 1, 1))
-                bn.running_var.mul_(1 - bn.momentum).add_(unbiased, alpha=bn.momentum)
-        else:
-            mean, var = bn.running_mean, bn.running_var
-        invstd = torch.rsqrt(var + bn.eps)
-        scale = weight * invstd
-        shift = bias - mean * scale
-        out = _edge_rows(num_edges, e_hat)
-        for where in _chunks(num_edges):
-            chunk = torch.addcmul(shift, e_hat[where], scale, out=out[where]).relu_()
-            if residual:
-                chunk += e[where]
-        ctx.save_for_backward(e_hat, mean, invstd, weight, scale, shift)
-        ctx.training, ctx.residual = bn.training, residual
-        return out
+class _TailGradient:
+    """∂/∂ê of e' = ReLU(BN(ê)) (+ skip), chunk by chunk, from ê and ∂/∂e' (``grad_out``).
 
-    @staticmethod
-    def backward(ctx, grad_out):
-        e_hat, mean, invstd, weight, scale, shift = ctx.saved_tensors
-        num_edges, width = e_hat.shape
-        rows = min(_GatedAggregate.CHUNK, num_edges)
-        y_buffer, gy_buffer = e_hat.new_empty(rows, width), e_hat.new_empty(rows, width)
-        threshold_backward = torch.ops.aten.threshold_backward.grad_input
+    BN's gradient in training mode, scale · (gy − mean(gy) − x̂ · mean(gy x̂)) with gy the gradient behind the ReLU,
+    needs two sums over all edges first; they are also the gradients of BN's bias and weight. ReLU's mask and x̂ are
+    recomputed from ê in each pass."""
 
-        def chunks():  # (slice, ∂/∂y where ReLU passes, x̂) of every chunk
-            for where in _chunks(num_edges):
-                n, x = where.stop - where.start, e_hat[where]
-                y = torch.addcmul(shift, x, scale, out=y_buffer[:n])
-                gy = threshold_backward(grad_out[where], y, 0.0, grad_input=gy_buffer[:n])
-                yield where, gy, torch.sub(x, mean, out=y_buffer[:n]).mul_(invstd)
+    def __init__(self, e_hat, grad_out, saved, training: bool, work: torch.Tensor) -> None:
+        self.e_hat, self.grad_out, self.training, self.work = e_hat, grad_out, training, work
+        self.mean, self.invstd, self.scale, self.shift = saved
+        self.gy = torch.empty_like(work)
+        width = e_hat.shape[1]
+        self.sum_gy, self.sum_gy_xhat = e_hat.new_zeros(width), e_hat.new_zeros(width)
+        for where in _chunks(e_hat.shape[0]):
+            gy, xhat = self._gy_xhat(where)
+            self.sum_gy += gy.sum(0)
+            self.sum_gy_xhat += xhat.mul_(gy).sum(0)
+        self.mean_gy, self.mean_gy_xhat = self.sum_gy / e_hat.shape[0], self.sum_gy_xhat / e_hat.shape[0]
 
-        sum_gy, sum_gy_xhat = e_hat.new_zeros(width), e_hat.new_zeros(width)
-        for _, gy, xhat in chunks():
-            sum_gy += gy.sum(0)
-            sum_gy_xhat += xhat.mul_(gy).sum(0)
-        grad_e_hat = _edge_rows(num_edges, e_hat)
-        if ctx.training:  # ∂/∂ê = scale · (gy − mean(gy) − x̂ · mean(gy x̂))
-            mean_gy, mean_gy_xhat = sum_gy / num_edges, sum_gy_xhat / num_edges
-            for where, gy, xhat in chunks():
-                torch.sub(gy, xhat.mul_(mean_gy_xhat).add_(mean_gy), out=grad_e_hat[where]).mul_(scale)
-        else:
-            for where, gy, _ in chunks():
-                torch.mul(gy, scale, out=grad_e_hat[where])
-        grad_e = grad_out if ctx.residual else None
-        return grad_e_hat, grad_e, sum_gy_xhat, sum_gy, None, None
+    def _gy_xhat(self, where: slice):
+        n, x = where.stop - where.start, self.e_hat[where]
+        y = torch.addcmul(self.shift, x, self.scale, out=self.work[:n])
+        gy = torch.ops.aten.threshold_backward.grad_input(self.grad_out[where], y, 0.0, grad_input=self.gy[:n])
+        return gy, torch.sub(x, self.mean, out=self.work[:n]).mul_(self.invstd)
+
+    def chunk(self, where: slice) -> torch.Tensor:
+        """∂/∂ê of the rows ``where`` (in a buffer the next call overwrites)."""
+        gy, xhat = self._gy_xhat(where)
+        if self.training:
+            return gy.sub_(xhat.mul_(self.mean_gy_xhat).add_(self.mean_gy)).mul_(self.scale)
+        return gy.mul_(self.scale)
 
 
 def _edge_rows(num_rows: int, like: torch.Tensor) -> torch.Tensor:
@@ -244,8 +260,8 @@ def _edge_rows(num_rows: int, like: torch.Tensor) -> torch.Tensor:
 
 
 def _chunks(num_rows: int):
-    """Slices of ``_GatedAggregate.CHUNK`` consecutive rows covering ``num_rows``."""
-    step = _GatedAggregate.CHUNK
+    """Slices of ``_GatedEdges.CHUNK`` consecutive rows covering ``num_rows``."""
+    step = _GatedEdges.CHUNK
     return (slice(start, min(start + step, num_rows)) for start in range(0, num_rows, step))
 
 
@@ -260,22 +276,21 @@ class GatedGCNLayer(_LayerBase):
                 adjacency: SparseAdjacency | None = None):
         src, dst = edge_index
         Ah, Bh, Dh, Eh = self._project_abde(h)
-        if e.stride(0) == 0:  # the same input on every edge: transform it once
-            aggregate, e_hat = _GatedAggregate.apply(Bh, Dh, Eh, self.C(e[:1]), None, None, src, dst)
-        else:
-            aggregate, e_hat = _GatedAggregate.apply(Bh, Dh, Eh, e, self.C.weight, self.C.bias, src, dst)
-        tail = self._tail()
-        h_new = post_aggregation(Ah + aggregate, h, self.bn_node_h, **tail)
-        e_new = self._edge_tail(e_hat, e) if edge_output else None
-        return h_new, e_new
-
-    def _edge_tail(self, e_hat: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-        """The layer tail on the edge stream: fused where it is BN → ReLU → (+ e) (:class:`_EdgeTail`)."""
         bn = self.bn_node_e
-        if not self.batch_norm or bn.momentum is None or (self.training and e_hat.shape[0] < 2):
-            return post_aggregation(e_hat, e, bn, **self._tail())
-        e_new = _EdgeTail.apply(e_hat, e, bn.weight, bn.bias, bn, self.residual)
-        return F.dropout(e_new, self.dropout, self.training) if self.dropout > 0 else e_new
+        fused_tail = (edge_output and self.batch_norm and bn.momentum is not None
+                      and not (self.training and src.numel() < 2))  # else BN's own checks and errors
+        tail = (bn.weight, bn.bias) if fused_tail else (None, None)
+        constant = e.stride(0) == 0  # the same input on every edge: transform it once
+        skip = e if constant and fused_tail and self.residual else None
+        gate_input = (self.C(e[:1]), None, None) if constant else (e, self.C.weight, self.C.bias)
+        aggregate, e_out = _GatedEdges.apply(Bh, Dh, Eh, *gate_input, *tail, skip, src, dst,
+                                             bn if fused_tail else None, self.residual)
+        h_new = post_aggregation(Ah + aggregate, h, self.bn_node_h, **self._tail())
+        if not edge_output:
+            return h_new, None
+        if not fused_tail:  # e_out is ê
+            return h_new, post_aggregation(e_out, e, bn, **self._tail())
+        return h_new, F.dropout(e_out, self.dropout, self.training) if self.dropout > 0 else e_out
 
 
 class GatedGCNLayerEdgeFeatOnly(_LayerBase):
