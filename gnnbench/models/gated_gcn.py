@@ -89,9 +89,12 @@ class _GatedEdges(torch.autograd.Function):
     Why: under autograd every step keeps its own edge-sized (E, d) result — C e, D h[src], ê, σ, B h[src],
     σ ⊙ B h[src], BN's and ReLU's outputs — alive for the backward, and allocates each one afresh (≈ 0.2 GB apiece for
     a batch of 128 PATTERN graphs). Here the edges are walked in chunks of ``CHUNK`` through buffers reused from chunk
-    to chunk (they stay in cache) and only ê and the edge input are kept: σ, the gathered rows, ReLU's mask and
-    x̂ = (ê − mean)/σ_BN are recomputed in the backward from ê and (N, d) node tensors; C e is formed chunk by chunk
-    (its gradient too), and the gradient reaching ê from the tail is formed chunk by chunk and consumed at once, so
+    to chunk (they stay in cache) and nothing edge-sized is kept but the edge input, which the next layer's output
+    is anyway: ê, σ, the gathered rows, ReLU's mask and x̂ = (ê − mean)/σ_BN are recomputed chunk by chunk in the
+    backward from the edge input and (N, d) node tensors, by the same operations on the same chunks as in the forward
+    (so the same values). That costs C e once more per backward pass over the edges (two with the tail: BN's gradient
+    needs two sums over all edges first), ~15 % of an epoch on PATTERN, and saves one (E, d) tensor per layer from the
+    end of the forward to the layer's backward. The gradient reaching ê from the tail is consumed chunk by chunk, so
     the backward allocates one edge-sized tensor, the gradient of the edge input (which already holds the residual's
     share). The terms are added in the autograd graph's order; sums differ from it only by float rounding (tests
     bound it).
@@ -114,13 +117,7 @@ class _GatedEdges(torch.autograd.Function):
         sigma, message = Bh.new_empty(rows, width), Bh.new_empty(rows, width)
         for where in _chunks(num_edges):
             s, d, n = src[where], dst[where], where.stop - where.start
-            out = e_hat[where]
-            torch.index_select(Dh, 0, s, out=out)
-            if weight is None:
-                out += e
-            else:
-                out += torch.addmm(bias, e[where], weight.t(), out=message[:n])  # C e of the chunk
-            out += Eh.index_select(0, d)
+            out = _pre_activation(e_hat[where], Dh, Eh, e, weight, bias, s, d, where, message[:n])
             sig = torch.sigmoid(out, out=sigma[:n])
             denominator.index_add_(0, d, sig)
             msg = torch.index_select(Bh, 0, s, out=message[:n]).mul_(sig)
@@ -130,8 +127,9 @@ class _GatedEdges(torch.autograd.Function):
         ctx.tail = bn is not None
         ctx.training = ctx.tail and bn.training
         ctx.residual, ctx.skip = residual, skip is not None
+        saved = (Bh, Dh, Eh, e, weight, bias, src, dst, aggregate, denominator)
         if not ctx.tail:
-            ctx.save_for_backward(Bh, e, weight, e_hat, src, dst, aggregate, denominator)
+            ctx.save_for_backward(*saved)
             return aggregate, e_hat
         mean, invstd = _bn_statistics(e_hat, bn, sigma)
         scale = bn_weight * invstd
@@ -142,19 +140,28 @@ class _GatedEdges(torch.autograd.Function):
             chunk = torch.addcmul(shift, e_hat[where], scale, out=e_new[where]).relu_()
             if residual:
                 chunk += residual_input[where]
-        ctx.save_for_backward(Bh, e, weight, e_hat, src, dst, aggregate, denominator, mean, invstd, scale, shift)
+        ctx.save_for_backward(*saved, mean, invstd, scale, shift)
         return aggregate, e_new
 
     @staticmethod
     def backward(ctx, grad_aggregate, grad_second):
-        Bh, e, weight, e_hat, src, dst, aggregate, denominator, *bn_saved = ctx.saved_tensors
-        num_edges, width = e_hat.shape
+        Bh, Dh, Eh, e, weight, bias, src, dst, aggregate, denominator, *bn_saved = ctx.saved_tensors
+        num_edges, width = src.numel(), Bh.shape[1]
         grad_num = grad_aggregate / denominator  # ∂/∂numerator
         grad_den = torch.mul(grad_num, aggregate).neg_()  # ∂/∂denominator = −g · num / den²
         grad_Bh, grad_Dh, grad_Eh = Bh.new_zeros(Bh.shape), Bh.new_zeros(Bh.shape), Bh.new_zeros(Bh.shape)
         rows = min(_GatedEdges.CHUNK, num_edges)
-        sigma, gathered, work, tail_work = (Bh.new_empty(rows, width) for _ in range(4))
-        tail = _TailGradient(e_hat, grad_second, bn_saved, ctx.training, tail_work) if ctx.tail else None
+        pre, sigma, gathered, work = (Bh.new_empty(rows, width) for _ in range(4))
+
+        def e_hat(where):  # ê of the rows ``where``, as the forward computed it (in ``pre``)
+            n = where.stop - where.start
+            return _pre_activation(pre[:n], Dh, Eh, e, weight, bias, src[where], dst[where], where, work[:n])
+
+        tail = None
+        if ctx.tail:
+            tail = _TailGradient(grad_second, bn_saved, ctx.training, rows)
+            for where in _chunks(num_edges):
+                tail.accumulate(where, e_hat(where))
         in_place_residual = ctx.tail and ctx.residual and not ctx.skip and weight is not None
         if weight is None:  # ∂/∂(C e) of the one shared row
             grad_e, grad_weight, grad_bias = Bh.new_zeros(1, width), None, None
@@ -163,13 +170,14 @@ class _GatedEdges(torch.autograd.Function):
             grad_weight, grad_bias = torch.zeros_like(weight), Bh.new_zeros(width)
         for where in _chunks(num_edges):
             s, d, n = src[where], dst[where], where.stop - where.start
-            sig = torch.sigmoid(e_hat[where], out=sigma[:n])
+            x = e_hat(where)
+            sig = torch.sigmoid(x, out=sigma[:n])
             g_num = torch.index_select(grad_num, 0, d, out=gathered[:n])
             grad_Bh.index_add_(0, s, torch.mul(g_num, sig, out=work[:n]))  # ∂/∂(B h_u) = σ ⊙ g_num[v]
             g = g_num.mul_(torch.index_select(Bh, 0, s, out=work[:n])).add_(grad_den.index_select(0, d))  # ∂/∂σ
             g.mul_(sig).mul_(sig.neg_().add_(1.0))  # ∂/∂ê = ∂/∂σ · σ (1 − σ)
             if tail is not None:
-                g += tail.chunk(where)  # ∂/∂ê through BN and ReLU
+                g += tail.chunk(where, x)  # ∂/∂ê through BN and ReLU
             elif grad_second is not None:
                 g += grad_second[where]
             grad_Dh.index_add_(0, s, g)
@@ -188,6 +196,19 @@ class _GatedEdges(torch.autograd.Function):
         grad_skip = grad_second if ctx.residual and ctx.skip else None  # a constant input's residual share
         return (grad_Bh, grad_Dh, grad_Eh, grad_e, grad_weight, grad_bias, tail.sum_gy_xhat, tail.sum_gy, grad_skip,
                 None, None, None, None)
+
+
+def _pre_activation(out, Dh, Eh, e, weight, bias, s, d, where: slice, work):
+    """ê = D h[src] + C e + E h[dst] of the edges ``where`` (sources ``s``, destinations ``d``) into ``out``; C e is
+    the shared row when ``weight`` is None, else formed in ``work``. The forward and the backward both call this, so
+    the backward's recomputed ê is the forward's."""
+    torch.index_select(Dh, 0, s, out=out)
+    if weight is None:
+        out += e
+    else:
+        out += torch.addmm(bias, e[where], weight.t(), out=work)
+    out += Eh.index_select(0, d)
+    return out
 
 
 def _bn_statistics(x: torch.Tensor, bn: nn.BatchNorm1d, work: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -217,32 +238,37 @@ class _TailGradient:
     """∂/∂ê of e' = ReLU(BN(ê)) (+ skip), chunk by chunk, from ê and ∂/∂e' (``grad_out``).
 
     BN's gradient in training mode, scale · (gy − mean(gy) − x̂ · mean(gy x̂)) with gy the gradient behind the ReLU,
-    needs two sums over all edges first; they are also the gradients of BN's bias and weight. ReLU's mask and x̂ are
-    recomputed from ê in each pass."""
+    needs two sums over all edges first (:meth:`accumulate` over every chunk, before any :meth:`chunk`); they are also
+    the gradients of BN's bias and weight. ReLU's mask and x̂ are recomputed from ê in each pass."""
 
-    def __init__(self, e_hat, grad_out, saved, training: bool, work: torch.Tensor) -> None:
-        self.e_hat, self.grad_out, self.training, self.work = e_hat, grad_out, training, work
+    def __init__(self, grad_out, saved, training: bool, rows: int) -> None:
+        self.grad_out, self.training = grad_out, training
         self.mean, self.invstd, self.scale, self.shift = saved
-        self.gy = torch.empty_like(work)
-        width = e_hat.shape[1]
-        self.sum_gy, self.sum_gy_xhat = e_hat.new_zeros(width), e_hat.new_zeros(width)
-        for where in _chunks(e_hat.shape[0]):
-            gy, xhat = self._gy_xhat(where)
-            self.sum_gy += gy.sum(0)
-            self.sum_gy_xhat += xhat.mul_(gy).sum(0)
-        self.mean_gy, self.mean_gy_xhat = self.sum_gy / e_hat.shape[0], self.sum_gy_xhat / e_hat.shape[0]
+        self.work, self.gy = (grad_out.new_empty(rows, grad_out.shape[1]) for _ in range(2))
+        self.sum_gy, self.sum_gy_xhat = grad_out.new_zeros(grad_out.shape[1]), grad_out.new_zeros(grad_out.shape[1])
+        self.rows, self.means = 0, None
 
-    def _gy_xhat(self, where: slice):
-        n, x = where.stop - where.start, self.e_hat[where]
+    def _gy_xhat(self, where: slice, x: torch.Tensor):
+        n = where.stop - where.start
         y = torch.addcmul(self.shift, x, self.scale, out=self.work[:n])
         gy = torch.ops.aten.threshold_backward.grad_input(self.grad_out[where], y, 0.0, grad_input=self.gy[:n])
         return gy, torch.sub(x, self.mean, out=self.work[:n]).mul_(self.invstd)
 
-    def chunk(self, where: slice) -> torch.Tensor:
-        """∂/∂ê of the rows ``where`` (in a buffer the next call overwrites)."""
-        gy, xhat = self._gy_xhat(where)
+    def accumulate(self, where: slice, x: torch.Tensor) -> None:
+        """Add the rows ``where`` (ê: ``x``) to the sums of gy and gy x̂."""
+        gy, xhat = self._gy_xhat(where, x)
+        self.sum_gy += gy.sum(0)
+        self.sum_gy_xhat += xhat.mul_(gy).sum(0)
+        self.rows += where.stop - where.start
+
+    def chunk(self, where: slice, x: torch.Tensor) -> torch.Tensor:
+        """∂/∂ê of the rows ``where`` (ê: ``x``), in a buffer the next call overwrites."""
+        gy, xhat = self._gy_xhat(where, x)
         if self.training:
-            return gy.sub_(xhat.mul_(self.mean_gy_xhat).add_(self.mean_gy)).mul_(self.scale)
+            if self.means is None:
+                self.means = self.sum_gy_xhat / self.rows, self.sum_gy / self.rows
+            mean_gy_xhat, mean_gy = self.means
+            return gy.sub_(xhat.mul_(mean_gy_xhat).add_(mean_gy)).mul_(self.scale)
         return gy.mul_(self.scale)
 
 
