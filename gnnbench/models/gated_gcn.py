@@ -278,7 +278,7 @@ def _edge_rows(num_rows: int, like: torch.Tensor) -> torch.Tensor:
     Batches differ in their edge counts by a few per cent; rounded, successive batches ask malloc for the same
     sequence of block sizes, so with malloc keeping freed memory (gnnbench.allocator) the holes one batch leaves are
     the ones the next batch fills, instead of holes just too small for it. PATTERN-500 GatedGCN, 3 processes each
-    (farm-bench A/B): peak 2.89 → 2.61 GB and 7 % less wall time than without the rounding."""
+    (whole-process A/B, in turn): peak 2.89 → 2.61 GB and 7 % less wall time than without the rounding."""
     rounded = num_rows
     if num_rows > 4096:
         step = 1 << max(num_rows.bit_length() - 4, 0)  # 8 classes per power of two: ≤ 12.5 % over
