@@ -25,12 +25,12 @@ is the GRU *input* and the layer output its *initial hidden state* (the original
 GRU's final hidden state is the new h. One ``nn.GRU(hidden, hidden)`` is shared by all layers.
 
 Speed: A, B, D and E are applied in one matrix product; the standard layer's gate and its edge tail are one hand-written
-autograd function (:class:`_GatedEdges`) that walks the edges in cache-sized chunks and keeps only the edge input and ê
-for the backward (autograd would keep six or more (E, d) tensors per layer: on 500 PATTERN graphs an epoch fell from 44
-s to ~9 s and the peak from 5.6 to 3.4 GB together with :mod:`gnnbench.allocator`); it matches the autograd formulation
-to float rounding, a bound the tests check. A constant edge input (the benchmark's ``ones``) is transformed once, not
-per edge; the edge update of the last layer is skipped (no head reads the edge stream) — its result would be discarded,
-so outputs are unchanged; the isotropic sum is one sparse–dense product with the adjacency built once per forward pass.
+autograd function (:class:`_GatedEdges`) that walks the edges in cache-sized chunks and keeps only the edge input for
+the backward (autograd would keep six or more (E, d) tensors per layer: on 500 PATTERN graphs an epoch fell from 44 s to
+~11 s and the peak from 5.6 to ~2.6 GB together with :mod:`gnnbench.allocator`); it matches the autograd formulation to
+float rounding, a bound the tests check. A constant edge input (the benchmark's ``ones``) is transformed once, not per
+edge; the edge update of the last layer is skipped (no head reads the edge stream) — its result would be discarded, so
+outputs are unchanged; the isotropic sum is one sparse–dense product with the adjacency built once per forward pass.
 
 Node-level tasks: the benchmark's SBM and WikiCS GatedGCN (and GraphTheoryProp's) keep every layer at
 ``hidden_dim`` and ignore ``out_dim``; :meth:`GatedGCN.from_config` reproduces that for node and multitask
