@@ -89,8 +89,8 @@ class _GatedEdges(torch.autograd.Function):
     Why: under autograd every step keeps its own edge-sized (E, d) result — C e, D h[src], ê, σ, B h[src],
     σ ⊙ B h[src], BN's and ReLU's outputs — alive for the backward, and allocates each one afresh (≈ 0.2 GB apiece for
     a batch of 128 PATTERN graphs). Here the edges are walked in chunks of ``CHUNK`` through buffers reused from chunk
-    to chunk (they stay in cache) and nothing edge-sized is kept but the edge input, which the next layer's output
-    is anyway: ê, σ, the gathered rows, ReLU's mask and x̂ = (ê − mean)/σ_BN are recomputed chunk by chunk in the
+    to chunk (they stay in cache) and nothing edge-sized is kept but the edge input (the previous layer's output,
+    alive anyway): ê, σ, the gathered rows, ReLU's mask and x̂ = (ê − mean)/σ_BN are recomputed chunk by chunk in the
     backward from the edge input and (N, d) node tensors, by the same operations on the same chunks as in the forward
     (so the same values). That costs C e once more per backward pass over the edges (two with the tail: BN's gradient
     needs two sums over all edges first), ~15 % of an epoch on PATTERN, and saves one (E, d) tensor per layer from the
