@@ -162,7 +162,7 @@ class _GatedEdges(torch.autograd.Function):
             tail = _TailGradient(grad_second, bn_saved, ctx.training, rows)
             for where in _chunks(num_edges):
                 tail.accumulate(where, e_hat(where))
-        in_place_residual = ctx.tail and ctx.residual and not ctx.skip and weight is not None
+        in_place_residual = ctx.tail and ctx.residual and weight is not None  # (a constant input has its own skip)
         if weight is None:  # ∂/∂(C e) of the one shared row
             grad_e, grad_weight, grad_bias = Bh.new_zeros(1, width), None, None
         else:
