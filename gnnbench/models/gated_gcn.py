@@ -126,7 +126,7 @@ class _GatedEdges(torch.autograd.Function):
         aggregate = numerator.div_(denominator)
         ctx.tail = bn is not None
         ctx.training = ctx.tail and bn.training
-        ctx.residual, ctx.skip = residual, skip is not None
+        ctx.residual = residual
         saved = (Bh, Dh, Eh, e, weight, bias, src, dst, aggregate, denominator)
         if not ctx.tail:
             ctx.save_for_backward(*saved)
@@ -162,7 +162,7 @@ class _GatedEdges(torch.autograd.Function):
             tail = _TailGradient(grad_second, bn_saved, ctx.training, rows)
             for where in _chunks(num_edges):
                 tail.accumulate(where, e_hat(where))
-        in_place_residual = ctx.tail and ctx.residual and weight is not None  # (a constant input has its own skip)
+        residual_share = ctx.tail and ctx.residual  # ∂/∂e' reaches the residual input: e, or skip for a constant e
         if weight is None:  # ∂/∂(C e) of the one shared row
             grad_e, grad_weight, grad_bias = Bh.new_zeros(1, width), None, None
         else:
@@ -189,11 +189,11 @@ class _GatedEdges(torch.autograd.Function):
             grad_bias += g.sum(0)
             if grad_e is not None:
                 chunk = torch.mm(g, weight, out=grad_e[where])
-                if in_place_residual:
+                if residual_share:
                     chunk += grad_second[where]  # the residual's share of ∂/∂e
         if tail is None:
             return grad_Bh, grad_Dh, grad_Eh, grad_e, grad_weight, grad_bias, None, None, None, None, None, None, None
-        grad_skip = grad_second if ctx.residual and ctx.skip else None  # a constant input's residual share
+        grad_skip = grad_second if residual_share and weight is None else None
         return (grad_Bh, grad_Dh, grad_Eh, grad_e, grad_weight, grad_bias, tail.sum_gy_xhat, tail.sum_gy, grad_skip,
                 None, None, None, None)
 
