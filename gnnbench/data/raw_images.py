@@ -10,10 +10,9 @@ Parsed here without torchvision (spec generators.md §3.6):
   ``cifar-10-batches-py/data_batch_1..5`` then ``test_batch``; each a pickle (``encoding="latin1"``) of a dict with
   ``data`` uint8 (10000, 3072) = R, G, B planes of 32×32 row-major, and ``labels``. Returned as (N, 32, 32, 3) uint8
   HWC RGB, as torchvision produces. Safety: only those named members are read, and only when they are regular
-  files (no links/devices, no path games since nothing is written); pickles are loaded with an unpickler that
-  only resolves the numpy classes needed to rebuild arrays (``_reconstruct``, ``ndarray``, ``dtype``,
-  ``scalar``, and ``_codecs.encode`` that Python 3 protocol-2 pickles use for bytes), so a crafted tarball
-  cannot run code.
+  files (no links/devices, no path games since nothing is written); pickles are loaded with gnnbench's allow-list
+  unpickler (:func:`gnnbench.data.safe_pickle.restricted_loads`: plain containers, NumPy arrays and scalars,
+  ``_codecs.encode`` for the bytes of Python 3 protocol-2 pickles), so a crafted tarball cannot run code.
 * Digits (offline stand-in): scikit-learn's bundled ``load_digits`` (1,797 images 8×8, values 0..16) upsampled to
   28×28 with ``skimage.transform.resize(order=1 bilinear, anti_aliasing=False)`` — anti-aliasing only matters when
   shrinking — on values/16, then ×255 rounded to uint8, so the images look like (blurry) MNIST digits. Split: no
@@ -27,15 +26,14 @@ File registries: :data:`MNIST_FILES` (canonical URLs from both torchvision mirro
 from __future__ import annotations
 
 import gzip
-import io
 import os
-import pickle
 import tarfile
 from pathlib import Path
 
 import numpy as np
 
 from gnnbench.data.download import RawFile
+from gnnbench.data.safe_pickle import UNREADABLE, restricted_loads
 from gnnbench.errors import DataError
 
 MNIST_MIRRORS = ("http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/")
@@ -117,18 +115,6 @@ def load_mnist(raw_dir: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.n
     return out[0], out[1], out[2], out[3]
 
 
-class _ArrayUnpickler(pickle.Unpickler):
-    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-                ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-                ("numpy", "ndarray"), ("numpy", "dtype"),
-                ("_codecs", "encode")}  # how Python 3 protocol-2 pickles rebuild bytes (harmless)
-
-    def find_class(self, module: str, name: str):  # noqa: ANN201
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
-        return super().find_class(module, name)
-
-
 def _read_batch(tar: tarfile.TarFile, member_name: str, path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         member = tar.getmember(member_name)
@@ -140,10 +126,10 @@ def _read_batch(tar: tarfile.TarFile, member_name: str, path: Path) -> tuple[np.
                         "archive); delete it and download it again")
     fh = tar.extractfile(member)
     try:
-        batch = _ArrayUnpickler(io.BytesIO(fh.read()), encoding="latin1").load()
+        batch = restricted_loads(fh.read())
         data = np.asarray(batch["data"], dtype=np.uint8)
         labels = np.asarray(batch["labels"], dtype=np.int64)
-    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except UNREADABLE as exc:
         raise DataError(f"CIFAR-10 tarball {path}: member {member_name} is not a valid batch ({exc}); delete it and "
                         "download it again") from None
     if data.ndim != 2 or data.shape[1] != 3072 or len(labels) != len(data) or labels.min(initial=0) < 0 \

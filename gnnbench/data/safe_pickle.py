@@ -30,6 +30,15 @@ Allowed (Python 2 names are accepted as well: the pickles are read with ``encodi
   inside it, and returns the array of the rebuilt tensor. Reading lazily also means that a loader which keeps
   only some of a file's tensors (ZINC's 12k subset of 250k molecules) only decodes those.
 
+A reader may widen the allow-list for its own file only (``extra`` of :func:`safe_load`); the one such table here is
+:data:`NETWORKX_GRAPHS`, for the CYCLES release (pickled networkx graphs): ``networkx.classes.graph.Graph`` and the
+views a graph caches in its ``__dict__`` (``NodeView``, ``EdgeView``, ``DegreeView`` of
+``networkx.classes.reportviews``; ``AdjacencyView``, ``AtlasView`` of ``networkx.classes.coreviews``) are *not*
+constructed either: each becomes a
+:class:`PickledObject` holding the pickled state (a graph's ``_node``, ``_adj``, ``graph`` dicts — ``node``/``adj``
+in networkx 1.x), built by ``NEWOBJ`` (protocol ≥ 2) or by ``copyreg._reconstructor`` (protocols 0 and 1), which the
+table admits for those holders only. networkx is never imported.
+
 Reading never imports a module named by the file. What the allowed callables can still do with hostile arguments is
 build data (or exhaust memory, reported as a corrupt file); none of them runs code, opens files or imports.
 """
@@ -60,6 +69,50 @@ class PickledSparse:
         if not isinstance(state, dict):
             raise pickle.UnpicklingError(f"sparse {self.format} matrix state is a {type(state).__name__}, not a dict")
         self.state = state
+
+
+class PickledObject:
+    """The pickled state of an object of an allowed class, held as plain data (the class is never constructed).
+
+    Unpickling creates it with ``__new__`` (``NEWOBJ``) and hands it the state (``BUILD``): whatever the file holds
+    is kept in :attr:`state` unread, so the reader checks it before using anything."""
+
+    state: Any = None
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
+class PickledGraph(PickledObject):
+    """A pickled ``networkx.Graph``: :attr:`state` is its ``__dict__`` (``_node``, ``_adj``, ``graph``, ...)."""
+
+
+class PickledGraphView(PickledObject):
+    """A view (``NodeView``, ``AdjacencyView``, ...) a networkx graph cached in its ``__dict__``; never read."""
+
+
+def _holder_reconstructor(cls: Any, base: Any, state: Any) -> PickledObject:
+    """Stand-in for ``copyreg._reconstructor`` (how protocols 0 and 1 rebuild objects), for the holders only."""
+    if not (isinstance(cls, type) and issubclass(cls, PickledObject) and base is object and state is None):
+        raise pickle.UnpicklingError("copyreg._reconstructor is allowed only to rebuild an allowed networkx object")
+    return cls.__new__(cls)
+
+
+def _networkx_graphs() -> dict[tuple[str, str], Any]:
+    table: dict[tuple[str, str], Any] = {("networkx.classes.graph", "Graph"): PickledGraph}
+    for module, names in (("networkx.classes.reportviews", ("NodeView", "EdgeView", "DegreeView")),
+                          ("networkx.classes.coreviews", ("AdjacencyView", "AtlasView"))):
+        for name in names:
+            table[(module, name)] = PickledGraphView
+    for module in ("copyreg", "copy_reg"):  # Python 3 / Python 2 name
+        table[(module, "_reconstructor")] = _holder_reconstructor
+    for module in ("builtins", "__builtin__"):
+        table[(module, "object")] = object  # the base class _reconstructor names (checked to be object there)
+    return table
+
+
+NETWORKX_GRAPHS = _networkx_graphs()
+"""Extra allow-list for pickled networkx graphs (module doc); pass it as ``safe_load(..., extra=NETWORKX_GRAPHS)``."""
 
 
 def _sparse_class(fmt: str) -> type[PickledSparse]:
@@ -190,23 +243,44 @@ def _allowed() -> dict[tuple[str, str], Any]:
 _ALLOWED = _allowed()
 
 
+class RefusedGlobal(pickle.UnpicklingError):
+    """A pickle names a global outside the allow-list (raised before anything is called)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        super().__init__(f"refusing to load {module}.{name}, which is not on gnnbench's allow-list")
+        self.module, self.name = module, name
+
+
 class _AllowListUnpickler(pickle.Unpickler):
-    def __init__(self, file: io.BufferedIOBase, what: str, where: str) -> None:
+    def __init__(self, file: io.BufferedIOBase, extra: dict[tuple[str, str], Any] | None = None) -> None:
         super().__init__(file, encoding="latin1")
-        self.what, self.where = what, where
+        self.extra = extra or {}
 
     def find_class(self, module: str, name: str) -> Any:
-        try:
-            return _ALLOWED[(module, name)]
-        except KeyError:
-            raise DataError(f"{self.what} {self.where} wants to load {module}.{name}, which is not on gnnbench's "
-                            f"allow-list; the file is not a genuine {self.what} (it could run code when unpickled) "
-                            "— delete it and download it again") from None
+        found = self.extra.get((module, name), _ALLOWED.get((module, name)))
+        if found is None:
+            raise RefusedGlobal(module, name)
+        return found
 
 
-def safe_load(path_or_bytes: str | os.PathLike | bytes, what: str, where: str = "(in memory)") -> Any:
+def restricted_loads(data: bytes, extra: dict[tuple[str, str], Any] | None = None) -> Any:
+    """Unpickle ``data`` through the allow-list (plus ``extra``, e.g. :data:`NETWORKX_GRAPHS`), raising what
+    :mod:`pickle` raises: :class:`RefusedGlobal` (a :class:`pickle.UnpicklingError`) for a global outside it. For
+    readers with their own error messages; others use :func:`safe_load`."""
+    return _AllowListUnpickler(io.BytesIO(data), extra).load()
+
+
+UNREADABLE = (pickle.UnpicklingError, EOFError, AttributeError, IndexError, KeyError, TypeError, ValueError,
+              MemoryError, OverflowError, UnicodeDecodeError)
+"""What unpickling a damaged or hostile file through the allow-list can raise (all mean "not a genuine file")."""
+
+
+def safe_load(path_or_bytes: str | os.PathLike | bytes, what: str, where: str = "(in memory)",
+              extra: dict[tuple[str, str], Any] | None = None, fix: str | None = None) -> Any:
     """Unpickle a file (or bytes) through the allow-list; ``what`` names the file's role in error messages, and
-    ``where`` names bytes' origin (e.g. an archive member; a file is named by its path).
+    ``where`` names bytes' origin (e.g. an archive member; a file is named by its path). ``extra`` widens the
+    allow-list for this file only (e.g. :data:`NETWORKX_GRAPHS`); ``fix`` replaces the default advice ("delete it
+    and download it again") at the end of the messages.
 
     A refused global, a truncated or corrupt pickle, or a missing file raises :class:`DataError` (one line).
     """
@@ -219,14 +293,17 @@ def safe_load(path_or_bytes: str | os.PathLike | bytes, what: str, where: str = 
             raise DataError(f"{what} {path} does not exist; download it first")
         data = path.read_bytes()
     try:
-        return _AllowListUnpickler(io.BytesIO(data), what, where).load()
+        return restricted_loads(data, extra)
     except DataError:
         raise
-    except (pickle.UnpicklingError, EOFError, AttributeError, IndexError, KeyError, TypeError, ValueError,
-            MemoryError, OverflowError, UnicodeDecodeError) as exc:
+    except RefusedGlobal as exc:
+        raise DataError(f"{what} {where} wants to load {exc.module}.{exc.name}, which is not on gnnbench's "
+                        f"allow-list; the file is not a genuine {what} (it could run code when unpickled) — "
+                        f"{fix or 'delete it and download it again'}") from None
+    except UNREADABLE as exc:
         reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        raise DataError(f"{what} {where} is not a readable pickle ({type(exc).__name__}: {reason}); the file is "
-                        "truncated or corrupt — delete it and download it again") from None
+        advice = fix or "the file is truncated or corrupt — delete it and download it again"
+        raise DataError(f"{what} {where} is not a readable pickle ({type(exc).__name__}: {reason}); {advice}") from None
 
 
 def to_csr(obj: Any, what: str, where: str) -> sp.csr_matrix:

@@ -29,12 +29,18 @@ Decisions beyond the spec:
   (:mod:`gnnbench.data.download`), and :func:`describe_release` writes the SHA-256 of the file actually read into
   ``meta.source``.
 
-Security: unpickling runs code chosen by the file's author. Only read the file downloaded from :data:`URL` whose
-SHA-256 was recorded at download time (or a copy you trust); never a pickle from elsewhere. Unpickling the graphs
-needs networkx.
+Security: the file is read by gnnbench's allow-list unpickler (:func:`gnnbench.data.safe_pickle.safe_load`), never
+by ``pickle.load``, so it cannot run code. Allowed are plain containers and numbers, NumPy arrays, and — for this file
+only (:data:`gnnbench.data.safe_pickle.NETWORKX_GRAPHS`) — ``networkx.classes.graph.Graph`` with the node/edge/degree/
+adjacency views a graph caches; these are not constructed (networkx is not even imported): each becomes a plain
+holder of its pickled state, and the conversion reads a graph's node dict (``_node``; networkx 1.x: ``node``) and
+adjacency dict (``_adj``; 1.x: ``adj``) from it, checking that they fit together. Any other global — a function, a
+``DiGraph`` — is a one-line :class:`DataError`. The file's SHA-256 is not published and no verified copy was
+available, so it is not pinned: the download records it and every reuse checks that record (pin it with the
+``sha256`` parameter once you have a copy you trust).
 
 Speed: one Python pass over the graphs collects node ids, degrees and neighbour lists with C-level list operations
-(networkx objects leave no alternative); sources, ordering and features are then built with NumPy over all edges at
+(the pickled dicts leave no alternative); sources, ordering and features are then built with NumPy over all edges at
 once. Measured on a 30 MB pickle of 20,000 paper-sized graphs (the generator's, written in this structure), on 2
 busy cores: ``pickle.load`` 5.5 s, conversion 2.5 s more, and the result identical to the generator's columns.
 """
@@ -42,12 +48,12 @@ busy cores: ``pickle.load`` 5.5 s, conversion 2.5 s more, and the result identic
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 
 import numpy as np
 
 from gnnbench.data.meta import DatasetMeta, FeatureSpec, write_dataset
+from gnnbench.data.safe_pickle import NETWORKX_GRAPHS, PickledGraph, safe_load
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import DataError
 from gnnbench.io import sha256_file
@@ -63,21 +69,23 @@ SPLITS = ("train", "val", "test")
 
 
 def _load(path: Path) -> object:
+    """The unpickled file, networkx graphs as :class:`~gnnbench.data.safe_pickle.PickledGraph` holders."""
     if not path.is_file():
         raise DataError(f"CYCLES release {path} not found; download {FILE_NAME} from {URL} and place it there")
-    try:
-        with open(path, "rb") as fh:
-            try:
-                return pickle.load(fh)
-            except UnicodeDecodeError:  # a Python 2 pickle
-                fh.seek(0)
-                return pickle.load(fh, encoding="latin1")
-    except ModuleNotFoundError as exc:
-        raise DataError(f"CYCLES release {path} needs the module {exc.name!r} to unpickle; install it "
-                        "(the graphs are networkx graphs: pip install networkx)") from None
-    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError, TypeError, ValueError) as exc:
-        raise DataError(f"CYCLES release {path} is not a readable pickle ({type(exc).__name__}: {exc}); delete it "
-                        f"and download {FILE_NAME} again from {URL}") from None
+    return safe_load(path, "CYCLES release", extra=NETWORKX_GRAPHS,
+                     fix=f"delete it and download {FILE_NAME} again from {URL}")
+
+
+def _graph_dicts(graph: PickledGraph) -> tuple[dict, dict] | None:
+    """The node dict and adjacency dict of a pickled networkx graph (networkx ≥ 2 or 1.x names), or None."""
+    state = graph.state
+    if not isinstance(state, dict):
+        return None
+    nodes = state.get("_node", state.get("node"))
+    adj = state.get("_adj", state.get("adj"))
+    if type(nodes) is not dict or type(adj) is not dict:
+        return None
+    return nodes, adj
 
 
 def _samples(data: object, path: Path, n: int) -> list:
@@ -105,8 +113,6 @@ def _samples(data: object, path: Path, n: int) -> list:
 def read_cycles_pickle(path: str | os.PathLike, n: int = DEFAULT_N, num_train: int = 9000, num_val: int = 1000,
                        num_test: int = 10000) -> GraphColumns:
     """Graph columns of the released CYCLES pickle's setting ``n``: train, val, test by position (module doc)."""
-    import networkx as nx  # the graphs are networkx objects; needed to unpickle them anyway
-
     path = Path(path)
     samples = _samples(_load(path), path, n)
     total = num_train + num_val + num_test
@@ -121,31 +127,39 @@ def read_cycles_pickle(path: str | os.PathLike, n: int = DEFAULT_N, num_train: i
     node_ids: list[int] = []  # id of every node, in each graph's node order
     nbrs_flat: list[int] = []  # neighbour ids of every node, node after node: each undirected edge appears twice
     for i, sample in enumerate(samples):  # unavoidable pass over Python objects; everything else is vectorised
-        if not (isinstance(sample, (tuple, list)) and len(sample) == 3 and isinstance(sample[0], nx.Graph)):
+        dicts = (_graph_dicts(sample[0]) if isinstance(sample, (tuple, list)) and len(sample) == 3
+                 and isinstance(sample[0], PickledGraph) else None)
+        if dicts is None:
             raise DataError(f"CYCLES release {path}: sample {i} of the n = {n} dataset is not a (networkx graph, "
                             f"y, label) triple (got {type(sample).__name__}); it is not the CYCLES pickle")
-        graph = sample[0]
-        nodes = list(graph)
-        if nodes == list(range(len(nodes))):  # the usual case: C-speed list operations only
-            node_ids.extend(nodes)
-            for nbrs in graph.adj.values():
-                degrees.append(len(nbrs))
-                nbrs_flat.extend(nbrs)
-        else:  # integers 0..n-1 in another order keep their values; other labels are numbered in node order
-            identity = set(nodes) == set(range(len(nodes)))
-            index = {v: (v if identity else k) for k, v in enumerate(nodes)}
-            node_ids.extend(index[v] for v in nodes)
-            for nbrs in graph.adj.values():
-                degrees.append(len(nbrs))
-                nbrs_flat.extend(index[v] for v in nbrs)
+        node, adj = dicts
+        nodes = list(node)
+        if list(adj) != nodes:  # networkx keeps both dicts in node order; anything else is not a pickled Graph
+            raise _malformed(path, n, i, "its adjacency does not list its nodes in node order")
+        try:
+            if nodes == list(range(len(nodes))):  # the usual case: C-speed list operations only
+                node_ids.extend(nodes)
+                for nbrs in adj.values():
+                    degrees.append(len(nbrs))
+                    nbrs_flat.extend(nbrs)
+            else:  # integers 0..n-1 in another order keep their values; other labels are numbered in node order
+                identity = set(nodes) == set(range(len(nodes)))
+                index = {v: (v if identity else k) for k, v in enumerate(nodes)}
+                node_ids.extend(index[v] for v in nodes)
+                for nbrs in adj.values():
+                    degrees.append(len(nbrs))
+                    nbrs_flat.extend(index[v] for v in nbrs)
+        except (KeyError, TypeError) as exc:  # a neighbour that is no node, neighbours that are not a dict
+            raise _malformed(path, n, i, f"its adjacency is not a dict of neighbour dicts of its nodes "
+                             f"({type(exc).__name__})") from None
         num_nodes[i] = len(nodes)
         labels.append(sample[2])
     y = _labels(labels, path, n)
 
     degree = np.asarray(degrees, dtype=np.int64)
     src = np.repeat(np.asarray(node_ids, dtype=np.int64), degree)
-    dst = np.asarray(nbrs_flat, dtype=np.int64)
     graph_of = np.repeat(np.repeat(np.arange(total, dtype=np.int64), num_nodes), degree)
+    dst = _neighbours(nbrs_flat, num_nodes[graph_of], graph_of, path, n)
     # row-major per graph: one sort of the key (graph, source, destination); a multigraph's repeats are dropped
     base = int(num_nodes.max(initial=1))
     key = np.sort((graph_of * base + src) * base + dst)
@@ -161,6 +175,26 @@ def read_cycles_pickle(path: str | os.PathLike, n: int = DEFAULT_N, num_train: i
     )
     columns.validate()
     return columns
+
+
+def _neighbours(nbrs_flat: list, limit: np.ndarray, graph_of: np.ndarray, path: Path, n: int) -> np.ndarray:
+    """The neighbour ids as int64, each checked to lie in 0..(its graph's node count − 1)."""
+    try:
+        dst = np.asarray(nbrs_flat)
+    except (TypeError, ValueError, OverflowError):  # e.g. ints too large for int64
+        dst = np.zeros(len(nbrs_flat), dtype=object)
+    if dst.size and dst.dtype.kind not in "iu":
+        raise _malformed(path, n, None, "a neighbour id is not an integer")
+    outside = np.flatnonzero((dst < 0) | (dst >= limit))
+    if outside.size:
+        raise _malformed(path, n, int(graph_of[outside[0]]), "a neighbour is not one of its nodes 0..n-1")
+    return dst.astype(np.int64, copy=False)
+
+
+def _malformed(path: Path, n: int, i: int | None, problem: str) -> DataError:
+    which = "a networkx graph" if i is None else f"the networkx graph of sample {i}"
+    return DataError(f"CYCLES release {path}: {which} of the n = {n} dataset is malformed ({problem}); it is not the "
+                     f"CYCLES pickle — delete it and download {FILE_NAME} again from {URL}")
 
 
 def _labels(labels: list[object], path: Path, n: int) -> np.ndarray:
