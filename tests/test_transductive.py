@@ -215,3 +215,126 @@ def test_propagation_trainer_runs_patience_steps_and_restores_the_best_state():
 def test_unknown_criterion_is_a_config_error():
     with pytest.raises(ConfigError, match="early_stopping_criterion: unknown criterion 'kdd'"):
         EarlyStopping("kdd", 50, 1)
+
+
+class PoisonedLogReg(StackedLogReg):
+    """StackedLogReg whose training logits of run ``run`` (its position among all runs) turn NaN at epoch
+    ``epoch`` (the ``epoch``-th training forward; 0-based): that run's training loss is NaN from then on."""
+
+    def __init__(self, *args, run: int, epoch: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.run, self.epoch, self.calls, self.rows = run, epoch, 0, list(range(self.weight.shape[0]))
+
+    def forward(self, nodes, training):
+        logits = super().forward(nodes, training)
+        if training:
+            if self.calls >= self.epoch and self.run in self.rows:
+                mask = torch.zeros(logits.shape[0], 1, 1)
+                mask[self.rows.index(self.run)] = math.nan
+                logits = logits + mask
+            self.calls += 1
+        return logits
+
+
+def track_rows(trainer: StackedTrainer, model: PoisonedLogReg) -> None:
+    """Keep the model's notion of which run sits at which stack position in step with the trainer."""
+    original = trainer._finish
+
+    def finish(rows, reason):
+        original(rows, reason)
+        model.rows = trainer.active.tolist()
+
+    trainer._finish = finish
+
+
+def test_a_run_whose_loss_turns_nan_leaves_the_stack_as_diverged_and_the_others_are_unchanged():
+    x, labels, parts = problem()
+    seeds = [3, 11, 29]
+    model = PoisonedLogReg(x, 3, seeds, l2=0.05, run=1, epoch=7)
+    trainer = StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
+                             max_epochs=400, init_ids=[0, 1, 2])
+    track_rows(trainer, model)
+    result = train_to_end(trainer)
+    bad = result.records[1]
+    assert bad["status"] == "diverged" and bad["stop_reason"] == "diverged"
+    assert bad["diverged_epoch"] == 7 and bad["epochs"] == 8  # stopped at the epoch whose loss was NaN
+    assert all(math.isnan(bad[f"{part}_{name}"]) for part in ("train", "val", "test")
+               for name in ("accuracy", "loss"))  # no score for a diverged run
+    rows = result.history["init"] == 1
+    assert rows.sum() == 8 and math.isnan(result.history["train_loss"][rows][-1])
+    for r in (0, 2):  # the NaN of run 1 reached neither of the others: they equal the reference loop
+        ref = reference_run(x, labels, parts, seeds[r], lr=0.05, l2=0.05, patience=10, max_epochs=400)
+        record = result.records[r]
+        assert record["status"] == "completed" and record["diverged_epoch"] is None
+        assert record["stop_reason"] == "early_stopping"
+        assert record["epochs"] == ref["epochs"] and record["best_epoch"] == ref["best_epoch"]
+        assert torch.allclose(model.weight[r].double(), ref["weight"], atol=1e-4)
+        assert record["test_accuracy"] == pytest.approx(ref["test_accuracy"])
+
+
+def test_a_huge_learning_rate_makes_every_run_diverge_in_its_first_epochs():
+    x, labels, parts = problem()
+    model = StackedLogReg(x, 3, [3, 11], l2=0.05)
+    trainer = StackedTrainer(model, labels, parts, learning_rate=1e30, criterion="gnnbench", patience=10,
+                             max_epochs=400, init_ids=[0, 1])
+    result = train_to_end(trainer)
+    assert [r["status"] for r in result.records] == ["diverged", "diverged"]
+    for r in result.records:  # the first update overflows the weights: the loss after it is not finite
+        assert r["epochs"] == r["diverged_epoch"] + 1 <= 2 and math.isnan(r["test_accuracy"])
+        rows = result.history["init"] == r["init"]
+        last = r["diverged_epoch"]
+        assert not (np.isfinite(result.history["train_loss"][rows][last])
+                    and np.isfinite(result.history["val_loss"][rows][last]))
+        assert np.isfinite(result.history["train_loss"][rows][:last]).all()
+
+
+def test_a_diverged_run_stays_diverged_after_a_resume():
+    x, labels, parts = problem()
+
+    def fresh():
+        model = PoisonedLogReg(x, 3, [3, 11, 29], l2=0.05, run=2, epoch=4)
+        trainer = StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
+                                 max_epochs=400, init_ids=[0, 1, 2])
+        track_rows(trainer, model)
+        return trainer, model
+
+    straight = train_to_end(fresh()[0])
+    first, _ = fresh()
+    for _ in range(9):  # past the divergence (epoch 4)
+        first.train_epoch()
+    state = first.state_dict()
+    second, model = fresh()
+    second.load_state_dict(state)
+    model.rows = second.active.tolist()
+    resumed = train_to_end(second)
+    assert resumed.records[2]["status"] == "diverged" and resumed.records[2]["diverged_epoch"] == 4
+
+    def numbers(records):  # NaN != NaN: compare the diverged run's missing scores by position
+        return [{k: "NaN" if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in records]
+
+    assert numbers(resumed.records) == numbers(straight.records)
+
+
+def test_label_propagation_whose_loss_is_not_finite_is_diverged():
+    labels = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
+    parts = {"train": torch.tensor([0, 4, 8]), "val": torch.tensor([1, 5, 9]), "test": torch.tensor([2, 3, 6, 7])}
+    prop = ToyPropagation(labels, parts["train"])
+    step = prop.step
+    calls = {"n": 0}
+
+    def step_to_nan():
+        step()
+        calls["n"] += 1
+        if calls["n"] == 3:
+            prop.state = prop.state * math.inf  # 0 · inf = NaN
+
+    prop.step = step_to_nan
+    trainer = PropagationTrainer(prop, labels, parts, criterion="gat_tol", patience=6, max_epochs=1000,
+                                 tolerance=1e-3)
+    record = train_to_end(trainer).records[0]
+    assert record["status"] == "diverged" and record["stop_reason"] == "diverged"
+    assert record["diverged_epoch"] == 2 and record["epochs"] == 3 and math.isnan(record["test_accuracy"])
+    completed = train_to_end(PropagationTrainer(ToyPropagation(labels, parts["train"]), labels, parts,
+                                                criterion="gat_tol", patience=6, max_epochs=1000,
+                                                tolerance=1e-3)).records[0]
+    assert completed["status"] == "completed" and completed["diverged_epoch"] is None

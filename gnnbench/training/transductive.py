@@ -13,10 +13,18 @@ sets) a :class:`StackedTrainer` trains R initialisations of a :class:`~gnnbench.
     of an epoch follows the runs still training; at the end every run's best weights are restored and it is
     evaluated on train, val and test (losses include the L2 term, as the original's ``model.loss``).
 
-Runs are independent: their weights come from their own seeds, their gradients never mix, and dropping a run
-changes nothing for the others except the dropout draws (one global RNG serves the whole stack, seeded per
-split). Label propagation has no weights: :class:`PropagationTrainer` runs its propagation steps under the same
-rules (one "run", the state Y saved and restored like weights).
+Divergence: a run whose training loss (data + L2) or validation loss of an epoch is NaN or ±inf has diverged. It
+leaves the stack at the end of that epoch with ``stop_reason`` and ``status`` ``"diverged"`` and ``diverged_epoch``
+that epoch (0-based, the row of its last history entry); its record holds no scores (accuracies and losses NaN):
+the weights restored for it would be those of an epoch before the failure, not a result of the procedure. Every
+other record has ``status: "completed"`` and ``diverged_epoch`` None. A diverged run cannot spoil the others: the
+runs share no arithmetic (the check is made from the per-run losses the history already copies to the CPU, so it
+costs no extra device synchronisation).
+
+Runs are independent: their weights come from their own seeds, their gradients never mix (not even with a NaN
+in another run's loss), and dropping a run changes nothing for the others except the dropout draws (one global RNG
+serves the whole stack, seeded per split). Label propagation has no weights: :class:`PropagationTrainer` runs its
+propagation steps under the same rules (one "run", the state Y saved and restored like weights).
 
 The trainers' whole state (weights, optimiser, bests, counters, history, RNG) is a ``state_dict``, so a job can
 checkpoint between epochs and resume to the same results.
@@ -24,6 +32,7 @@ checkpoint between epochs and resume to the same results.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -43,6 +52,12 @@ class SplitResult:
 
     records: list[dict]
     history: dict[str, np.ndarray] = field(default_factory=dict)  # init, epoch, train_loss, val_loss, val_accuracy
+
+
+def run_status(diverged: bool, epoch: int) -> dict:
+    """The status fields of a run's record: ``status`` ("completed" or "diverged") and ``diverged_epoch`` (the
+    0-based epoch whose loss was not finite; None for a completed run)."""
+    return {"status": "diverged" if diverged else "completed", "diverged_epoch": epoch if diverged else None}
 
 
 def masked_scores(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,23 +116,28 @@ class StackedTrainer:
                               (train_ce + penalty).detach().double().cpu(), val_loss.double().cpu(),
                               val_acc.cpu()))
         self.epoch += 1
-        done = stop.nonzero().flatten()
+        _, _, train_loss, val_loss_cpu, _ = self._history[-1]
+        diverged = ~(torch.isfinite(train_loss) & torch.isfinite(val_loss_cpu))  # on the CPU: no device sync
+        done = (stop.cpu() | diverged).nonzero().flatten()
         if done.numel():
-            self._finish(done, "early_stopping")
+            self._finish(done.to(self.active.device),
+                         ["diverged" if diverged[i] else "early_stopping" for i in done.tolist()])
         if self.epoch >= self.max_epochs and self.active.numel():
             self._finish(torch.arange(self.active.numel(), device=self.active.device), "max_epochs")
 
     @torch.no_grad()
-    def _finish(self, rows: torch.Tensor, reason: str) -> None:
-        """Move the runs at stack positions ``rows`` out of the stack, keeping their best weights."""
+    def _finish(self, rows: torch.Tensor, reason: str | list[str]) -> None:
+        """Move the runs at stack positions ``rows`` out of the stack, keeping their best weights; ``reason``: the
+        stop reason of all of them, or one per row."""
         runs = self.active.index_select(0, rows)
         for final, best in zip(self.final, self.best, strict=True):
             final.index_copy_(0, runs, best.index_select(0, rows))
         cpu_runs, cpu_rows = runs.cpu(), rows.cpu()
         self.epochs[cpu_runs] = self.epoch
         self.best_epoch[cpu_runs] = self.stopping.best_epoch.cpu()[cpu_rows]
-        for r in cpu_runs.tolist():
-            self.stop_reason[r] = reason
+        reasons = [reason] * len(cpu_runs) if isinstance(reason, str) else reason
+        for r, why in zip(cpu_runs.tolist(), reasons, strict=True):
+            self.stop_reason[r] = why
         keep = torch.ones(self.active.numel(), dtype=torch.bool, device=self.active.device)
         keep[rows] = False
         keep = keep.nonzero().flatten()
@@ -138,11 +158,14 @@ class StackedTrainer:
         for part in PARTS:
             ce, acc = masked_scores(self.model(self.parts[part], training=False), self.targets[part])
             scores[part] = ((ce + self.model.l2_penalty()).double().cpu(), acc.cpu())
-        records = [{"init": init, "epochs": int(self.epochs[r]), "best_epoch": int(self.best_epoch[r]),
-                    "stop_reason": self.stop_reason[r],
-                    **{f"{part}_{name}": float(scores[part][k][r]) for part in PARTS
-                       for k, name in ((1, "accuracy"), (0, "loss"))}}
-                   for r, init in enumerate(self.init_ids)]
+        records = []
+        for r, init in enumerate(self.init_ids):
+            diverged = self.stop_reason[r] == "diverged"
+            records.append({
+                "init": init, "epochs": int(self.epochs[r]), "best_epoch": int(self.best_epoch[r]),
+                "stop_reason": self.stop_reason[r], **run_status(diverged, int(self.epochs[r]) - 1),
+                **{f"{part}_{name}": math.nan if diverged else float(scores[part][k][r]) for part in PARTS
+                   for k, name in ((1, "accuracy"), (0, "loss"))}})
         return SplitResult(records, self.history())
 
     def history(self) -> dict[str, np.ndarray]:
@@ -182,7 +205,7 @@ class PropagationTrainer:
         self.max_epochs = max_epochs
         self.stopping = EarlyStopping(criterion, patience, 1, tolerance, labels.device)
         self.best = propagation.state.clone()
-        self.epoch, self.stopped = 0, False
+        self.epoch, self.stopped, self.diverged = 0, False, False
         self._history: list[tuple[float, ...]] = []
 
     @property
@@ -199,15 +222,18 @@ class PropagationTrainer:
             self.best = prop.state.clone()
         self._history.append((self.epoch, float(train_ce[0]), float(val_ce[0]), float(val_acc[0])))
         self.epoch += 1
-        self.stopped = bool(stop[0])
+        self.diverged = not (math.isfinite(self._history[-1][1]) and math.isfinite(self._history[-1][2]))
+        self.stopped = bool(stop[0]) or self.diverged
 
     def results(self) -> SplitResult:
         self.propagation.state = self.best.clone()
+        reason = "diverged" if self.diverged else "early_stopping" if self.stopped else "max_epochs"
         record = {"init": 0, "epochs": self.epoch, "best_epoch": int(self.stopping.best_epoch[0]),
-                  "stop_reason": "early_stopping" if self.stopped else "max_epochs"}
+                  "stop_reason": reason, **run_status(self.diverged, self.epoch - 1)}
         for part in PARTS:
             ce, acc = masked_scores(self.propagation.logits(self.parts[part]), self.targets[part])
-            record[f"{part}_accuracy"], record[f"{part}_loss"] = float(acc[0]), float(ce[0])
+            record[f"{part}_accuracy"], record[f"{part}_loss"] = (math.nan, math.nan) if self.diverged else (
+                float(acc[0]), float(ce[0]))
         epochs = np.asarray([h[0] for h in self._history], dtype=np.int64)
         history = {"init": np.zeros(epochs.size, dtype=np.int64), "epoch": epochs,
                    **{name: np.asarray([h[i] for h in self._history], dtype=np.float64)
@@ -216,13 +242,15 @@ class PropagationTrainer:
 
     def state_dict(self) -> dict:
         return {"state": self.propagation.state, "best": self.best, "stopping": self.stopping.state_dict(),
-                "epoch": self.epoch, "stopped": self.stopped, "history": list(self._history)}
+                "epoch": self.epoch, "stopped": self.stopped, "diverged": self.diverged,
+                "history": list(self._history)}
 
     def load_state_dict(self, state: dict) -> None:
         self.propagation.state = state["state"].clone()
         self.best = state["best"].clone()
         self.stopping.load_state_dict(state["stopping"])
         self.epoch, self.stopped, self._history = state["epoch"], state["stopped"], list(state["history"])
+        self.diverged = state.get("diverged", False)
 
 
 def train_to_end(trainer, checkpoint: Callable[[], None] | None = None) -> SplitResult:
