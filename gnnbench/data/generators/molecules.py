@@ -1,7 +1,8 @@
 """ZINC (12k subset or ZINC-full) and AQSOL molecular graph regression (spec benchmarking-gnns.md §3.8, §3.9, §3.14).
 
 Both read the raw files the benchmark's preparation notebooks (and PyTorch Geometric's ``ZINC`` / ``AQSOL``)
-download; archives are read in memory with :mod:`zipfile` (nothing is extracted) and every pickle goes through the
+download; archives are read in memory with :mod:`zipfile` (nothing is extracted; members through
+:func:`gnnbench.data.archive.read_member`, which refuses a zip bomb unread) and every pickle goes through the
 allow-list unpickler :mod:`gnnbench.data.safe_pickle`. ``mirror`` (a folder URL holding the files under their own
 names) is tried before the canonical URLs and is not recorded; ``meta.source.raw_sha256`` holds the SHA-256 of
 every file read. ``seed`` is not used (the conversion is deterministic).
@@ -71,6 +72,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.archive import read_member
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator
 from gnnbench.data.meta import SPLIT_CODES, DatasetMeta, FeatureSpec
@@ -144,7 +146,7 @@ def read_members(path: Path, members: list[str], what: str) -> dict[str, bytes]:
             out = {}
             for member in members:
                 try:
-                    out[member] = archive.read(member)
+                    out[member] = read_member(archive, member, f"{what} {path}")
                 except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
                     raise DataError(f"{what} {path}: member {member} cannot be read ({_reason(exc)}); the archive is "
                                     f"damaged — {fix}") from None

@@ -17,7 +17,8 @@ amazon_computers   amazon_electronics_computers.npz
 amazon_photo       amazon_electronics_photo.npz
 =================  =====================================
 
-Reading (``np.load(allow_pickle=False)``, so no object arrays and no code): only the keys §1.2 lists are read —
+Reading (``np.load(allow_pickle=False)``, so no object arrays and no code; every member first checked by
+:func:`gnnbench.data.archive.check_member`, so a zip bomb is refused unread): only the keys §1.2 lists are read —
 the CSR adjacency ``adj_data/adj_indices/adj_indptr/adj_shape``; the features as CSR ``attr_data/attr_indices/
 attr_indptr/attr_shape`` or dense ``attr_matrix``; the integer ``labels`` (one per node). Names and metadata are
 ignored. A missing key, multi-label ``labels_*`` or inconsistent arrays are a one-line :class:`DataError` naming the
@@ -39,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from gnnbench.data.archive import check_member
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
@@ -80,6 +82,9 @@ def read_npz(path: str | Path) -> RawGraph:
     if not path.is_file():
         raise DataError(f"{WHAT} {path} does not exist; download it first")
     try:
+        with zipfile.ZipFile(path) as bundle:  # an npz is a zip: refuse a bomb before NumPy decompresses a member
+            for info in bundle.infolist():
+                check_member(info, f"{WHAT} {path}")
         with np.load(path, allow_pickle=False) as archive:
             keys = set(archive.files)
 

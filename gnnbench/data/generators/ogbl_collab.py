@@ -6,7 +6,8 @@ Raw file: ``http://snap.stanford.edu/ogb/data/linkproppred/collab.zip`` — the 
 on every reuse (:mod:`gnnbench.data.download`); ``meta.source.raw_sha256`` holds the value of the file read.
 ``mirror`` (a folder URL holding ``collab.zip``) is tried first and not recorded.
 
-Reading (:func:`read_collab_zip`): the zip is read in memory (nothing is extracted). Members are found by their path
+Reading (:func:`read_collab_zip`): the zip is read in memory (nothing is extracted; members and the gzip streams in
+them are bounded by :mod:`gnnbench.data.archive`, so a zip or gzip bomb is refused). Members are found by their path
 under the dataset folder, wherever that folder sits (OGB's zip stores ``collab/raw/...``, ``collab/split/time/...``):
 
 * ``raw/edge.csv.gz`` (one undirected collaboration ``u,v`` per line, the training edges), ``raw/node-feat.csv.gz``
@@ -57,6 +58,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gnnbench.data.archive import check_zip, read_gzip, read_member
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator
 from gnnbench.data.link_pairs import LinkColumns, LinkPairs
@@ -124,7 +126,7 @@ def _members(archive: zipfile.ZipFile, path: Path) -> dict[str, zipfile.ZipInfo]
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> bytes:
     try:
-        return archive.read(info)
+        return read_member(archive, info, f"{WHAT} {path}")
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"{WHAT} {path}: member {info.filename} cannot be read ({_reason(exc)}); the zip is damaged "
                         f"— {_fix()}") from None
@@ -133,7 +135,8 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) ->
 def _csv(data: bytes, info: zipfile.ZipInfo, path: Path) -> np.ndarray:
     """A gzipped headerless CSV member as OGB's reader parses it (a 2-d array, one row per line)."""
     try:
-        values = pd.read_csv(io.BytesIO(data), compression="gzip", header=None).values
+        text = read_gzip(data, f"{WHAT} {path}: member {info.filename}")  # bounded: a gzip bomb is refused
+        values = pd.read_csv(io.BytesIO(text), header=None).values
     except (gzip.BadGzipFile, zlib.error, EOFError, OSError, ValueError, pd.errors.ParserError,
             pd.errors.EmptyDataError) as exc:
         raise DataError(f"{WHAT} {path}: member {info.filename} is not a gzipped table of numbers ({_reason(exc)}); "
@@ -159,8 +162,10 @@ def _numpy_globals() -> list:
 def _split_dict(data: bytes, info: zipfile.ZipInfo, path: Path) -> dict[str, np.ndarray]:
     """A split ``.pt``: a dict of tensors or NumPy arrays, loaded without running code from the file."""
     try:
+        source = io.BytesIO(data)
+        check_zip(source, f"{WHAT} {path}: member {info.filename} (a torch.save zip)")  # records bounded first
         with torch.serialization.safe_globals(_numpy_globals()):
-            obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+            obj = torch.load(source, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, KeyError, AttributeError,
             TypeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
         named = re.search(r"GLOBAL (\S+)|but got (<[^>]+>)", str(exc))

@@ -24,7 +24,9 @@ Loading never runs code chosen by the file: ``.pt`` files go through ``torch.loa
 containers and tensors only; a file naming any other class — e.g. PyG's ``Data``, which the older v1 files held —
 is a one-line :class:`DataError`, never a fallback to ``weights_only=False``), the CSL pickle through
 :func:`gnnbench.data.safe_pickle.safe_load` (SciPy matrices become plain holders, rebuilt by ``to_csr``). A ``.pt``
-member is copied to a temporary file beside the zip for ``torch.load`` (deleted afterwards).
+member is copied to a temporary file beside the zip for ``torch.load`` (deleted afterwards). Every member is read
+through :mod:`gnnbench.data.archive`: one declaring more than it may expand to is refused before anything is
+decompressed or written, and none is read past its declared size.
 
 Conversion (graphs stored train, val, test, in the release's order, so split scheme ``given`` is the published split;
 each graph's edges in the release's order; ``edge_index`` is local to the graph, as PyG stores it):
@@ -90,7 +92,6 @@ import io
 import os
 import pickle
 import re
-import shutil
 import tempfile
 import zipfile
 import zlib
@@ -99,6 +100,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.archive import check_zip, copy_member, read_member
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
@@ -188,6 +190,7 @@ def _torch_load(source, path: Path, member: str) -> object:
 
     what = f"{WHAT} {path}: member {member}"
     try:
+        check_zip(source, f"{what} (a torch.save zip)")  # torch's reader allocates what a record declares
         return torch.load(source, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         found = re.search(r"GLOBAL ([\w.]+)", str(exc))
@@ -201,7 +204,7 @@ def _torch_load(source, path: Path, member: str) -> object:
         raise DataError(f"{what} is not a readable torch file (UnpicklingError: {reason[:160] or 'unreadable'}); it "
                         f"is truncated or corrupt — {_fix(path)}") from None
     except (RuntimeError, EOFError, ValueError, OSError, KeyError, IndexError, TypeError, AttributeError,
-            MemoryError) as exc:
+            MemoryError, zipfile.BadZipFile) as exc:
         raise DataError(f"{what} is not a readable torch file ({_reason(exc)}); it is truncated or corrupt — "
                         f"{_fix(path)}") from None
 
@@ -219,8 +222,7 @@ def read_pyg_zip(path: str | os.PathLike, name: str) -> list[list[dict]]:
             # torch.load seeks back and forth; a compressed zip member cannot, so it is copied out first
             with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{base}.", suffix=".part", delete=False) as out:
                 tmp = Path(out.name)
-                with archive.open(info) as member:
-                    shutil.copyfileobj(member, out, 1 << 22)
+                copy_member(archive, info, out, f"{WHAT} {path}")  # refuses a bomb before writing a byte
         data = _torch_load(tmp, path, base)
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"{WHAT} {path} is not a readable zip archive ({_reason(exc)}); {_fix(path)}") from None
@@ -409,7 +411,8 @@ def read_csl_zip(path: str | os.PathLike) -> GraphColumns:
     try:
         with zipfile.ZipFile(path) as archive:
             graphs_info, labels_info = _member(archive, CSL_GRAPHS, path), _member(archive, CSL_LABELS, path)
-            graphs_bytes, labels_bytes = archive.read(graphs_info), archive.read(labels_info)
+            graphs_bytes = read_member(archive, graphs_info, f"{WHAT} {path}")
+            labels_bytes = read_member(archive, labels_info, f"{WHAT} {path}")
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"{WHAT} {path} is not a readable zip archive ({_reason(exc)}); {_fix(path)}") from None
     where = f"{WHAT} {path}: member"

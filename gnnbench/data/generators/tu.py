@@ -6,7 +6,8 @@ SHA-256 is recorded at first download and verified on every reuse (:mod:`gnnbenc
 ``meta.source.raw_sha256`` holds the value of the file that was read. ``mirror`` is tried before the canonical URL
 (``mirror/{name}.zip``) and is not recorded.
 
-Reading (:func:`read_tu_zip`): the archive is read in memory with :mod:`zipfile` (nothing is extracted). Members
+Reading (:func:`read_tu_zip`): the archive is read in memory with :mod:`zipfile` (nothing is extracted; each member
+through :func:`gnnbench.data.archive.read_member`, which refuses a member declaring more than it may expand to). Members
 are found by file name in any folder (the published zips store ``NAME//NAME_A.txt``): ``NAME_A.txt`` (edge list,
 1-based global node ids, ``u, v`` per line), ``NAME_graph_indicator.txt`` (graph id of node i, 1-based),
 ``NAME_graph_labels.txt`` (one label per graph) are required; ``NAME_node_labels.txt`` and
@@ -76,6 +77,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.archive import read_member
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
@@ -238,7 +240,7 @@ def _table(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, dtype: t
            ) -> np.ndarray:
     """A comma/space separated numeric text member as a 2-d array (one row per line), parsed in one call."""
     try:
-        data = archive.read(info)
+        data = read_member(archive, info, f"{WHAT} {path}")
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"{WHAT} {path}: member {info.filename} cannot be read ({_reason(exc)}); the zip is damaged "
                         "— delete it (and its .sha256 record) and download it again") from None
