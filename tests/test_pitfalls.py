@@ -125,6 +125,102 @@ def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(csbm, tmp_p
     assert pq.read_table(killed / "history.parquet").equals(pq.read_table(straight / "history.parquet"))
 
 
+def nan_from_epoch(monkeypatch, init: int, epoch: int) -> None:
+    """Make every job's trainer give initialisation ``init`` NaN training logits from its ``epoch``-th epoch on."""
+    original = pitfalls.make_trainer
+
+    def poisoned(*args, **kwargs):
+        trainer = original(*args, **kwargs)
+        forward, calls = trainer.model.forward, {"n": 0}
+
+        def nan_forward(nodes, training):
+            logits = forward(nodes, training)
+            if training:
+                active = trainer.active.tolist()
+                if calls["n"] >= epoch and init in active:
+                    logits = logits.clone()
+                    logits[active.index(init)] = float("nan")
+                calls["n"] += 1
+            return logits
+
+        trainer.model.forward = nan_forward
+        return trainer
+
+    monkeypatch.setattr(pitfalls, "make_trainer", poisoned)
+
+
+def report(csbm, job: Path) -> str:
+    pitfalls.dataset_report([job / "runs.parquet"], *(job / f"table.{ext}" for ext in ("csv", "md", "parquet")),
+                            job / "box.png", job / "box.svg")
+    return (job / "table.md").read_text()
+
+
+def test_an_initialisation_whose_loss_turns_nan_is_recorded_diverged_and_its_stack_mates_train_on(
+        csbm, tmp_path, monkeypatch):
+    chunk(csbm, tmp_path / "clean", splits=(0,), inits=3, dropout_prob=0.0)
+    nan_from_epoch(monkeypatch, init=1, epoch=12)
+    metrics = chunk(csbm, tmp_path / "bad", splits=(0,), inits=3, dropout_prob=0.0)
+    clean, bad = runs_of(tmp_path / "clean"), runs_of(tmp_path / "bad")
+    assert bad["status"].tolist() == ["completed", "diverged", "completed"]
+    assert clean["status"].tolist() == ["completed"] * 3 and clean["diverged_epoch"].isna().all()
+    row = bad.iloc[1]
+    assert row["diverged_epoch"] == 12 and row["epochs"] == 13 and row["stop_reason"] == "diverged"
+    assert np.isnan(row[["test_accuracy", "val_accuracy", "train_accuracy", "test_loss", "val_loss"]].astype(float)
+                    ).all()
+    history = pq.read_table(tmp_path / "bad" / "history.parquet").to_pandas()
+    assert history[history["init"] == 1]["epoch"].max() == 12  # no epoch after the divergence
+    for init in (0, 2):  # without dropout the others do not notice: they train as in the clean stack
+        a, b = bad.iloc[init], clean.iloc[init]
+        assert (a["epochs"], a["best_epoch"], a["stop_reason"]) == (b["epochs"], b["best_epoch"], b["stop_reason"])
+        assert a["test_accuracy"] == pytest.approx(b["test_accuracy"])
+        assert a["val_loss"] == pytest.approx(b["val_loss"], rel=1e-4)
+    assert metrics["diverged"] == 1
+    assert metrics["test_accuracy_mean"] == pytest.approx(bad["test_accuracy"].iloc[[0, 2]].mean())
+    kept = bad["test_accuracy"].iloc[[0, 2]]
+    assert f"{kept.mean():.1f} ± {kept.std():.1f} (1 of 3 diverged)" in report(csbm, tmp_path / "bad")
+
+
+def test_a_huge_learning_rate_diverges_every_initialisation_and_the_table_says_so(csbm, tmp_path):
+    metrics = chunk(csbm, tmp_path / "job", splits=(0, 1), inits=2, learning_rate=1e30)
+    runs = runs_of(tmp_path / "job")
+    history = pq.read_table(tmp_path / "job" / "history.parquet").to_pandas()
+    assert (runs["status"] == "diverged").all() and (runs["stop_reason"] == "diverged").all()
+    assert metrics["diverged"] == 4 and metrics["test_accuracy_mean"] is None
+    for _, run in runs.iterrows():  # the first update overflows the weights: the epoch-0 validation loss is not finite
+        rows = history[(history["split"] == run["split"]) & (history["init"] == run["init"])]
+        assert run["diverged_epoch"] == 0 and run["epochs"] == 1 and len(rows) == 1
+        assert np.isfinite(rows["train_loss"].iloc[0]) and not np.isfinite(rows["val_loss"].iloc[0])
+        assert np.isnan(run["test_accuracy"])
+    line = next(line for line in report(csbm, tmp_path / "job").splitlines() if line.startswith("| GCN "))
+    assert "diverged (4 of 4)" in line and "nan" not in line.lower()
+
+
+def test_a_job_killed_after_a_divergence_resumes_with_the_run_still_diverged(csbm, tmp_path, monkeypatch):
+    nan_from_epoch(monkeypatch, init=0, epoch=3)
+    straight = tmp_path / "straight"
+    chunk(csbm, straight, splits=(0,), inits=2)
+    killed = tmp_path / "killed"
+    calls = {"n": 0}
+    original = StackedTrainer.train_epoch
+
+    def dying(self):
+        calls["n"] += 1
+        if calls["n"] == 20:  # after the divergence at epoch 3 and after mid-split checkpoints
+            raise Preempted(15)
+        original(self)
+
+    monkeypatch.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr(StackedTrainer, "train_epoch", dying)
+    with pytest.raises(Preempted):
+        chunk(csbm, killed, splits=(0,), inits=2)
+    monkeypatch.setattr(StackedTrainer, "train_epoch", original)
+    chunk(csbm, killed, splits=(0,), inits=2)
+    columns = [c for c in runs_of(straight).columns if c != "seconds"]
+    pd.testing.assert_frame_equal(runs_of(killed)[columns], runs_of(straight)[columns])
+    assert runs_of(killed)["status"].tolist() == ["diverged", "completed"]
+    assert runs_of(killed)["diverged_epoch"].iloc[0] == 3
+
+
 def test_bad_inputs_are_one_line_errors_and_write_nothing(csbm, tmp_path):
     other = tmp_path / "OTHER"
     generate_dataset("csbm", "OTHER", CSBM, 2, other)

@@ -397,3 +397,80 @@ def test_bad_input_for_dataset_table_split_ranking_and_box_plot(tmp_path):
     with pytest.raises(DataError, match="empty"):
         P.box_plot(pd.DataFrame({"model": [], "test_accuracy": []}), "t", tmp_path / "a.png", tmp_path / "a.svg")
     assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------------------------------------ diverged runs
+
+def with_diverged(runs: pd.DataFrame, rows) -> pd.DataFrame:
+    """``runs`` with a ``status`` column; the runs at ``rows`` (index labels) diverged: they have no scores."""
+    runs = runs.copy()
+    runs["status"] = "completed"
+    runs.loc[rows, "status"] = "diverged"
+    runs.loc[rows, ["test_accuracy", "val_accuracy", "train_accuracy", "test_loss", "val_loss"]] = np.nan
+    return runs
+
+
+def test_diverged_runs_are_counted_and_left_out_of_every_statistic():
+    runs = hand_example()
+    d1 = runs[runs["dataset"] == "D1"]
+    a = d1.index[d1["model"] == "A"]
+    c = d1.index[d1["model"] == "C"]
+    marked = with_diverged(d1, [a[0], *c])  # A: one of its 6 runs; C: all 6
+    table = P.dataset_table(marked).set_index("model")
+    kept = d1[d1["model"] == "A"].drop(index=a[0])
+    assert table.loc["A", "runs"] == 6 and table.loc["A", "diverged"] == 1 and table.loc["B", "diverged"] == 0
+    assert table.loc["A", "test_mean"] == pytest.approx(kept["test_accuracy"].mean())
+    assert table.loc["A", "test_std"] == pytest.approx(kept["test_accuracy"].std(ddof=1))
+    assert table.loc["A", "test_min"] == kept["test_accuracy"].min()
+    assert table.loc["A", "epochs_mean"] == pytest.approx(kept["epochs"].mean())
+    assert table.loc["C", "diverged"] == table.loc["C", "runs"] == 6 and np.isnan(table.loc["C", "test_mean"])
+    markdown = P.dataset_markdown(table.reset_index())
+    a_line = next(line for line in markdown.splitlines() if line.startswith("| A "))
+    assert f"{kept['test_accuracy'].mean():.1f} ± {kept['test_accuracy'].std(ddof=1):.1f} (1 of 6 diverged)" in a_line
+    c_line = next(line for line in markdown.splitlines() if line.startswith("| C "))
+    assert "diverged (6 of 6)" in c_line and "nan" not in c_line
+    unmarked = P.dataset_table(d1).set_index("model")  # without a status column nothing is diverged
+    assert (unmarked["diverged"] == 0).all() and "diverged" not in P.dataset_markdown(unmarked.reset_index())
+
+
+def test_a_nan_score_is_still_an_error_unless_the_run_diverged():
+    runs = with_diverged(hand_example(), [0])
+    P.summary_table(runs)
+    runs.loc[0, "status"] = "completed"
+    with pytest.raises(DataError, match="test_accuracy .* NaN|status 'diverged'"):
+        P.summary_table(runs)
+
+
+def test_summary_scores_a_split_over_its_completed_inits_and_drops_a_split_with_none():
+    runs = hand_example()
+    b_split1 = runs.index[(runs["model"] == "B") & (runs["split"] == 1) & (runs["dataset"] == "D1")]
+    a_d1_0 = runs.index[(runs["model"] == "A") & (runs["split"] == 0) & (runs["dataset"] == "D1")]
+    marked = with_diverged(runs, [*b_split1, a_d1_0[2]])  # B: every init of D1/1; A: its +3 init of D1/0
+    table = P.summary_table(marked).set_index("model")
+    # D1/0 scores: A (78 + 79)/2 = 78.5, B 80, C 60; D1/1: A 90, C 45 (B has no completed run: left out); D2/0 as before
+    assert table.loc["B", "splits"] == 1 and table.loc["B", "relative_accuracy"] == pytest.approx(100.0)
+    assert table.loc["A", "relative_accuracy"] == pytest.approx((78.5 / 80 * 100 + 100 + 50) / 3)
+    assert table.loc["C", "average_rank"] == pytest.approx((3 + 2 + 1) / 3)
+    assert table.loc["B", "diverged"] == 3 and table.loc["A", "diverged"] == 1 and table.loc["C", "diverged"] == 0
+    assert table.loc["B", "D1"].endswith("(3 of 6 diverged)") and table.loc["B", "D1_mean"] == pytest.approx(80.0)
+    assert "(3 of 6 diverged)" in P.summary_markdown(table.reset_index())
+
+
+def test_split_ranking_and_box_plot_show_diverged_runs(tmp_path):
+    fixed = make_runs(cell_runs("F", "A", {0: [80, 82, 84]}) + cell_runs("F", "B", {0: [70, 71, 72]}))
+    random = make_runs(cell_runs("R", "A", {0: [60, 62], 1: [61, 63]})
+                       + cell_runs("R", "B", {0: [65, 66], 1: [67, 64]}))
+    fixed = with_diverged(fixed, [0])
+    random = with_diverged(random, [4, 5, 6])
+    table = P.split_ranking_table([("F", fixed, "R", random)]).set_index("model")
+    assert table.loc["A", "fixed_mean"] == pytest.approx(83.0) and table.loc["A", "fixed_diverged"] == 1
+    assert table.loc["B", "random_mean"] == pytest.approx(64.0) and table.loc["B", "random_diverged"] == 3
+    assert table.loc["A", "fixed_runs"] == 3 and table.loc["B", "random_runs"] == 4
+    markdown = P.split_ranking_markdown(table.reset_index())
+    assert "(1 of 3 diverged)" in markdown and "(3 of 4 diverged)" in markdown
+    stats = P.box_plot(random, "R", tmp_path / "r.png", tmp_path / "r.svg")
+    assert stats["B"]["runs"] == 1 and stats["B"]["diverged"] == 3 and stats["A"]["diverged"] == 0
+    assert "B (3 diverged)" in (tmp_path / "r.svg").read_text()
+    every = with_diverged(random, list(range(4, 8)))  # B: no completed run, no box
+    stats = P.box_plot(every, "R", tmp_path / "e.png", tmp_path / "e.svg")
+    assert list(stats) == ["A"] and "every run diverged" in (tmp_path / "e.svg").read_text()

@@ -18,12 +18,18 @@ each initialisation with its own early stopping, finished ones dropped from the 
 split k draws its weights from ``SeedSequence(seed, spawn_key=(k, i))`` and the split's dropout masks from
 ``SeedSequence(seed, spawn_key=(k,))``, so results do not depend on how splits are grouped into jobs.
 A job writes ``runs.parquet`` (one row per split × initialisation), ``history.parquet`` (per epoch and run: train
-and validation loss, validation accuracy) and ``metrics.json`` (config, timing, versions), and checkpoints between
+and validation loss, validation accuracy) and ``metrics.json`` (config, timing, versions; ``test_accuracy_mean`` over
+the runs that did not diverge — null if none — and ``diverged`` their count), and checkpoints between
 epochs (at most every ``CHECKPOINT_SECONDS``) and after every split; a killed job resumes to the same results.
+An initialisation whose training or validation loss becomes NaN or infinite stops at that epoch and its row says
+so: ``status`` "diverged" (else "completed"), ``diverged_epoch``, ``stop_reason`` "diverged" and NaN scores
+(:mod:`gnnbench.training.transductive`); the other initialisations of its stack train on unaffected, and the
+tables count diverged runs instead of averaging them (:mod:`gnnbench.reporting.pitfalls`).
 
-Reports: per dataset a table (mean ± std of test accuracy over all runs, sample std as the paper's script) and a
-box plot; per suite the Table-1 matrix with relative accuracy and average rank (Table 2a) over the random-split
-benchmarks, and, for benchmarks that name ``compare_with``, the fixed-split versus random-splits ranking (Table 2b).
+Reports: per dataset a table (mean ± std of test accuracy over all completed runs, sample std as the paper's
+script) and a box plot; per suite the Table-1 matrix with relative accuracy and average rank (Table 2a) over the
+random-split benchmarks, and, for benchmarks that name ``compare_with``, the fixed-split versus random-splits ranking
+(Table 2b).
 """
 
 from __future__ import annotations
@@ -331,9 +337,9 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
         state["current"] = None
         save(None)
         last_save = time.perf_counter()
-        accuracy = np.mean([r["test_accuracy"] for r in result.records])
-        log.info("split %d: %d run(s), mean test accuracy %.2f%%, %d epochs at most, %.1fs", split,
-                 len(result.records), accuracy, max(r["epochs"] for r in result.records), seconds)
+        log.info("split %d: %d run(s)%s, mean test accuracy %s%%, %d epochs at most, %.1fs", split,
+                 len(result.records), _diverged_note(result.records), _percent(_completed_mean(result.records)),
+                 max(r["epochs"] for r in result.records), seconds)
 
     done.sort(key=lambda d: d["split"])
     label = label or cfg["model"]
@@ -347,7 +353,8 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
     metrics = {
         "dataset": meta.name, "label": label, "model": cfg["model"], "protocol": "pitfalls", "splits": list(split_ids),
         "inits": len(init_ids), "runs": len(rows), "seed": seed,
-        "test_accuracy_mean": float(np.mean([r["test_accuracy"] for r in rows])),
+        "test_accuracy_mean": _completed_mean(rows),
+        "diverged": sum(r.get("status") == "diverged" for r in rows),
         "num_params": num_parameters(cfg, graph),
         "epochs_mean": float(np.mean([r["epochs"] for r in rows])), "train_seconds": train_seconds,
         "total_seconds": total, "runs_per_minute": 60 * len(rows) / max(total, 1e-9), "config": cfg,
@@ -363,6 +370,21 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
             pq.write_table(pa.Table.from_pylist(rows), tmp)
         write_json(out_dir / "metrics.json", metrics)
     return metrics
+
+
+def _completed_mean(records: list[dict]) -> float | None:
+    """Mean test accuracy of the runs that did not diverge (None if every run diverged)."""
+    scores = [r["test_accuracy"] for r in records if r.get("status") != "diverged"]
+    return float(np.mean(scores)) if scores else None
+
+
+def _diverged_note(records: list[dict]) -> str:
+    diverged = sum(r.get("status") == "diverged" for r in records)
+    return f" ({diverged} diverged: NaN or infinite loss)" if diverged else ""
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
 
 
 # ---------------------------------------------------------------------------------------------- reports

@@ -31,12 +31,25 @@ Decisions (the spec leaves them open):
   (1 decimal), as the paper bolds the best score per dataset. A cell with one run shows no "± std".
 - Table rows keep the models' order of first appearance, except the summary, which is sorted by relative
   accuracy (descending; ties by average rank, then first appearance), the order of the paper's Table 2a.
+
+Diverged runs. A runs table may have a ``status`` column (the jobs' ``runs.parquet`` do; a table without it counts
+every run as completed): a run with status ``"diverged"`` had a NaN or infinite loss and has no score (NaN
+accuracies and losses, :mod:`gnnbench.training.transductive`). It is never averaged: every statistic above is over
+the completed runs, and the diverged ones are counted and shown — column ``diverged`` (the summary: ``diverged``,
+over all datasets), and in Markdown the cell "mean ± std (k of n diverged)", or "diverged (n of n)" when no run of
+the model completed. On a split where every initialisation of a model diverged the model has no score s(m, d, k):
+like a missing cell, that split is left out of its relative accuracy and rank (its ``splits`` count shows how many
+remained). The box plot draws the completed runs; a model with diverged runs is labelled "model (k diverged)", one
+with no completed run gets no box. These "diverged" runs are distinct from the paper's "failed" initialisations
+(e.g. GAT on Amazon): those trained with finite losses to a poor accuracy, count as completed and are averaged, as
+in the paper.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -56,9 +69,32 @@ PLOT_DPI = 150
 
 # ------------------------------------------------------------------------------------------------ input checks
 
+def diverged(runs: pd.DataFrame) -> pd.Series:
+    """Boolean mask of the runs whose ``status`` is "diverged" (none without a ``status`` column)."""
+    if "status" not in runs.columns:
+        return pd.Series(False, index=runs.index)
+    return runs["status"].eq("diverged")
+
+
+def completed(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that did not diverge: the ones with a score."""
+    return runs[~diverged(runs)]
+
+
+def diverged_cell(cell: str, diverged_runs: int, runs: int) -> str:
+    """A "mean ± std" cell with its diverged runs: "cell (k of n diverged)", or "diverged (n of n)" when every run
+    diverged; ``cell`` unchanged without diverged runs."""
+    if not diverged_runs:
+        return cell
+    if diverged_runs >= runs:
+        return f"diverged ({diverged_runs} of {runs})"
+    return f"{cell} ({diverged_runs} of {runs} diverged)"
+
+
 def check_runs(runs: pd.DataFrame, columns: Sequence[str] = RUN_COLUMNS, what: str = "runs table") -> None:
     """Raise a one-line DataError if ``runs`` is empty, lacks one of ``columns``, has an accuracy column that is
-    not numeric or outside [0, 100] (NaN included), or holds the same (dataset, model, split, init) twice."""
+    not numeric or outside [0, 100] (NaN included, except on a diverged run, which has no score), or holds the same
+    (dataset, model, split, init) twice."""
     if not isinstance(runs, pd.DataFrame) or runs.empty:
         raise DataError(f"{what} is empty; expected one row per (dataset, model, split, init) run: check that the "
                         "runs finished and that their metrics files were collected")
@@ -66,6 +102,7 @@ def check_runs(runs: pd.DataFrame, columns: Sequence[str] = RUN_COLUMNS, what: s
     if missing:
         raise DataError(f"{what} lacks column(s) {', '.join(missing)}; expected columns {', '.join(columns)}: "
                         "add them when building the runs table")
+    failed = diverged(runs)
     for column in ACCURACY_COLUMNS:
         if column not in columns:
             continue
@@ -73,12 +110,12 @@ def check_runs(runs: pd.DataFrame, columns: Sequence[str] = RUN_COLUMNS, what: s
         if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
             raise DataError(f"{what} column {column} has dtype {values.dtype}; expected accuracies in percent "
                             "(numbers 0-100): convert the column to float")
-        bad = ~values.between(0, 100)  # NaN is outside too
+        bad = ~values.between(0, 100) & ~(failed & values.isna())  # NaN is outside too, but on a diverged run
         if bad.any():
             first = runs.loc[bad].iloc[0]
             raise DataError(f"{what} column {column} has {int(bad.sum())} value(s) outside [0, 100] (first: "
                             f"{first[column]!r} for model {first['model']}); expected percentages: multiply "
-                            "fractions by 100 and drop failed (NaN) runs")
+                            "fractions by 100, and give runs without a score (NaN) status 'diverged'")
     key = [c for c in ("dataset", "model", "split", "init") if c in columns]
     if len(key) == 4:
         duplicated = runs.duplicated(key)
@@ -128,19 +165,22 @@ def _markdown(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 def dataset_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One dataset's table: one row per model (order of first appearance).
 
-    Columns: dataset, model, runs, splits, inits (distinct split / init ids), test_mean, test_std (sample std,
-    ddof = 1), test_median, test_q1, test_q3 (linear interpolation), test_min, test_max, val_mean, val_std,
-    train_mean, epochs_mean, best_epoch_mean, val_loss_mean, test_loss_mean, seconds_per_run (mean of
-    ``seconds``). All statistics are over all runs of the model (splits × inits), as Table 1.
+    Columns: dataset, model, runs, splits, inits (distinct split / init ids), diverged (runs with status
+    "diverged"), test_mean, test_std (sample std, ddof = 1), test_median, test_q1, test_q3 (linear interpolation),
+    test_min, test_max, val_mean, val_std, train_mean, epochs_mean, best_epoch_mean, val_loss_mean, test_loss_mean,
+    seconds_per_run (mean of ``seconds``). The statistics are over the completed runs of the model (splits ×
+    inits), as Table 1; runs, splits, inits and diverged count every run (NaN statistics: every run diverged).
     """
     check_runs(runs)
     dataset = _single_dataset(runs, "runs table for dataset_table")
     models = pd.unique(runs["model"])
-    groups = runs.groupby("model", sort=False)
+    every = runs.groupby("model", sort=False)
+    groups = completed(runs).groupby("model", sort=False)
     test = groups["test_accuracy"]
-    quartiles = test.quantile([0.25, 0.75]).unstack()
+    quartiles = test.quantile([0.25, 0.75]).unstack().reindex(columns=[0.25, 0.75])  # (no completed run: empty)
     table = pd.DataFrame({
-        "runs": groups.size(), "splits": groups["split"].nunique(), "inits": groups["init"].nunique(),
+        "runs": every.size(), "splits": every["split"].nunique(), "inits": every["init"].nunique(),
+        "diverged": diverged(runs).groupby(runs["model"], sort=False).sum(),
         "test_mean": test.mean(), "test_std": test.std(ddof=1), "test_median": test.median(),
         "test_q1": quartiles[0.25], "test_q3": quartiles[0.75], "test_min": test.min(), "test_max": test.max(),
         "val_mean": groups["val_accuracy"].mean(), "val_std": groups["val_accuracy"].std(ddof=1),
@@ -148,6 +188,7 @@ def dataset_table(runs: pd.DataFrame) -> pd.DataFrame:
         "best_epoch_mean": groups["best_epoch"].mean(), "val_loss_mean": groups["val_loss"].mean(),
         "test_loss_mean": groups["test_loss"].mean(), "seconds_per_run": groups["seconds"].mean(),
     }).reindex(models)
+    table["diverged"] = table["diverged"].astype(int)
     table.insert(0, "dataset", dataset)
     return table.rename_axis("model").reset_index()[["dataset", "model", *table.columns.drop("dataset")]]
 
@@ -156,7 +197,8 @@ def dataset_markdown(table: pd.DataFrame) -> str:
     """Markdown table for ``dataset_table`` with "mean ± std" cells (1 decimal); no heading (the caller adds one,
     as for ``aggregate.to_markdown``). A table with the paper's numbers (``with_paper``) gets "Paper" and
     "vs paper" columns and their note."""
-    tests = _bold_best([_mean_std(r.test_mean, r.test_std) for r in table.itertuples()], table["test_mean"])
+    tests = _bold_best([diverged_cell(_mean_std(r.test_mean, r.test_std), r.get("diverged", 0), r.runs)
+                        for _, r in table.iterrows()], table["test_mean"])
     paper = "paper_mean" in table
     rows = []
     for (_, r), test in zip(table.iterrows(), tests, strict=True):
@@ -165,6 +207,9 @@ def dataset_markdown(table: pd.DataFrame) -> str:
             from gnnbench.reporting.published import markdown_cells
 
             row += list(markdown_cells(r, 1))
+        if pd.isna(r.test_mean):  # every run diverged: nothing to describe
+            rows.append(row + ["–"] * 7)
+            continue
         rows.append(row + [f"{r.test_median:.1f} [{r.test_q1:.1f}, {r.test_q3:.1f}]",
                            f"{r.test_min:.1f} / {r.test_max:.1f}", _mean_std(r.val_mean, r.val_std),
                            f"{r.train_mean:.1f}", f"{r.epochs_mean:.1f}", f"{r.best_epoch_mean:.1f}",
@@ -193,17 +238,19 @@ def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
         paper = pub.match_pitfalls(meta, split.get("scheme", ""), config)
         preset = (presets or {}).get(row["model"])
         setting = "" if paper is None else pub.pitfalls_setting(meta, split, config, preset, int(row["runs"]), paper)
-        out.append(pub.compare(row["test_mean"], row["test_std"], int(row["runs"]), paper, True, setting))
+        scored = int(row["runs"]) - int(row.get("diverged", 0))  # the mean is over the completed runs
+        out.append(pub.compare(row["test_mean"], row["test_std"], scored, paper, True, setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)
 
 
 # ------------------------------------------------------------------------------------------------ all datasets
 
 def split_scores(runs: pd.DataFrame) -> pd.DataFrame:
-    """s(m, d, k): mean test accuracy over inits; index (dataset, split), one column per model (order of first
-    appearance), NaN where a model has no run on that split."""
+    """s(m, d, k): mean test accuracy over the completed inits; index (dataset, split), one column per model (order
+    of first appearance), NaN where a model has no completed run on that split."""
     check_runs(runs, SCORE_COLUMNS)
-    scores = runs.groupby(["dataset", "split", "model"], sort=False)["test_accuracy"].mean().unstack("model")
+    scores = (completed(runs).groupby(["dataset", "split", "model"], sort=False)["test_accuracy"].mean()
+              .unstack("model"))
     return scores.reindex(columns=pd.unique(runs["model"]))
 
 
@@ -211,13 +258,15 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Table 1 matrix and Table 2a over all datasets in ``runs``; one row per model.
 
     Columns: model, relative_accuracy (%), average_rank, splits (number of (dataset, split) pairs counted for the
-    model), then per dataset D (order of first appearance) the cell ``D`` ("mean ± std" over all runs, 1 decimal,
-    "N/A" without runs) and the numbers ``D_mean``, ``D_std`` (ddof = 1).
+    model), diverged (its diverged runs over all datasets), then per dataset D (order of first appearance) the cell
+    ``D`` ("mean ± std" over the completed runs, 1 decimal, "N/A" without runs, with "(k of n diverged)" or
+    "diverged (n of n)" as in the module docstring) and the numbers ``D_mean``, ``D_std`` (ddof = 1).
 
         relative_accuracy(m) = mean_{(d,k) ∈ S(m)} 100 · s(m,d,k) / max_{m' ∈ M(d,k)} s(m',d,k)
         average_rank(m)      = mean_{(d,k) ∈ S(m)} rank of s(m,d,k) among M(d,k), descending, 1 = best
 
-    where S(m) = the (dataset, split) pairs on which m has runs and M(d,k) = the models with runs on (d, k).
+    where S(m) = the (dataset, split) pairs on which m has completed runs and M(d,k) = the models with completed
+    runs on (d, k).
     Ties share the average rank; see the module docstring for these decisions. Rows are sorted by relative
     accuracy, descending (ties: average rank ascending, then first appearance).
     """
@@ -228,16 +277,25 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
         relative = np.where(best > 0, values / best, 1.0) * 100.0  # all at 0%: all are best
     relative[np.isnan(values)] = np.nan
     ranks = scores.round(TIE_DECIMALS).rank(axis=1, ascending=False, method="average")
-    table = pd.DataFrame({"model": scores.columns, "relative_accuracy": np.nanmean(relative, axis=0),
+    with warnings.catch_warnings():  # a model whose every run diverged has no split: NaN, not a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        relative_accuracy = np.nanmean(relative, axis=0)
+    failed = diverged(runs)
+    table = pd.DataFrame({"model": scores.columns, "relative_accuracy": relative_accuracy,
                           "average_rank": ranks.mean(axis=0).to_numpy(),
-                          "splits": scores.notna().sum(axis=0).to_numpy()})
-    cells = runs.groupby(["model", "dataset"], sort=False)["test_accuracy"].agg(["mean", "std"])
+                          "splits": scores.notna().sum(axis=0).to_numpy(),
+                          "diverged": failed.groupby(runs["model"]).sum().reindex(scores.columns).to_numpy()})
+    cells = completed(runs).groupby(["model", "dataset"], sort=False)["test_accuracy"].agg(["mean", "std"])
+    counts = pd.DataFrame({"runs": 1, "diverged": failed}).groupby([runs["model"], runs["dataset"]]).sum()
     datasets = pd.unique(runs["dataset"])
     means = cells["mean"].unstack("dataset").reindex(index=scores.columns, columns=datasets)
     stds = cells["std"].unstack("dataset").reindex(index=scores.columns, columns=datasets)
     for dataset in datasets:
         mean, std = means[dataset].to_numpy(), stds[dataset].to_numpy()
-        table[str(dataset)] = [_mean_std(m, s) for m, s in zip(mean, std, strict=True)]
+        count = [counts.loc[(m, dataset)] if (m, dataset) in counts.index else {"runs": 0, "diverged": 0}
+                 for m in scores.columns]
+        table[str(dataset)] = [diverged_cell(_mean_std(m, s), int(c["diverged"]), int(c["runs"]))
+                               for m, s, c in zip(mean, std, count, strict=True)]
         table[f"{dataset}_mean"] = mean
         table[f"{dataset}_std"] = std
     order = np.lexsort((np.arange(len(table)), table["average_rank"], -table["relative_accuracy"]))
@@ -266,7 +324,9 @@ def split_ranking_table(pairs: Sequence[tuple[str, pd.DataFrame, str, pd.DataFra
     fixed_rank (by mean among the common models, 1 = best, ties averaged), random_runs, random_splits,
     random_mean, random_std (over all runs), random_rank, rank_difference = random_rank − fixed_rank (positive:
     the model ranks worse on random splits), and kendall_tau / kendall_p: Kendall's tau-b between the two
-    rankings (scipy.stats.kendalltau; tau-b accounts for ties), the same on every row of the pair.
+    rankings (scipy.stats.kendalltau; tau-b accounts for ties), the same on every row of the pair. Means, stds and
+    ranks are over the completed runs; fixed_runs / random_runs count every run and fixed_diverged /
+    random_diverged the diverged ones; a model without a completed run on either side is not ranked.
     """
     from scipy.stats import kendalltau
 
@@ -279,8 +339,11 @@ def split_ranking_table(pairs: Sequence[tuple[str, pd.DataFrame, str, pd.DataFra
         if fixed["split"].nunique() != 1:
             raise DataError(f"fixed-split runs '{fixed_label}' span {fixed['split'].nunique()} splits; expected the "
                             "inits of one fixed split: pass the random splits as the pair's random runs")
-        f = fixed.groupby("model", sort=False)["test_accuracy"].agg(["size", "mean", "std"])
-        r = random.groupby("model", sort=False)["test_accuracy"].agg(["size", "mean", "std"])
+        f = completed(fixed).groupby("model", sort=False)["test_accuracy"].agg(["mean", "std"])
+        r = completed(random).groupby("model", sort=False)["test_accuracy"].agg(["mean", "std"])
+        for side, frame in ((f, fixed), (r, random)):
+            side["size"] = frame.groupby("model", sort=False).size()
+            side["diverged"] = diverged(frame).groupby(frame["model"], sort=False).sum()
         models = [m for m in f.index if m in r.index]
         if len(models) < 2:
             raise DataError(f"fixed-split runs '{fixed_label}' and random-split runs '{random_label}' have "
@@ -294,7 +357,9 @@ def split_ranking_table(pairs: Sequence[tuple[str, pd.DataFrame, str, pd.DataFra
         parts.append(pd.DataFrame({
             "fixed_label": fixed_label, "random_label": random_label, "model": models,
             "fixed_runs": f["size"].to_numpy(), "fixed_mean": f["mean"].to_numpy(), "fixed_std": f["std"].to_numpy(),
-            "fixed_rank": f_rank.to_numpy(), "random_runs": r["size"].to_numpy(), "random_splits": splits.to_numpy(),
+            "fixed_rank": f_rank.to_numpy(), "fixed_diverged": f["diverged"].to_numpy(),
+            "random_runs": r["size"].to_numpy(), "random_splits": splits.to_numpy(),
+            "random_diverged": r["diverged"].to_numpy(),
             "random_mean": r["mean"].to_numpy(), "random_std": r["std"].to_numpy(),
             "random_rank": r_rank.to_numpy(), "rank_difference": (r_rank - f_rank).to_numpy(),
             "kendall_tau": float(tau.statistic), "kendall_p": float(tau.pvalue)}))
@@ -308,10 +373,10 @@ def split_ranking_markdown(table: pd.DataFrame, title: str = "Single fixed split
     """Markdown for ``split_ranking_table``: one table per pair (best bold) and its Kendall's tau."""
     sections = [f"## {title}\n"]
     for (fixed_label, random_label), part in table.groupby(["fixed_label", "random_label"], sort=False):
-        fixed = _bold_best([_mean_std(m, s) for m, s in zip(part["fixed_mean"], part["fixed_std"], strict=True)],
-                           part["fixed_mean"])
-        random = _bold_best([_mean_std(m, s) for m, s in zip(part["random_mean"], part["random_std"], strict=True)],
-                            part["random_mean"])
+        fixed, random = (
+            _bold_best([diverged_cell(_mean_std(r[f"{side}_mean"], r[f"{side}_std"]), r.get(f"{side}_diverged", 0),
+                                      r[f"{side}_runs"]) for _, r in part.iterrows()], part[f"{side}_mean"])
+            for side in ("fixed", "random"))
         rows = [[str(r.model), fc, f"{r.fixed_rank:g}", rc, f"{r.random_rank:g}", f"{r.rank_difference:+g}"]
                 for r, fc, rc in zip(part.itertuples(), fixed, random, strict=True)]
         tau, p = part["kendall_tau"].iloc[0], part["kendall_p"].iloc[0]
@@ -326,18 +391,20 @@ def split_ranking_markdown(table: pd.DataFrame, title: str = "Single fixed split
 # ------------------------------------------------------------------------------------------------ box plot
 
 def box_statistics(runs: pd.DataFrame) -> dict[str, dict[str, float]]:
-    """Per model (order of first appearance): runs, median, q1, q3 (linear interpolation), whisker_low /
-    whisker_high (the most extreme runs within [q1 − 1.5·IQR, q3 + 1.5·IQR]) and outliers (runs beyond)."""
+    """Per model with a completed run (order of first appearance): runs, median, q1, q3 (linear interpolation),
+    whisker_low / whisker_high (the most extreme runs within [q1 − 1.5·IQR, q3 + 1.5·IQR]), outliers (runs beyond)
+    and diverged (runs without a score, not drawn)."""
     check_runs(runs, ("model", "test_accuracy"), "box plot runs table")
+    failed = diverged(runs).groupby(runs["model"], sort=False).sum()
     stats = {}
-    for model, values in runs.groupby("model", sort=False)["test_accuracy"]:  # one iteration per model
+    for model, values in completed(runs).groupby("model", sort=False)["test_accuracy"]:  # one iteration per model
         x = values.to_numpy(dtype=float)
         q1, median, q3 = np.percentile(x, [25, 50, 75])
         low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
         inside = x[(x >= low) & (x <= high)]
         stats[str(model)] = {"runs": len(x), "median": float(median), "q1": float(q1), "q3": float(q3),
                              "whisker_low": float(min(inside.min(), q1)), "whisker_high": float(max(inside.max(), q3)),
-                             "outliers": int(len(x) - len(inside))}
+                             "outliers": int(len(x) - len(inside)), "diverged": int(failed[model])}
     return stats
 
 
@@ -367,18 +434,24 @@ def box_plot(runs: pd.DataFrame, title: str, png_path: str | os.PathLike, svg_pa
 
     fliers = {}
     if show_outliers:
-        for model, values in runs.groupby("model", sort=False)["test_accuracy"]:
+        for model, values in completed(runs).groupby("model", sort=False)["test_accuracy"]:
             s, x = stats[str(model)], values.to_numpy(dtype=float)
             fliers[str(model)] = x[(x < s["whisker_low"]) | (x > s["whisker_high"])]
-    boxes = [{"label": model, "med": s["median"], "q1": s["q1"], "q3": s["q3"], "whislo": s["whisker_low"],
+    unscored = [str(m) for m in pd.unique(runs["model"]) if str(m) not in stats]
+    if unscored:
+        title = f"{title}\nno completed run (every run diverged): {', '.join(unscored)}"
+    boxes = [{"label": f"{model} ({s['diverged']} diverged)" if s["diverged"] else model, "med": s["median"],
+              "q1": s["q1"], "q3": s["q3"], "whislo": s["whisker_low"],
               "whishi": s["whisker_high"], "fliers": fliers.get(model, np.empty(0))} for model, s in stats.items()]
     figure = Figure(figsize=(max(4.0, 1.5 + 0.7 * len(boxes)), 4.0), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    drawn = axes.bxp(boxes, showfliers=show_outliers, patch_artist=True,
-                     boxprops={"facecolor": "#c6dbef", "edgecolor": "#08306b"},
-                     medianprops={"color": "#cb181d", "linewidth": 1.5},
-                     flierprops={"marker": ".", "markersize": 3, "alpha": 0.5})
+    drawn = {"boxes": [], "medians": []}  # every run diverged: an empty frame under the title
+    if boxes:
+        drawn = axes.bxp(boxes, showfliers=show_outliers, patch_artist=True,
+                         boxprops={"facecolor": "#c6dbef", "edgecolor": "#08306b"},
+                         medianprops={"color": "#cb181d", "linewidth": 1.5},
+                         flierprops={"marker": ".", "markersize": 3, "alpha": 0.5})
     for i, (box, median) in enumerate(zip(drawn["boxes"], drawn["medians"], strict=True)):
         box.set_gid(f"box_{i}")
         median.set_gid(f"median_{i}")
