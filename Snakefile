@@ -12,6 +12,7 @@ import sys
 from snakemake.utils import min_version
 
 from gnnbench.config.suite import load_suite
+from gnnbench.config.yamlfile import check_unique_keys
 from gnnbench.errors import GnnbenchError
 from gnnbench.slurm import fit_to_cluster
 
@@ -31,7 +32,10 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
+# Snakemake read the suite already, keeping the last of two equal keys without a word: read it again to refuse that.
 try:
+    for suite_file in workflow.overwrite_configfiles or [os.path.join(workflow.basedir, "config", "config.yaml")]:
+        check_unique_keys(suite_file)
     SUITE = load_suite(config)
 except GnnbenchError as exc:
     sys.exit(f"gnnbench: error: {exc}")

@@ -150,3 +150,166 @@ def test_config_files_that_are_missing_or_not_yaml(tmp_path):
         load_suite_file(bad)
     assert load_suite_file(Path(REPO_ROOT / "config" / "config.yaml")).benchmarks.keys() == {
         "PATTERN", "CSL", "MNIST-digits", "CSBM", "GRAPH-FAMILIES"}
+
+
+# ------------------------------------------------------------------ seeds, hyper-parameter ranges, labels, YAML keys
+
+SEED_RANGE = "a seed must be an integer from 0 to 4294967295 (2**32 - 1), got"
+OUT_OF_RANGE_SEEDS = [
+    ("benchmarks.CSL.seeds", [99999999999999999999], f"benchmarks.CSL.seeds.0: {SEED_RANGE} 99999999999999999999"),
+    ("benchmarks.CSL.seeds", [14, 2**32], f"benchmarks.CSL.seeds.1: {SEED_RANGE} 4294967296"),
+    ("benchmarks.CSL.seeds", [-1], f"benchmarks.CSL.seeds.0: {SEED_RANGE} -1"),
+    ("benchmarks.CSL.models.GCN", {"preset": "CSL_graph_classification_GCN_CSL_100k", "seeds": [2**32]},
+     f"benchmarks.CSL.models.GCN.seeds.0: {SEED_RANGE} 4294967296"),
+    ("datasets.CSL.seed", 2**32, f"datasets.CSL.seed: {SEED_RANGE} 4294967296"),
+    ("datasets.CSL.split.seed", 2**40, f"datasets.CSL.split.seed: {SEED_RANGE} 1099511627776"),
+    ("benchmarks.CSBM.seed", 2**32, f"benchmarks.CSBM.seed: {SEED_RANGE} 4294967296"),  # pitfalls
+    ("benchmarks.GRAPH-FAMILIES.seed", 2**32, f"benchmarks.GRAPH-FAMILIES.seed: {SEED_RANGE} 4294967296"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), OUT_OF_RANGE_SEEDS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(OUT_OF_RANGE_SEEDS)])
+def test_seeds_outside_32_bits_are_refused_at_load(path, value, message):
+    with pytest.raises(ConfigError) as err:
+        load_suite(with_change(path, value))
+    assert str(err.value) == f"{message}; fix it (schema: workflow/schemas/config.schema.yaml)"
+
+
+def test_the_largest_32_bit_seed_is_accepted():
+    config = with_change("benchmarks.CSL.seeds", [0, 2**32 - 1])
+    config["datasets"]["CSL"]["seed"] = 2**32 - 1
+    assert {run["seed"] for run in load_suite(config).runs("CSL")} == {0, 2**32 - 1}
+
+
+BAD_HYPERPARAMETERS = [  # key, value, what the message says about it
+    ("init_lr", float("nan"), "init_lr must be a finite number, got nan"),
+    ("init_lr", float("inf"), "init_lr must be a finite number, got inf"),
+    ("init_lr", 0, "init_lr must be positive, got 0.0"),
+    ("init_lr", -0.001, "init_lr must be positive, got -0.001"),
+    ("lr_reduce_factor", 2, "lr_reduce_factor must be in (0, 1), got 2.0"),
+    ("lr_reduce_factor", 1, "lr_reduce_factor must be in (0, 1), got 1.0"),
+    ("lr_reduce_factor", 0, "lr_reduce_factor must be in (0, 1), got 0.0"),
+    ("lr_reduce_factor", float("nan"), "lr_reduce_factor must be a finite number, got nan"),
+    ("min_lr", float("nan"), "min_lr must be a finite number, got nan"),
+    ("min_lr", -1e-5, "min_lr must not be negative, got -1e-05"),
+    ("weight_decay", -0.1, "weight_decay must not be negative, got -0.1"),
+    ("weight_decay", float("inf"), "weight_decay must be a finite number, got inf"),
+    ("epochs", 0, "epochs must be at least 1, got 0"),
+    ("batch_size", -4, "batch_size must be at least 1, got -4"),
+    ("lr_schedule_patience", -1, "lr_schedule_patience must not be negative, got -1"),
+    ("max_time", 0, "max_time must be positive, got 0.0"),
+    ("max_time", float("nan"), "max_time must be a finite number, got nan"),
+    ("dropout", float("nan"), "dropout must be a finite number, got nan"),
+    ("seed", 2**32, f"{SEED_RANGE} 4294967296"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "message"), BAD_HYPERPARAMETERS,
+                         ids=[f"{k}={v}" for k, v, _ in BAD_HYPERPARAMETERS])
+def test_training_hyperparameters_out_of_range_are_refused(key, value, message):
+    with pytest.raises(ConfigError) as err:  # a benchmark's `set:` (applied to each model, which the key names)
+        load_suite(with_change(f"benchmarks.CSL.set.{key}", value))
+    assert str(err.value).startswith(f"benchmarks.CSL.models.GCN.{key}: {message}; "), str(err.value)
+    with pytest.raises(ConfigError) as err:  # `gnnbench train --set` / `params --set`
+        run_config("CSL_graph_classification_GCN_CSL_100k", {key: str(value)}, where="--set")
+    assert str(err.value).startswith(f"--set.{key}: {message}; "), str(err.value)
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("benchmarks.CSBM.models.GCN", {"preset": "pitfalls_GCN", "set": {"learning_rate": float("nan")}},
+     "benchmarks.CSBM.models.GCN.learning_rate: learning_rate must be a finite number, got nan"),
+    ("benchmarks.CSBM.models.GCN", {"preset": "pitfalls_GCN", "set": {"learning_rate": 0}},
+     "benchmarks.CSBM.models.GCN.learning_rate: learning_rate must be positive, got 0.0"),
+    ("benchmarks.GRAPH-FAMILIES.models.Baseline.grid", {"learning_rate": [0.01, float("nan")]},
+     "benchmarks.GRAPH-FAMILIES.models.Baseline.grid.learning_rate: learning_rate must be a finite number, got nan"),
+    ("benchmarks.GRAPH-FAMILIES.set.scheduler_gamma", 2, "scheduler_gamma must be in (0, 1], got 2.0"),
+    ("benchmarks.GRAPH-FAMILIES.set.time_limit_hours", -1, "time_limit_hours must be positive, got -1.0"),
+])
+def test_other_protocols_hyperparameters_out_of_range_are_refused(path, value, message):
+    with pytest.raises(ConfigError) as err:
+        load_suite(with_change(path, value))
+    assert message in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_an_infinite_time_limit_means_none():
+    config = with_change("benchmarks.CSL.set.max_time", float("inf"))
+    assert load_suite(config).run_config("CSL", "GCN", 14)["max_time"] == float("inf")
+    assert run_config("CSL_graph_classification_GCN_CSL_100k", {"max_time": "inf"})["max_time"] == float("inf")
+
+
+def test_every_published_preset_passes_the_value_checks():
+    from gnnbench.config.keys import FAIR_COMPARISON_KEY_TYPES, coerce
+    from gnnbench.config.presets import all_presets
+
+    for name, preset in all_presets().items():
+        run_config(name)
+        for key, values in (preset.get("grid") or {}).items():
+            for value in values:
+                coerce(key, value, f"preset {name} grid", FAIR_COMPARISON_KEY_TYPES)
+        for run in preset.get("runs") or []:
+            if isinstance(run, dict):  # how the original scripts ran it: overrides and seeds
+                for seed in run.get("seeds", []):
+                    run_config(name, {**run.get("set", {}), "seed": seed})
+
+
+def test_model_labels_and_dataset_names_become_paths_so_their_length_is_capped():
+    preset = "CSL_graph_classification_GCN_CSL_100k"
+    long = "GCN-" + "x" * 97  # 101 characters
+    with pytest.raises(ConfigError) as err:
+        load_suite(with_change(f"benchmarks.CSL.models.{long}", preset))
+    assert str(err.value) == ("benchmarks.CSL.models: name 'GCN-xxxxxxxxxxxxxxxx'... is 101 characters long; it "
+                              "becomes a folder or file name: use at most 100 characters; fix it (schema: "
+                              "workflow/schemas/config.schema.yaml)")
+    config = with_change(f"datasets.{'D' * 101}", DEFAULT["datasets"]["CSL"])
+    with pytest.raises(ConfigError, match=r"^datasets: name 'DDDDDDDDDDDDDDDDDDDD'\.\.\. is 101 characters long"):
+        load_suite(config)
+    assert long[:100] in load_suite(with_change(f"benchmarks.CSL.models.{long[:100]}", preset)).benchmarks[
+        "CSL"].models
+
+
+SUITE_WITH_DUPLICATE = """\
+datasets:
+  CSL: {generator: csl, seed: 2, params: {copies_per_class: 5}}
+benchmarks:
+  CSL:
+    seeds: [1]
+    models: {MLP: CSL_graph_classification_MLP_CSL_100k}
+    seeds: [2]
+"""
+
+
+def test_a_key_given_twice_in_a_suite_is_refused_naming_file_key_and_lines(tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text(SUITE_WITH_DUPLICATE)
+    with pytest.raises(ConfigError) as err:
+        load_suite_file(path)
+    assert str(err.value) == (f"config file {path}: key 'seeds' is given twice in one mapping (lines 5 and 7), and "
+                              "YAML would silently keep only the last; remove or merge one")
+    one_seeds = SUITE_WITH_DUPLICATE.replace("    seeds: [2]\n", "")
+    path.write_text(one_seeds.replace("models: {MLP: CSL_graph_classification_MLP_CSL_100k}",
+                                      "models: {MLP: CSL_graph_classification_MLP_CSL_100k, "
+                                      "MLP: CSL_graph_classification_GCN_CSL_100k}"))
+    with pytest.raises(ConfigError, match=r"key 'MLP' is given twice in one mapping \(lines 6 and 6\)"):
+        load_suite_file(path)
+
+
+def test_a_merge_key_overridden_is_not_a_duplicate(tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text("_small: &small {epochs: 1, batch_size: 16}\n"
+                    "datasets:\n  CSL: {generator: csl, seed: 2, params: {copies_per_class: 5}}\n"
+                    "benchmarks:\n  CSL:\n    seeds: [1]\n    set: {<<: *small, epochs: 2}\n"
+                    "    models: {MLP: CSL_graph_classification_MLP_CSL_100k}\n")
+    config = load_suite_file(path).run_config("CSL", "MLP", 1)
+    assert (config["epochs"], config["batch_size"]) == (2, 16)
+
+
+def test_a_preset_file_with_a_key_given_twice_is_refused(tmp_path):
+    from gnnbench.config.presets import all_presets
+
+    (tmp_path / "mine.yaml").write_text("my_GCN:\n  model: GCN\n  params: {epochs: 3, init_lr: 0.001, epochs: 4}\n")
+    with pytest.raises(ConfigError) as err:
+        all_presets(tmp_path)
+    assert str(err.value) == (f"preset file {tmp_path.resolve() / 'mine.yaml'}: key 'epochs' is given twice in one "
+                              "mapping (lines 3 and 3), and YAML would silently keep only the last; remove or "
+                              "merge one")

@@ -14,6 +14,8 @@ inside training.
 from __future__ import annotations
 
 import difflib
+import math
+import re
 from typing import Any
 
 from gnnbench.errors import ConfigError
@@ -65,6 +67,37 @@ _POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_
              "dim_embedding_MLP", "scheduler_step_size"}
 _FRACTION = {"in_feat_dropout", "dropout", "input_dropout_prob", "coefficient_dropout_prob", "dropout_prob",
              "return_prob", "dropout_final"}
+# Numbers whose range is narrower than "not negative" (every published preset lies inside these ranges):
+# learning rates and time limits are positive; ReduceLROnPlateau's factor lies in (0, 1) (torch refuses >= 1,
+# and 0 would drop the rate to min_lr at once); a step decay multiplies by a gamma in (0, 1]; a patience counts
+# epochs (0: reduce after every epoch without improvement).
+_POSITIVE_REAL = {"init_lr", "learning_rate", "max_time", "time_limit_hours"}
+_OPEN_FRACTION = {"lr_reduce_factor"}
+_DECAY = {"scheduler_gamma"}
+_NON_NEGATIVE_INT = {"lr_schedule_patience"}
+_UNBOUNDED = {"max_time", "time_limit_hours"}  # .inf (YAML) / inf (--set): no time limit
+SEED_MAX = 2**32 - 1  # NumPy's RandomState, scikit-learn and torch.manual_seed's portable range
+LABEL_MAX = 100  # model labels and dataset names become folder and file names
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+
+
+def check_seed(value: int, where: str) -> int:
+    """A random seed: an integer in [0, 2**32 - 1] (the range NumPy's and scikit-learn's generators accept)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SEED_MAX:
+        raise ConfigError(f"{where}: a seed must be an integer from 0 to {SEED_MAX} (2**32 - 1), got {value!r}; "
+                          "pick a seed in that range")
+    return value
+
+
+def check_label(value: str, where: str, what: str = "model label") -> str:
+    """A name that becomes a path component: letters, digits and ``_.+-`` (not first), at most 100 characters."""
+    if len(value) > LABEL_MAX:
+        raise ConfigError(f"{where}: {what} {value[:20]!r}... is {len(value)} characters long; it becomes a folder "
+                          f"or file name: use at most {LABEL_MAX} characters")
+    if not re.fullmatch(LABEL_PATTERN, value):
+        raise ConfigError(f"{where}: {what} {value!r} may only hold letters, digits and _ . + - (not first), as it "
+                          "becomes a folder or file name; rename it")
+    return value
 
 
 def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = None) -> Any:
@@ -80,6 +113,8 @@ def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = Non
         value = _convert_any(expected, value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: {key} must be {_describe(expected)}, got {value!r}; fix the value") from None
+    if isinstance(value, float) and not (math.isfinite(value) or (key in _UNBOUNDED and value > 0)):
+        raise ConfigError(f"{where}: {key} must be a finite number, got {value!r}; fix the value")
     if key in CHOICES and value not in CHOICES[key]:
         raise ConfigError(f"{where}: {key} must be one of {', '.join(CHOICES[key])}, got {value!r}; fix the value")
     if key == "L" and value < 0:  # 0 is valid: MF has no message-passing layers
@@ -88,6 +123,16 @@ def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = Non
         raise ConfigError(f"{where}: {key} must be at least 1, got {value!r}; fix the value")
     if key in _FRACTION and not 0 <= value < 1:
         raise ConfigError(f"{where}: {key} must be in [0, 1), got {value!r}; fix the value")
+    if key in _POSITIVE_REAL and not value > 0:
+        raise ConfigError(f"{where}: {key} must be positive, got {value!r}; fix the value")
+    if key in _OPEN_FRACTION and not 0 < value < 1:
+        raise ConfigError(f"{where}: {key} must be in (0, 1), got {value!r}; fix the value")
+    if key in _DECAY and not 0 < value <= 1:
+        raise ConfigError(f"{where}: {key} must be in (0, 1], got {value!r}; fix the value")
+    if key in _NON_NEGATIVE_INT and value < 0:
+        raise ConfigError(f"{where}: {key} must not be negative, got {value!r}; fix the value")
+    if key == "seed":
+        check_seed(value, where)
     if isinstance(value, list) and not (value and all(v >= 1 for v in value)):
         raise ConfigError(f"{where}: {key} must be a non-empty list of positive integers, got {value!r}; fix the value")
     if isinstance(value, float) and value < 0:

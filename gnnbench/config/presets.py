@@ -19,9 +19,8 @@ import os
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from gnnbench.config.keys import PROTOCOL_KEYS, coerce_all
+from gnnbench.config.yamlfile import load_yaml
 from gnnbench.errors import ConfigError
 
 PACKAGE_PRESETS = Path(__file__).resolve().parent / "presets"
@@ -43,10 +42,7 @@ def _load(directory: Path) -> dict[str, dict]:
                           "its presets) or point it at a folder of preset YAML files")
     presets: dict[str, dict] = {}
     for path in sorted(directory.glob("*.yaml")):
-        try:
-            content = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"preset file {path} is not valid YAML ({str(exc).splitlines()[0]}); fix it") from None
+        content = load_yaml(path, "preset file") or {}
         for name, preset in content.items():
             if name in presets:
                 raise ConfigError(f"preset {name} is defined twice (second time in {path}); remove one")

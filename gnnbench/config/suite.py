@@ -6,8 +6,10 @@ and the run grid). Each benchmark block names its evaluation protocol (``protoco
 must produce. Loading checks the config against the schema (``gnnbench/config/suite.schema.yaml``, also at
 ``workflow/schemas/config.schema.yaml``) and then semantically: known generators and parameters, split schemes the
 protocol evaluates on, benchmarks that name defined datasets, presets that exist, override keys and types, folds
-that exist, and that every model can be built for its dataset. Each problem is reported as one line naming the
-key and the fix, before anything is generated or trained.
+that exist, seeds in [0, 2**32 − 1], training hyper-parameters in their ranges (:mod:`gnnbench.config.keys`), model
+labels and dataset names usable as folder names (at most 100 characters), and that every model can be built for its
+dataset; :func:`load_suite_file` also refuses a key given twice in one mapping (:mod:`gnnbench.config.yamlfile`).
+Each problem is reported as one line naming the key and the fix, before anything is generated or trained.
 
 Output layout (paths relative to the working directory)::
 
@@ -32,6 +34,8 @@ from pathlib import Path
 
 import yaml
 
+from gnnbench.config.keys import SEED_MAX
+from gnnbench.config.yamlfile import load_yaml
 from gnnbench.data.generators import get_generator, resolve_params
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
@@ -250,11 +254,7 @@ def load_suite_file(path: str | os.PathLike) -> Suite:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist; pass an existing --configfile")
-    try:
-        config = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML ({str(exc).splitlines()[0]}); fix it") from None
-    return load_suite(config)
+    return load_suite(load_yaml(path, "config file"))
 
 
 def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH) -> Suite:
@@ -318,6 +318,12 @@ def _check_schema(config: object, schema_path: Path) -> None:
             message = f"Additional properties are not allowed ({', '.join(map(repr, extras))} was unexpected)"
         if error.validator == "oneOf":
             message = f"{error.instance!r} must be a preset name or a mapping with keys preset and set"
+        keys = [part for part in error.absolute_path if isinstance(part, str)]
+        if error.validator in ("minimum", "maximum") and keys and keys[-1] in ("seed", "seeds"):
+            message = f"a seed must be an integer from 0 to {SEED_MAX} (2**32 - 1), got {error.instance!r}"
+        if error.validator == "maxLength" and isinstance(error.instance, str):  # a dataset name or model label
+            message = (f"name {error.instance[:20]!r}... is {len(error.instance)} characters long; it becomes a "
+                       f"folder or file name: use at most {error.validator_value} characters")
         raise ConfigError(f"{where}: {message}; fix it (schema: workflow/schemas/config.schema.yaml)")
 
 
