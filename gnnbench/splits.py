@@ -46,7 +46,8 @@ every model sees the same ones. Unlabelled nodes (label -1, e.g. CiteSeer's phan
 files) are never drawn.
 
 Reading checks the file's own checksum (no silent hand edits), that it belongs to the dataset (name and checksum)
-and that every index lies inside it.
+and, on every read, each fold's structure: integer indices inside the dataset, none twice, train, val and test
+disjoint.
 """
 
 from __future__ import annotations
@@ -370,6 +371,7 @@ def read_splits(path: str | os.PathLike, meta: DatasetMeta | None = None) -> Spl
     if not ok:
         raise DataError(f"split file {path} is corrupt or was edited by hand (checksum mismatch); "
                         "delete it and rerun snakemake to recreate it")
+    size = None
     if meta is not None:
         if splits.dataset != meta.name:
             raise DataError(f"split file {path} belongs to dataset {splits.dataset}, not {meta.name}; give the "
@@ -379,10 +381,47 @@ def read_splits(path: str | os.PathLike, meta: DatasetMeta | None = None) -> Spl
                             "delete it and rerun snakemake to recreate it")
         size = {"node": meta.statistics.get("all", {}).get("nodes"),
                 "pair": meta.statistics.get("all", {}).get("pairs")}.get(splits.level, meta.num_graphs)
-        unit = {"node": "nodes", "pair": "pairs"}.get(splits.level, "graphs")
-        for i, fold in enumerate(splits.folds):
-            all_ids = np.concatenate([np.asarray(fold[p], dtype=np.int64) for p in PARTS])
-            if all_ids.size and size is not None and (all_ids.min() < 0 or all_ids.max() >= size):
-                raise DataError(f"split file {path}: fold {i} refers to {unit} outside dataset {meta.name}; "
-                                "delete it and rerun snakemake to recreate it")
+    _check_folds(path, splits, size)
     return splits
+
+
+def _check_folds(path: Path, splits: Splits, size: int | None) -> None:
+    """The structure of every fold, checked on each read (a hand edit passes the checksum once it is recomputed):
+    train, val and test are lists of integer indices, inside ``0 .. size − 1`` (``size`` known: with the dataset's
+    meta), none listed twice, the three parts disjoint. Vectorised: one sort per fold."""
+    unit = {"node": "node", "pair": "pair"}.get(splits.level, "graph")
+
+    def bad(message: str) -> DataError:
+        return DataError(f"split file {path}: {message}; delete it and rerun snakemake to recreate it")
+
+    if not isinstance(splits.folds, list) or not splits.folds:
+        raise bad("expected a non-empty list of folds under 'folds'")
+    for i, fold in enumerate(splits.folds):
+        if not isinstance(fold, dict) or any(not isinstance(fold.get(part), list) for part in PARTS):
+            raise bad(f"fold {i} must map train, val and test to lists of {unit} indices")
+        arrays = {}
+        for part, ids in ((part, fold[part]) for part in PARTS):
+            if not set(map(type, ids)) <= {int}:  # bool, float, str, None: never an index
+                odd = next(v for v in ids if type(v) is not int)
+                raise bad(f"fold {i} {part} holds {odd!r}, expected integer {unit} indices")
+            try:
+                arrays[part] = np.asarray(ids, dtype=np.int64)
+            except OverflowError:
+                raise bad(f"fold {i} {part} holds an index beyond 64 bits") from None
+        every = np.concatenate(list(arrays.values()))
+        if not every.size:
+            continue
+        low, high = int(every.min()), int(every.max())
+        if low < 0 or (size is not None and high >= size):
+            outside = low if low < 0 else high
+            bounds = f" (0 .. {size - 1})" if size is not None else ""
+            raise bad(f"fold {i} refers to {unit}s outside dataset {splits.dataset}: {unit} {outside}{bounds}")
+        ordered = np.sort(every)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if repeated.size:
+            index = int(repeated[0])
+            holders = [part for part in PARTS if (arrays[part] == index).any()]
+            if len(holders) == 1:
+                raise bad(f"fold {i} {holders[0]} lists {unit} {index} more than once")
+            raise bad(f"fold {i}: {unit} {index} is in both {' and '.join(holders)}; train, val and test must be "
+                      "disjoint")

@@ -206,3 +206,120 @@ def test_split_configs_resolve_with_scheme_defaults_and_reject_foreign_keys():
     assert resolve_split({"protocol": "stratified_kfold", "folds": 3}, "s")["folds"] == 3  # the older key
     with pytest.raises(ConfigError, match="s.val_size: not a parameter of split scheme random_per_class"):
         resolve_split({"scheme": "random_per_class", "val_size": 5}, "s")
+
+
+# ------------------------------------------------------------------------------- structure, checked on every read
+
+
+@pytest.fixture(scope="module")
+def csl_split_file(tmp_path_factory):
+    """A 5-fold split file of a small CSL (50 graphs) and the dataset's meta."""
+    root = tmp_path_factory.mktemp("structure")
+    meta = generate_dataset("csl", "CSL", {"copies_per_class": 5}, 0, root / "CSL")
+    make_split_file(root / "CSL", "stratified_kfold", PARAMS, root / "splits.json")
+    return root / "splits.json", meta
+
+
+def hand_edited(path, tmp_path, edit) -> str:
+    """A copy of the split file at ``path`` with ``edit(folds)`` applied and its checksum recomputed."""
+    data = json.loads(path.read_text())
+    edit(data["folds"])
+    data["checksum"] = sha256_json(data["folds"])
+    out = tmp_path / "edited.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def _overlap(folds):  # fold 2: its first test graph also in train
+    folds[2]["train"].append(folds[2]["test"][0])
+
+
+def _float(folds):
+    folds[1]["val"][0] = folds[1]["val"][0] + 0.5
+
+
+def _integral_float(folds):
+    folds[1]["val"][0] = float(folds[1]["val"][0])
+
+
+def _bool(folds):
+    folds[0]["test"].append(True)
+
+
+def _twice(folds):
+    folds[3]["val"].append(folds[3]["val"][0])
+
+
+def _negative(folds):
+    folds[0]["train"][0] = -1
+
+
+def _too_large(folds):
+    folds[4]["test"][0] = 50
+
+
+def _huge(folds):
+    folds[4]["test"][0] = 2**70
+
+
+def _missing_part(folds):
+    del folds[1]["val"]
+
+
+def _not_a_list(folds):
+    folds[1]["train"] = "0,1,2"
+
+
+STRUCTURE_DEFECTS = [  # edit, the message after "split file PATH: ", whether it is caught without the dataset's meta
+    (_overlap, "fold 2: graph {g} is in both train and test; train, val and test must be disjoint", True),
+    (_float, "fold 1 val holds {g}, expected integer graph indices", True),
+    (_integral_float, "fold 1 val holds {g}, expected integer graph indices", True),
+    (_bool, "fold 0 test holds True, expected integer graph indices", True),
+    (_twice, "fold 3 val lists graph {g} more than once", True),
+    (_negative, "fold 0 refers to graphs outside dataset CSL: graph -1 (0 .. 49)", True),
+    (_too_large, "fold 4 refers to graphs outside dataset CSL: graph 50 (0 .. 49)", False),
+    (_huge, "fold 4 test holds an index beyond 64 bits", True),
+    (_missing_part, "fold 1 must map train, val and test to lists of graph indices", True),
+    (_not_a_list, "fold 1 must map train, val and test to lists of graph indices", True),
+]
+
+
+@pytest.mark.parametrize(("edit", "message", "without_meta"), STRUCTURE_DEFECTS,
+                         ids=[e.__name__.strip("_") for e, _, _ in STRUCTURE_DEFECTS])
+def test_a_hand_edited_split_with_a_valid_checksum_is_refused(csl_split_file, tmp_path, edit, message, without_meta):
+    path, meta = csl_split_file
+    folds = json.loads(path.read_text())["folds"]
+    value = {_overlap: folds[2]["test"][0], _float: folds[1]["val"][0] + 0.5,
+             _integral_float: float(folds[1]["val"][0]), _twice: folds[3]["val"][0]}.get(edit)
+    edited = hand_edited(path, tmp_path, edit)
+    expected = (f"split file {edited}: {message.format(g=value)}; delete it and rerun snakemake to recreate it")
+    with pytest.raises(DataError) as err:
+        read_splits(edited, meta)
+    assert str(err.value) == expected
+    if without_meta:  # the structure is checked on every read, also without the dataset at hand
+        with pytest.raises(DataError) as err:
+            read_splits(edited)
+        assert str(err.value) == expected.replace(" (0 .. 49)", "")
+    else:
+        read_splits(edited)  # the size is only known with the meta
+
+
+def test_an_intact_split_file_reads_with_and_without_its_dataset(csl_split_file):
+    path, meta = csl_split_file
+    folds = json.loads(path.read_text())["folds"]
+    assert read_splits(path, meta).folds == read_splits(path).folds == folds
+
+
+def test_training_on_a_hand_edited_split_fails_in_one_line(csl_split_file, tmp_path):
+    import subprocess
+    import sys
+
+    path, _ = csl_split_file
+    edited = hand_edited(path, tmp_path, _overlap)
+    result = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "--dataset", str(path.parent / "CSL"),
+                             "--splits", str(edited), "--preset", "CSL_graph_classification_MLP_CSL_100k",
+                             "--set", "epochs=1", "--out", str(tmp_path / "run")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(f"gnnbench: error: split file {edited}: fold 2: graph ")
+    assert "Traceback" not in result.stderr and not (tmp_path / "run" / "metrics.json").exists()
