@@ -59,7 +59,14 @@ from gnnbench.features.pe_file import read_pe
 from gnnbench.io import atomic_path, sha256_file, sha256_json, write_json
 from gnnbench.models import build_model, count_parameters
 from gnnbench.splits import read_splits
-from gnnbench.training.checkpoint import CHECKPOINT_FILE, load_resumable, restore_rng, rng_state, save_checkpoint
+from gnnbench.training.checkpoint import (
+    CHECKPOINT_FILE,
+    load_resumable,
+    read_checkpoint,
+    restore_rng,
+    rng_state,
+    save_checkpoint,
+)
 from gnnbench.training.loop import evaluate, train_epoch, train_epoch_accumulated
 from gnnbench.training.losses import get_loss
 from gnnbench.training.metrics import get_metric
@@ -296,7 +303,7 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
 def checkpoint_epochs(path: str | os.PathLike) -> int | None:
     """Completed epochs in the checkpoint at ``path`` (None: no readable checkpoint)."""
     try:
-        return len(torch.load(path, map_location="cpu", weights_only=True)["history"])
+        return len(read_checkpoint(path)["history"])
     except Exception:  # missing, unreadable or foreign: nothing to resume from
         return None
 
