@@ -1,14 +1,19 @@
 """Atomic file output and small JSON/checksum helpers.
 
 Every output is written to a temporary file beside its target and renamed into place, so a killed job
-never leaves a half-written file under the target's name.
+never leaves a half-written file under the target's name. The temporary file is named after its target, host and
+process (``.{name}.tmp-{host}-{pid}``); one left behind by a process killed outright (SIGKILL, power loss) is
+removed by the next process that writes into the same directory on the same host, once it finds the writer gone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,13 +21,62 @@ from typing import Any
 
 from gnnbench.errors import DataError
 
+log = logging.getLogger(__name__)
+
+
+# .{target}.tmp-{host}-{pid}; files of earlier versions have no host (.{target}.tmp-{pid})
+_TEMP_NAME = re.compile(r"\..+\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)")
+_swept: set[Path] = set()  # directories this process has cleared of stale temporary files
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_temp_files(directory: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files in ``directory`` that writers on this host left behind when they were killed
+    (their process no longer exists); returns them. Files of live processes and of other hosts (a shared file
+    system) are kept."""
+    host, removed = socket.gethostname(), []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match is None or match["host"] not in (None, host) or not entry.is_file(follow_symlinks=False):
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            os.unlink(entry.path)
+        except FileNotFoundError:  # another process removed it first
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
 
 @contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; on success rename it onto ``target``, else delete it."""
+    """Yield a temporary path beside ``target``; on success rename it onto ``target``, else delete it.
+
+    The first write of a process into a directory also removes the stale temporary files there
+    (:func:`remove_stale_temp_files`)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    directory = target.parent.resolve()
+    if directory not in _swept:
+        for path in remove_stale_temp_files(directory):
+            log.info("removed %s, left behind by a killed process", path)
+        _swept.add(directory)
+    tmp = target.with_name(f".{target.name}.tmp-{socket.gethostname()}-{os.getpid()}")
     try:
         yield tmp
         os.replace(tmp, target)
