@@ -1,5 +1,8 @@
 """Pre-emption safety: a real SIGTERM to a real training process leaves a checkpoint, a non-zero exit and a
-one-line message; rerunning resumes and ends with the metrics of an uninterrupted run (same seed, CPU)."""
+one-line message; rerunning resumes and ends with the metrics of an uninterrupted run (same seed, CPU).
+
+The signal comes from inside the run at a chosen point (``stop_at.py`` for a real process, a patched function in
+process), never from a test polling a clock: a fast epoch cannot finish before the signal lands."""
 
 from __future__ import annotations
 
@@ -8,12 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import pytest
 
 from gnnbench.config.presets import run_config
-from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.training import run as run_module
 from gnnbench.training.preemption import Preempted, StopOnSignal
 from gnnbench.training.run import checkpoint_epochs, train_run
@@ -21,15 +23,21 @@ from gnnbench.training.run import checkpoint_epochs, train_run
 SMALL = {"L": 2, "hidden_dim": 32, "out_dim": 32, "batch_size": 8}
 GCN_PE = "CSL_graph_classification_GCN_CSL_PE_100k"
 GATED = "CSL_graph_classification_GatedGCN_CSL_100k"
+STOP_AT = Path(__file__).with_name("stop_at.py")
 
 
 def scores(metrics: dict) -> dict:
     return {k: metrics[k] for k in ("train", "val", "test", "epochs", "stop_reason", "num_params")}
 
 
-def train_command(dataset, splits, out, preset, overrides, pe=None) -> list[str]:
-    command = [sys.executable, "-m", "gnnbench.cli", "train", "--dataset", str(dataset), "--splits", str(splits),
-               "--fold", "0", "--preset", preset, "--threads", "1", "--label", "run", "--out", str(out)]
+def train_command(dataset, splits, out, preset, overrides, pe=None, sigterm_inside_epoch=None) -> list[str]:
+    """``gnnbench train``; ``sigterm_inside_epoch`` N: the process sends itself SIGTERM after the first batch of its
+    N-th epoch (``stop_at.py``)."""
+    command = [sys.executable, "-m", "gnnbench.cli"]
+    if sigterm_inside_epoch is not None:
+        command = [sys.executable, str(STOP_AT), "--signal", "TERM", "--inside-epoch", str(sigterm_inside_epoch), "--"]
+    command += ["train", "--dataset", str(dataset), "--splits", str(splits), "--fold", "0", "--preset", preset,
+                "--threads", "1", "--label", "run", "--out", str(out)]
     if pe is not None:
         command += ["--pe", str(pe)]
     return command + [f"--set={k}={v}" for k, v in overrides.items()]
@@ -41,27 +49,17 @@ def reference(dataset, splits, out, preset, overrides, pe=None) -> dict:
                      threads=1, label="run")
 
 
-def sigterm_when(process: subprocess.Popen, ready, timeout: float = 120) -> None:
-    """Poll until ``ready()`` and send SIGTERM to the training process (fails if it ended first)."""
-    deadline = time.time() + timeout
-    while not ready() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    assert process.poll() is None, "the run ended before it could be signalled"
-    process.send_signal(signal.SIGTERM)
-
-
 def test_sigterm_mid_run_checkpoints_exits_143_and_the_rerun_matches(datasets, tmp_path):
     overrides = {**SMALL, "epochs": 15, "seed": 11, "lr_schedule_patience": 1000}
     args = (datasets["CSL"], datasets["CSL_splits"])
     expected = reference(*args, tmp_path / "reference", GCN_PE, overrides, datasets["CSL_pe"])
     out = tmp_path / "run"
-    command = train_command(*args, out, GCN_PE, overrides, datasets["CSL_pe"])
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sigterm_when(process, lambda: (checkpoint_epochs(out / "checkpoint.pt") or 0) >= 3)
-    stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 143, stderr[-2000:]
+    killed = subprocess.run(train_command(*args, out, GCN_PE, overrides, datasets["CSL_pe"], sigterm_inside_epoch=4),
+                            capture_output=True, text=True, timeout=300)
+    stdout, stderr = killed.stdout, killed.stderr
+    assert killed.returncode == 143, stderr[-2000:]
     done = checkpoint_epochs(out / "checkpoint.pt")
-    assert 3 <= done < 15
+    assert done == 3  # the fourth epoch was abandoned
     assert "received SIGTERM: stopping" in stderr
     assert (f"gnnbench: error: training stopped by SIGTERM; checkpoint {out / 'checkpoint.pt'} holds {done} "
             f"completed epoch(s); run the same command again") in stderr
@@ -69,36 +67,26 @@ def test_sigterm_mid_run_checkpoints_exits_143_and_the_rerun_matches(datasets, t
     assert not (out / "metrics.json").exists() and not (out / "history.parquet").exists()
     assert not [p for p in out.iterdir() if ".tmp-" in p.name]
 
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(train_command(*args, out, GCN_PE, overrides, datasets["CSL_pe"]), capture_output=True,
+                             text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resuming from {out / 'checkpoint.pt'} after epoch {done}" in resumed.stderr
     assert scores(json.loads((out / "metrics.json").read_text())) == scores(expected)
 
 
-@pytest.fixture(scope="module")
-def csl150(tmp_path_factory):
-    """CSL at its published size (150 graphs): a GatedGCN epoch at batch size 1 (90 steps) takes about a second, long
-    enough to signal inside one."""
-    root = tmp_path_factory.mktemp("csl150")
-    generate_dataset("csl", "CSL", {"copies_per_class": 15}, 3, root / "CSL")
-    make_split_file(root / "CSL", "stratified_kfold", {"folds": 5, "val_fraction": 0.25, "seed": 0},
-                    root / "splits.json")
-    return root / "CSL", root / "splits.json"
-
-
-def test_sigterm_during_the_first_epoch_leaves_the_initial_checkpoint(csl150, tmp_path):
+def test_sigterm_during_the_first_epoch_leaves_the_initial_checkpoint(datasets, tmp_path):
     overrides = {"epochs": 1, "batch_size": 1, "seed": 3}
-    expected = reference(*csl150, tmp_path / "reference", GATED, overrides)
+    args = (datasets["CSL"], datasets["CSL_splits"])
+    expected = reference(*args, tmp_path / "reference", GATED, overrides)
     out = tmp_path / "run"
-    command = train_command(*csl150, out, GATED, overrides)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sigterm_when(process, (out / "checkpoint.pt").exists)  # written just before the first epoch starts
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 143, stderr[-2000:]
+    # the signal arrives after the first training step: the first epoch is under way, the initial checkpoint on disk
+    killed = subprocess.run(train_command(*args, out, GATED, overrides, sigterm_inside_epoch=1), capture_output=True,
+                            text=True, timeout=300)
+    assert killed.returncode == 143, killed.stderr[-2000:]
     assert checkpoint_epochs(out / "checkpoint.pt") == 0
-    assert "holds 0 completed epoch(s)" in stderr
+    assert "holds 0 completed epoch(s)" in killed.stderr
 
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(train_command(*args, out, GATED, overrides), capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resuming from {out / 'checkpoint.pt'} after epoch 0" in resumed.stderr
     assert scores(json.loads((out / "metrics.json").read_text())) == scores(expected)
