@@ -8,6 +8,7 @@ split files read here with plain ``json``, and from hand-computed sequences (pat
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import subprocess
@@ -399,3 +400,114 @@ def test_one_outer_fold_from_the_command_line(families, tmp_path, capsys):
     assert f"test accuracy {final['test_accuracy'].mean():.2f} (mean of 2 final runs)" in printed
     assert main(args) == 1
     assert "gnnbench: error: --preset: protocol fair-comparison starts from a grid" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ divergence
+
+def test_selection_never_chooses_a_diverged_configuration_and_refuses_when_all_diverged(tmp_path):
+    diverged = {**candidate(0, float("nan"), {"model": "GIN", "lr": 1e30}), "status": "diverged",
+                "diverged_epoch": 0, "stop_reason": "diverged"}
+    write_part(tmp_path / "p0.parquet", [diverged, {**candidate(1, 60.0, {"model": "GIN", "lr": 1}),
+                                                    "status": "completed", "diverged_epoch": None}])
+    body = fc.select([tmp_path / "p0.parquet"], tmp_path / "selection.json", dataset="D", model="GIN", fold=0)
+    assert body["chosen"]["position"] == 1  # a NaN first candidate would otherwise be kept (NaN ≤ x is false)
+    assert [c["status"] for c in body["candidates"]] == ["diverged", "completed"]
+    write_part(tmp_path / "p1.parquet", [diverged])
+    with pytest.raises(DataError, match="every one of the 1 configuration.* diverged") as e:
+        fc.select([tmp_path / "p1.parquet"], tmp_path / "s1.json", dataset="D", model="GIN", fold=0)
+    assert "\n" not in str(e.value) and not (tmp_path / "s1.json").exists()
+
+
+def test_an_inner_run_with_a_huge_learning_rate_is_recorded_diverged_and_not_selected(families, tmp_path):
+    configs = [{**BASELINE, "learning_rate": 1e30}, BASELINE]  # the diverging one first: it must not stay chosen
+    out = tmp_path / "inner" / "part0.parquet"
+    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
+                 positions=[0, 1], seed=3, out=out, device="cpu")
+    bad, good = pq.read_table(out).to_pylist()
+    assert bad["status"] == "diverged" and bad["stop_reason"] == "diverged" and math.isnan(bad["val_accuracy"])
+    assert good["status"] == "completed" and good["diverged_epoch"] is None and good["stop_reason"] != "diverged"
+    run = next(json.loads(p.read_text()) for p in (out.parent / "runs").glob("*.json")
+               if json.loads(p.read_text())["config_id"] == bad["config_id"])
+    history = run["history"]  # training stopped at the epoch whose loss was not finite
+    assert len(history) == bad["epochs"] == bad["diverged_epoch"] + 1
+    assert not (math.isfinite(history[-1]["train_loss"]) and math.isfinite(history[-1]["val_loss"]))
+    assert all(math.isfinite(h["train_loss"]) and math.isfinite(h["val_loss"]) for h in history[:-1])
+    body = fc.select([out], tmp_path / "selection.json", dataset="GF", model="B", fold=1)
+    assert body["chosen"]["position"] == 1
+
+
+def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, tmp_path, monkeypatch):
+    from gnnbench.training import holdout
+
+    real_train, real_scores, calls = holdout.train_holdout, holdout._epoch_scores, {"n": 0}
+
+    def train(*args, **kwargs):  # the second final run's training loss turns NaN in its third epoch
+        calls["n"] += 1
+        if calls["n"] != 2:
+            return real_train(*args, **kwargs)
+        epochs = {"n": 0}
+
+        def scores(model, batches, device, optimizer=None, clip=0.0):
+            loss, accuracy = real_scores(model, batches, device, optimizer, clip)
+            if optimizer is not None:
+                epochs["n"] += 1
+                if epochs["n"] >= 3:
+                    return math.nan, accuracy
+            return loss, accuracy
+
+        monkeypatch.setattr(holdout, "_epoch_scores", scores)
+        try:
+            return real_train(*args, **kwargs)
+        finally:
+            monkeypatch.setattr(holdout, "_epoch_scores", real_scores)
+
+    fold = tmp_path / "fold0"
+    common = {"dataset_dir": families / "ds", "splits_path": families / "s.json", "fold": 0, "seed": 0,
+              "device": "cpu"}
+    fc.run_inner(configs=[BASELINE], positions=[0], out=fold / "inner" / "part0.parquet", **common)
+    fc.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF", model="B", fold=0)
+    monkeypatch.setattr(holdout, "train_holdout", train)
+    fc.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh", out=fold / "final.parquet",
+                 history_out=fold / "final_history.parquet", **common)
+    finals = pq.read_table(fold / "final.parquet").to_pandas()
+    assert finals["status"].tolist() == ["completed", "diverged"]
+    bad = finals.iloc[1]
+    assert bad["diverged_epoch"] == 2 and bad["epochs"] == 3 and bad["stop_reason"] == "diverged"
+    assert np.isnan(bad[["test_accuracy", "val_accuracy", "train_accuracy"]].astype(float)).all()
+    history = pq.read_table(fold / "final_history.parquet").to_pandas()
+    assert history[history["run"] == 1]["epoch"].tolist() == [0, 1, 2]
+    outputs = {k: tmp_path / f"t.{k.replace('_', '.')}" for k in ("csv", "md", "parquet", "folds_csv", "folds_md",
+                                                                   "folds_parquet")}
+    fc.dataset_report(dataset="GF", dataset_dir=families / "ds", outputs=outputs,
+                      models={"B": {"selections": [fold / "selection.json"], "finals": [fold / "final.parquet"]}})
+    table = pd.read_csv(outputs["csv"]).iloc[0]
+    good = finals["test_accuracy"].iloc[0]
+    assert table["test_mean"] == pytest.approx(good) and table["diverged_runs"] == 1 and table["final_runs"] == 2
+    assert f"{good:.1f} ± 0.0 (1 of 2 final runs diverged)" in outputs["md"].read_text()
+    assert f"{good:.1f}, diverged" in outputs["folds_md"].read_text()
+
+
+def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_path):
+    import torch
+
+    from gnnbench.models.graph_classifiers import build_classifier
+    from gnnbench.training.holdout import train_holdout
+
+    data = fc._load(families / "ds", families / "s.json")
+    parts = {p: torch.from_numpy(v) for p, v in data.splits.fold(0).items() if p != "test"}
+    cfg = {**BASELINE, "learning_rate": 1e30}
+    saved = []
+
+    def build():
+        torch.manual_seed(0)
+        model = build_classifier(cfg, data.meta, data.sizes)
+        model.prepare(data.store)
+        return model
+
+    first = train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu"),
+                          on_epoch=lambda s: saved.append(copy.deepcopy(s)))  # what a checkpoint would hold
+    assert first["status"] == "diverged"
+    state = saved[-1]  # the checkpoint written after the diverged epoch
+    again = train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu"), state=state)
+    assert again["status"] == "diverged" and again["diverged_epoch"] == first["diverged_epoch"]
+    assert again["epochs"] == first["epochs"] and len(again["history"]) == len(first["history"])

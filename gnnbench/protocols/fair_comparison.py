@@ -4,7 +4,10 @@ Classification" (spec p3-fair-comparison.md §2).
 Risk assessment by an outer stratified k-fold cross-validation (10 folds); inside outer fold i, model selection
 on its training part only: every configuration of the model's grid trains once on the inner-training graphs with
 early stopping on the inner hold-out (≈10 %), and the configuration with the highest validation accuracy at its
-early-stopping epoch wins (ties: the later configuration in grid order, the original's ``≤``). The winner then
+early-stopping epoch wins (ties: the later configuration in grid order, the original's ``≤``); a configuration
+whose run diverged (NaN or infinite loss: ``status`` "diverged", :mod:`gnnbench.training.holdout`) is never
+chosen. A final run that diverges has no score: it is recorded (``status``, ``diverged_epoch``) and shown in the
+tables, and the fold's score is the mean of its other final runs. The winner then
 trains ``final_runs`` (3) times from scratch; each final run's score is the test accuracy at its early-stopping
 epoch, the fold's score is their mean, and the reported value is mean ± population std over the folds. The test
 fold is never seen by selection. Training procedure: :mod:`gnnbench.training.holdout`.
@@ -274,7 +277,7 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
         try:
             stored = read_json(result_path, "run result")
             if stored.get("key") == key:
-                return stored
+                return {"status": "completed", "diverged_epoch": None, **stored}  # (kept before runs had a status)
         except DataError:
             pass  # unreadable: train again
     cfg = coerce_all(config, "config", FAIR_COMPARISON_KEY_TYPES)
@@ -299,7 +302,8 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
     out = train_holdout(model, data.store, tensors, cfg, device=device, state=state, on_epoch=on_epoch)
     result = {"key": key, **what, "config": config, "seed": seed, "best_epoch": out["best_epoch"],
-              "epochs": out["epochs"], "stop_reason": out["stop_reason"], "seconds": out["seconds"],
+              "epochs": out["epochs"], "stop_reason": out["stop_reason"], "status": out["status"],
+              "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
               **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
               "history": out["history"]}
     write_json(result_path, result)
@@ -329,7 +333,7 @@ def _stoppable(job, out: Path):
 
 
 INNER_COLUMNS = ("position", "config_id", "config", "seed", "val_accuracy", "val_loss", "train_accuracy",
-                 "train_loss", "best_epoch", "epochs", "stop_reason", "seconds")
+                 "train_loss", "best_epoch", "epochs", "stop_reason", "status", "diverged_epoch", "seconds")
 
 
 def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], positions: list[int], seed: int,
@@ -366,7 +370,9 @@ def config_json(config: dict) -> str:
 def select(part_files: list[str | os.PathLike], out: str | os.PathLike, *, dataset: str, model: str,
            fold: int) -> dict:
     """The chosen configuration of one outer fold: the highest validation accuracy, ties to the later
-    configuration in grid order; writes every candidate's scores beside it (``selection.json``)."""
+    configuration in grid order; writes every candidate's scores beside it (``selection.json``). A configuration
+    whose run diverged (``status``) has no validation score and is never chosen; if every one diverged there is
+    nothing to choose and a DataError says so."""
     rows = []
     for path in part_files:
         try:
@@ -379,8 +385,14 @@ def select(part_files: list[str | os.PathLike], out: str | os.PathLike, *, datas
     rows.sort(key=lambda r: r["position"])
     best = None
     for row in rows:
+        if row.get("status") == "diverged":
+            continue
         if best is None or best["val_accuracy"] <= row["val_accuracy"]:
             best = row
+    if best is None:
+        raise DataError(f"{dataset} / {model} fold {fold}: every one of the {len(rows)} configuration(s) of the "
+                        "model-selection grid diverged (NaN or infinite training loss), so none can be selected; "
+                        "lower the learning rates of the grid (or add gradient_clipping) and rerun snakemake")
     candidates = [{**{k: v for k, v in r.items() if k != "config"}, "config": json.loads(r["config"])} for r in rows]
     chosen = next(c for c in candidates if c["position"] == best["position"])
     body = {"format": SELECTION_FORMAT, "dataset": dataset, "model": model, "fold": fold, "chosen": chosen,
@@ -402,7 +414,8 @@ def read_selection(path: str | os.PathLike) -> dict:
 
 
 FINAL_COLUMNS = ("run", "config_id", "seed", "holdout", "test_accuracy", "test_loss", "val_accuracy", "val_loss",
-                 "train_accuracy", "train_loss", "best_epoch", "epochs", "stop_reason", "seconds")
+                 "train_accuracy", "train_loss", "best_epoch", "epochs", "stop_reason", "status", "diverged_epoch",
+                 "seconds")
 
 
 def final_parts(data: _Data, fold: int, run: int, holdout: str, seed: int) -> dict[str, np.ndarray]:
@@ -477,12 +490,15 @@ def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], output
                 raise DataError(f"final-runs file {final_path} is corrupt ({str(exc).splitlines()[0]}); delete it "
                                 "and rerun snakemake") from None
             chosen = selection["chosen"]
+            scored = [f for f in finals if f.get("status") != "diverged"]  # a diverged final run has no score
             folds.append({"model": label, "architecture": chosen["config"]["model"], "fold": selection["fold"],
                           "config_id": chosen["config_id"], "candidates": len(selection["candidates"]),
+                          "diverged_candidates": sum(c.get("status") == "diverged" for c in selection["candidates"]),
                           "layers": num_layers(chosen["config"]), "val_accuracy": chosen["val_accuracy"],
-                          "test_accuracy": float(np.mean([f["test_accuracy"] for f in finals])),
-                          "train_accuracy": float(np.mean([f["train_accuracy"] for f in finals])),
+                          "test_accuracy": float(np.mean([f["test_accuracy"] for f in scored])) if scored else np.nan,
+                          "train_accuracy": float(np.mean([f["train_accuracy"] for f in scored])) if scored else np.nan,
                           "test_runs": [f["test_accuracy"] for f in finals],
+                          "diverged_runs": len(finals) - len(scored),
                           "time_limited": sum(f["stop_reason"] == "time_limit" for f in finals),
                           "config": report.config_summary(chosen["config"]), "chosen_config": chosen["config"]})
     report.write_reports(dataset, meta, folds, outputs, presets)

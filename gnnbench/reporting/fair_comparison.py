@@ -14,6 +14,13 @@ runs (each at its own early-stopping epoch). Per dataset:
 - ``results/tables/{dataset}_folds.*``: one row per model and fold — chosen configuration, its validation accuracy,
   the final runs' test accuracies and their mean.
 
+Diverged runs (a NaN or infinite loss, :mod:`gnnbench.training.holdout`) have no score and are never averaged. A
+fold's test (train) accuracy is the mean over its final runs that did not diverge — NaN if all did, and such a fold
+is left out of the mean ± std over folds. Columns ``final_runs`` / ``diverged_runs`` count the final runs and the
+diverged ones, ``diverged_grid_runs`` the model-selection runs that diverged (never selected); in Markdown the test
+cell reads "mean ± std (k of n final runs diverged)" — "diverged (n of n final runs)" when none completed — and the
+grid cell "size (k diverged)". In the per-fold table a diverged final run's accuracy reads "diverged".
+
 The paper's numbers are data (``gnnbench/reporting/published/fair_comparison.yaml``), matched by the TU dataset
 name and feature variant recorded in the dataset's ``meta.json`` and the model family (the config's ``model``;
 MolecularFingerprint and DeepMultisets are the paper's "Baseline") — in :mod:`gnnbench.reporting.published`, with
@@ -49,12 +56,17 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
         paper = pub.fair_comparison_value(meta, architecture)
         layers = [v for v in group["layers"] if v is not None and not pd.isna(v)]
         test = group["test_accuracy"].to_numpy(float)
+        test = test[~np.isnan(test)]  # a fold whose every final run diverged has no score
         row = {"model": label, "architecture": architecture, "folds": len(group),
-               "test_mean": test.mean(), "test_std": test.std(ddof=0),
+               "test_mean": test.mean() if len(test) else np.nan, "test_std": test.std(ddof=0) if len(test) else np.nan,
                "val_mean": group["val_accuracy"].mean(), "val_std": group["val_accuracy"].std(ddof=0),
                "train_mean": group["train_accuracy"].mean(),
                "median_layers": float(np.median(layers)) if layers else np.nan,
                "grid_size": int(group["candidates"].max()), "time_limited_runs": int(group["time_limited"].sum()),
+               "final_runs": int(sum(len(r) for r in group["test_runs"])) if "test_runs" in group else np.nan,
+               "diverged_runs": int(group["diverged_runs"].sum()) if "diverged_runs" in group else 0,
+               "diverged_grid_runs": (int(group["diverged_candidates"].sum()) if "diverged_candidates" in group
+                                      else 0),
                "paper": "" if paper is None else str(paper)}
         if isinstance(paper, list):
             row["paper"] = f"{paper[0]:.1f} ± {paper[1]:.1f}"
@@ -64,22 +76,24 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
             configs = list(group["chosen_config"]) if "chosen_config" in group else []
             final_runs = min(len(r) for r in group["test_runs"]) if "test_runs" in group else pub.P3_FINAL_RUNS
             setting = pub.fair_comparison_setting(configs, (presets or {}).get(label), len(group), final_runs)
-        row.update(pub.compare(row["test_mean"], row["test_std"], len(group), match, True, setting))
+        row.update(pub.compare(row["test_mean"], row["test_std"], len(test), match, True, setting))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
     key = pub.fair_comparison_key(meta)
-    test = [f"{m:.1f} ± {s:.1f}" for m, s in zip(table["test_mean"], table["test_std"], strict=True)]
+    test = [_diverged_cell(f"{r['test_mean']:.1f} ± {r['test_std']:.1f}", r.get("diverged_runs", 0),
+                           r.get("final_runs", 0)) for _, r in table.iterrows()]
     test = _bold_best(test, table["test_mean"])
     rows = []
     for cell, (_, r) in zip(test, table.iterrows(), strict=True):
         layers = "–" if pd.isna(r["median_layers"]) else f"{r['median_layers']:g}"
         limited = f" ({r['time_limited_runs']} time-limited)" if r["time_limited_runs"] else ""
+        grid = str(r["grid_size"]) + (f" ({r['diverged_grid_runs']} diverged)" if r.get("diverged_grid_runs") else "")
         paper, versus = pub.markdown_cells(r, 1)
         rows.append([r["model"], cell, f"{r['val_mean']:.1f} ± {r['val_std']:.1f}", f"{r['train_mean']:.1f}",
-                     layers, f"{r['folds']}{limited}", str(r["grid_size"]), r["paper"] or paper, versus])
+                     layers, f"{r['folds']}{limited}", grid, r["paper"] or paper, versus])
     title = f"## {dataset}: test accuracy (%) over outer folds, nested cross-validation (Errica et al.)\n\n"
     note = (f"Paper column: Errica et al. on {key}." if key else
             "Paper column: none (not a dataset of the paper, or not its feature variant).")
@@ -90,16 +104,29 @@ def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
         "early-stopping epoch of the selected configuration.\n") + ("\n" + pub.markdown_note(table) if key else "")
 
 
+def _diverged_cell(cell: str, diverged: int, runs: int) -> str:
+    """The test cell with its diverged final runs (module docstring)."""
+    if not diverged:
+        return cell
+    if diverged >= runs:
+        return f"diverged ({diverged} of {runs} final runs)"
+    return f"{cell} ({diverged} of {runs} final runs diverged)"
+
+
 def folds_table(folds: pd.DataFrame) -> pd.DataFrame:
     out = folds[["model", "architecture", "fold", "config_id", "config", "layers", "val_accuracy", "test_accuracy",
                  "train_accuracy", "time_limited"]].copy()
-    out["test_runs"] = [", ".join(f"{v:.1f}" for v in runs) for runs in folds["test_runs"]]
+    for column in ("diverged_runs", "diverged_candidates"):
+        out[column] = folds[column] if column in folds else 0
+    out["test_runs"] = [", ".join("diverged" if pd.isna(v) else f"{v:.1f}" for v in runs)
+                        for runs in folds["test_runs"]]
     return out
 
 
 def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
-    rows = [[r["model"], str(r["fold"]), f"{r['val_accuracy']:.1f}", f"{r['test_accuracy']:.1f}", r["test_runs"],
-             r["config"]] for _, r in table.iterrows()]
+    rows = [[r["model"], str(r["fold"]), f"{r['val_accuracy']:.1f}",
+             "–" if pd.isna(r["test_accuracy"]) else f"{r['test_accuracy']:.1f}", r["test_runs"], r["config"]]
+            for _, r in table.iterrows()]
     return (f"## {dataset}: per outer fold — selected configuration, its validation accuracy, final-run test "
             "accuracies\n\n" + _markdown(["model", "fold", "validation", "test (mean)", "test per final run",
                                           "selected configuration"], rows))

@@ -18,6 +18,14 @@ paper's 72-hour cap; the run then reports ``stop_reason: time_limit``). The scor
 (last improving) epoch — train, val and test loss/accuracy as measured at that epoch; weights are not restored
 (the test score is read from the history, as the original does).
 
+Divergence: an epoch whose training or validation loss is NaN or ±inf ends the run at once with ``stop_reason``
+and ``status`` ``"diverged"`` and ``diverged_epoch`` that epoch (0-based; after a non-finite training loss the model
+is not evaluated, that epoch's validation and test scores are NaN). A diverged run has no scores (all NaN — not
+those of an epoch before the failure), so model selection cannot choose it and tables count it instead of averaging
+it. Every other run has ``status: "completed"`` and ``diverged_epoch`` None. The check reads the epoch's losses,
+already Python floats (no extra device synchronisation); a resumed run whose history ends with such an epoch stays
+diverged.
+
 Determinism: weights, dropout and shuffling draw from the global torch RNG seeded with the run's seed, so the same
 seed, data and thread count give identical results on CPU; a resumed run (``state``) continues the same streams.
 """
@@ -133,7 +141,8 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
                   device: torch.device, state: RunState | None = None,
                   on_epoch: Callable[[RunState], None] | None = None) -> dict:
     """Train ``model`` on ``parts['train']``, early-stopping on ``parts['val']`` (and scoring ``parts['test']``
-    when present); returns the best epoch's scores, the stop reason and the history.
+    when present); returns the best epoch's scores, the stop reason, the status ("completed" or "diverged",
+    module docstring) and the history.
 
     ``state``: a checkpointed :class:`RunState` to resume from (model and optimizer states included);
     ``on_epoch(state)`` is called after every epoch with the current state (the caller checkpoints).
@@ -152,6 +161,9 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
     limit_s = cfg.get("time_limit_hours", math.inf) * 3600
     stop_reason = None
     while stop_reason is None:
+        if state.history and diverged_row(state.history[-1]):
+            stop_reason = "diverged"
+            break
         if state.epoch >= cfg["epochs"]:
             stop_reason = "max_epochs"
             break
@@ -170,19 +182,31 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
         with torch.no_grad():
             for part in ("val", "test"):
                 if part in loaders:
-                    row[f"{part}_loss"], row[f"{part}_accuracy"] = _epoch_scores(model, loaders[part], device)
+                    row[f"{part}_loss"], row[f"{part}_accuracy"] = (
+                        _epoch_scores(model, loaders[part], device) if math.isfinite(train_loss)
+                        else (math.nan, math.nan))  # diverged: no point in evaluating
         row["seconds"] = time.perf_counter() - start
         state.elapsed += row["seconds"]
         state.history.append(row)
-        if stopper.improved(state.epoch, row["val_loss"], row["val_accuracy"]):
+        if diverged_row(row):
+            stop_reason = "diverged"
+        elif stopper.improved(state.epoch, row["val_loss"], row["val_accuracy"]):
             state.best = dict(row)
         state.epoch += 1
-        if stopper.stop:
+        if stopper.stop and stop_reason is None:
             stop_reason = "patience"
         state.stopper = {"best": stopper.best, "best_epoch": stopper.best_epoch, "counter": stopper.counter}
         if on_epoch is not None:
             state.model, state.optimizer, state.rng = model.state_dict(), optimizer.state_dict(), torch.get_rng_state()
             on_epoch(state)
+    diverged = stop_reason == "diverged"
+    scores = {k: math.nan for k in state.history[-1] if k not in ("epoch", "lr", "seconds")} if diverged else state.best
     return {"best_epoch": stopper.best_epoch, "epochs": state.epoch, "stop_reason": stop_reason,
-            "seconds": state.elapsed, "scores": state.best, "history": state.history}
+            "status": "diverged" if diverged else "completed", "diverged_epoch": state.epoch - 1 if diverged else None,
+            "seconds": state.elapsed, "scores": scores, "history": state.history}
+
+
+def diverged_row(row: dict) -> bool:
+    """Whether an epoch's history row shows divergence: a NaN or infinite training or validation loss."""
+    return not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"]))
 
