@@ -416,7 +416,7 @@ def read_csl_zip(path: str | os.PathLike) -> GraphColumns:
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"{WHAT} {path} is not a readable zip archive ({_reason(exc)}); {_fix(path)}") from None
     where = f"{WHAT} {path}: member"
-    matrices = safe_load(graphs_bytes, f"CSL pickle {CSL_GRAPHS} from {path}")
+    matrices = safe_load(graphs_bytes, "CSL pickle", f"{path} member {CSL_GRAPHS}")
     labels = _torch_load(io.BytesIO(labels_bytes), path, CSL_LABELS)
 
     def bad(member: str, message: str) -> DataError:
