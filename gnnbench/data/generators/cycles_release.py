@@ -42,7 +42,10 @@ available, so it is not pinned: the download records it and every reuse checks t
 Speed: one Python pass over the graphs collects node ids, degrees and neighbour lists with C-level list operations
 (the pickled dicts leave no alternative); sources, ordering and features are then built with NumPy over all edges at
 once. Measured on a 30 MB pickle of 20,000 paper-sized graphs (the generator's, written in this structure), on 2
-busy cores: ``pickle.load`` 5.5 s, conversion 2.5 s more, and the result identical to the generator's columns.
+busy cores: ``pickle.load`` 5.5 s, conversion 2.5 s more, and the result identical to the generator's columns. The
+allow-list reading costs nothing extra: 20,000 such graphs (some with cached views) read in 3.6 s (protocol 4, 20 MB)
+and 5.2 s (protocol 0, 59 MB), against 4.0 s and 4.9 s through ``pickle.load`` and live networkx graphs before,
+with identical columns.
 """
 
 from __future__ import annotations
