@@ -96,7 +96,7 @@ def test_label_propagation_runs_once_per_split_for_exactly_patience_steps(csbm, 
     assert (runs["test_accuracy"] > 50).all()
 
 
-def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(csbm, tmp_path, monkeypatch):
+def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(csbm, tmp_path, monkeypatch, caplog):
     straight = tmp_path / "straight"
     chunk(csbm, straight, splits=(0, 1))
     killed = tmp_path / "killed"
@@ -114,12 +114,17 @@ def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(csbm, tmp_p
     with pytest.raises(Preempted, match="training stopped by SIGTERM; checkpoint .* run the same command again"):
         chunk(csbm, killed, splits=(0, 1))
     assert (killed / "checkpoint.pt").is_file() and not (killed / "runs.parquet").exists()
-    import torch
+    from gnnbench.training.checkpoint import read_checkpoint
 
-    state = torch.load(killed / "checkpoint.pt", weights_only=False)
+    state = read_checkpoint(killed / "checkpoint.pt")  # as the rerun reads it: weights_only=True
     assert [d["split"] for d in state["done"]] == [0] and state["current"]["split"] == 1
     monkeypatch.setattr(StackedTrainer, "train_epoch", original)
-    chunk(csbm, killed, splits=(0, 1))
+    caplog.clear()
+    with caplog.at_level("INFO", logger="gnnbench.protocols.pitfalls"):
+        chunk(csbm, killed, splits=(0, 1))
+    epoch = state["current"]["trainer"]["epoch"]
+    assert f"resuming split 1 from {killed / 'checkpoint.pt'} at epoch {epoch}" in caplog.text
+    assert "split 0:" not in caplog.text  # the finished split is not trained again
     columns = [c for c in runs_of(straight).columns if c != "seconds"]
     pd.testing.assert_frame_equal(runs_of(killed)[columns], runs_of(straight)[columns])
     assert pq.read_table(killed / "history.parquet").equals(pq.read_table(straight / "history.parquet"))
