@@ -471,6 +471,26 @@ def test_sigterm_inside_an_epoch_and_the_resumed_run_matches(collab, tmp_path, m
                                   pd.read_parquet(tmp_path / "reference" / "history.parquet").drop(columns="seconds"))
 
 
+def test_a_link_run_whose_loss_turns_nan_is_diverged_without_scores(collab, tmp_path, monkeypatch):
+    real_epoch, calls = lp.train_link_epoch, []
+
+    def nan_from_epoch_one(*args, **kwargs):
+        loss = real_epoch(*args, **kwargs)
+        calls.append(1)
+        return math.nan if len(calls) >= 2 else loss
+
+    monkeypatch.setattr(lp, "train_link_epoch", nan_from_epoch_one)
+    metrics = _run(collab, tmp_path, "COLLAB_edge_classification_MLP_40k", {"epochs": 5})
+    assert metrics["status"] == "diverged" and metrics["stop_reason"] == "diverged"
+    assert metrics["diverged_epoch"] == 1 and metrics["epochs"] == 2 and len(calls) == 2
+    for part in ("train", "val", "test"):  # no Hits, no loss: nothing that looks like a score
+        assert set(metrics[part]) == {"metric", "loss", "hits@10", "hits@50", "hits@100"}
+        assert all(value is None for value in metrics[part].values())
+    history = pd.read_parquet(tmp_path / "history.parquet")
+    assert history["epoch"].tolist() == [0, 1] and history.iloc[1].drop(["epoch", "lr", "seconds"]).isna().all()
+    assert history.iloc[0].notna().all()
+
+
 COLLAB_PRESETS = sorted(name for name, p in all_presets().items() if p.get("dataset") in ("OGBL-COLLAB", "COLLAB"))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.protocols.benchmarking_gnns import train
 from gnnbench.training import loop
+from gnnbench.training import run as run_module
 from gnnbench.training.run import train_run
 
 SMALL = {"L": 2, "hidden_dim": 32, "out_dim": 32, "batch_size": 8}
@@ -113,6 +115,66 @@ def test_finished_checkpoint_is_not_resumed_and_unreadable_one_is_ignored(datase
     assert scores(again) == scores(first)
     (tmp_path / "run" / "checkpoint.pt").write_bytes(b"not a checkpoint")
     assert scores(csl_run(datasets, tmp_path / "run", seed=5)) == scores(first)
+
+
+# ------------------------------------------------------------------------------------------------ divergence
+
+
+def nan_loss_from_epoch(monkeypatch, epoch: int) -> list[int]:
+    """Make the training loss of every epoch from ``epoch`` (0-based) on NaN; returns the list of epochs trained."""
+    real, calls = run_module.train_epoch, []
+
+    def train_epoch(*args, **kwargs):
+        loss, score = real(*args, **kwargs)
+        calls.append(len(calls))
+        return (math.nan if calls[-1] >= epoch else loss), score
+
+    monkeypatch.setattr(run_module, "train_epoch", train_epoch)
+    return calls
+
+
+def test_a_run_whose_training_loss_turns_nan_stops_there_as_diverged_without_scores(datasets, tmp_path,
+                                                                                     monkeypatch):
+    calls = nan_loss_from_epoch(monkeypatch, 2)
+    m = csl_run(datasets, tmp_path / "run", epochs=6, seed=3)
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text()) == m
+    assert m["status"] == "diverged" and m["stop_reason"] == "diverged" and m["diverged_epoch"] == 2
+    assert m["epochs"] == 3 and calls == [0, 1, 2]  # no epoch after the one whose loss was NaN
+    for part in ("train", "val", "test"):  # no score: not a number that looks like one
+        assert m[part]["metric"] is None and m[part]["loss"] is None
+    rows = history(tmp_path / "run")
+    assert [r["epoch"] for r in rows] == [0, 1, 2] and math.isnan(rows[2]["train_loss"])
+    assert all(math.isnan(rows[2][c]) for c in ("val_loss", "val_metric", "test_loss", "test_metric"))
+    assert all(math.isfinite(r["train_loss"]) and math.isfinite(r["val_loss"]) for r in rows[:2])
+
+
+def test_a_huge_learning_rate_diverges_and_a_normal_run_is_completed(datasets, tmp_path):
+    m = csl_run(datasets, tmp_path / "huge", epochs=20, init_lr=1e30, seed=3)
+    rows = history(tmp_path / "huge")
+    first_bad = next(i for i, r in enumerate(rows) if not (math.isfinite(r["train_loss"])
+                                                           and math.isfinite(r["val_loss"])))
+    assert m["status"] == "diverged" and m["diverged_epoch"] == first_bad == len(rows) - 1 == m["epochs"] - 1
+    assert m["test"]["metric"] is None
+    normal = csl_run(datasets, tmp_path / "normal", epochs=3, seed=3)
+    assert normal["status"] == "completed" and normal["diverged_epoch"] is None
+    assert normal["stop_reason"] == "max_epochs" and isinstance(normal["test"]["metric"], float)
+
+
+def test_a_diverged_run_killed_before_its_outputs_resumes_as_diverged(datasets, tmp_path, monkeypatch):
+    calls = nan_loss_from_epoch(monkeypatch, 1)
+    real_finish = run_module.RunState.finish
+
+    def killed(self, *args, **kwargs):  # a hard kill after the last checkpoint, before the outputs
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module.RunState, "finish", killed)
+    with pytest.raises(KeyboardInterrupt):
+        csl_run(datasets, tmp_path / "run", epochs=6, seed=3)
+    assert calls == [0, 1] and not (tmp_path / "run" / "metrics.json").exists()
+    monkeypatch.setattr(run_module.RunState, "finish", real_finish)
+    m = csl_run(datasets, tmp_path / "run", epochs=6, seed=3)
+    assert calls == [0, 1]  # resumed from the checkpoint: nothing trained again, the run is still diverged
+    assert m["status"] == "diverged" and m["diverged_epoch"] == 1 and m["epochs"] == 2 and m["test"]["metric"] is None
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -33,6 +33,9 @@ Schedule: Adam(init_lr, weight_decay) (:func:`~gnnbench.training.run.make_optimi
 ``ReduceLROnPlateau(mode='max', factor=lr_reduce_factor, patience=lr_schedule_patience)`` stepped once per epoch with
 the validation Hits@50; the run stops when the learning rate falls below ``min_lr``, when the training time exceeds
 its budget, or at ``epochs`` (500 in the configs). Reported scores are those of the model after the **last** epoch.
+A NaN or infinite training or validation loss ends the run as ``diverged``, as in
+:func:`~gnnbench.training.run.train_run` (``status``, ``diverged_epoch``; an epoch whose training loss is not finite
+is not evaluated, and the scores of a diverged run — ``metric``, ``loss`` and the Hits of every part — are null).
 
 Outputs (as :func:`~gnnbench.training.run.train_run`): ``metrics.json`` with the same keys — ``metric`` is
 ``hits@50`` and each part's ``metric`` its Hits@50 — plus ``hits@10``, ``hits@50``, ``hits@100`` in each part;
@@ -45,6 +48,7 @@ global RNG state, which draws the negatives and the PE signs, and the shuffling 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import time
@@ -228,8 +232,10 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
         start = time.perf_counter()
         lr = optimizer.param_groups[0]["lr"]
         train_loss = train_link_epoch(model, graph, parts["train"].pos, optimizer, loss_fn, batch_size, shuffle)
-        scores = evaluate_link(model, graph, parts, batch_size, loss_fn)
-        scheduler.step(scores["val"][f"hits@{HEADLINE_K}"])
+        scores = _unscored(math.nan)  # diverged: not evaluated (RunState.end_epoch stops the run)
+        if math.isfinite(train_loss):
+            scores = evaluate_link(model, graph, parts, batch_size, loss_fn)
+            scheduler.step(scores["val"][f"hits@{HEADLINE_K}"])
         seconds = time.perf_counter() - start
         run.end_epoch(_history_row(len(run.history), lr, train_loss, scores, seconds), seconds, cfg, time_limit_s)
         log.info("epoch %d  lr %.2e  train loss %.4f  Hits@50 train %.4f  val %.4f  test %.4f  %.2fs",
@@ -238,14 +244,14 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
     stop_reason = run.stop_reason or "max_epochs"
 
     final_start = time.perf_counter()
-    final = evaluate_link(model, graph, parts, batch_size, loss_fn)
+    final = _unscored(None) if run.diverged else evaluate_link(model, graph, parts, batch_size, loss_fn)
     final_s = time.perf_counter() - final_start
     total_s = setup_s + run.elapsed + final_s
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": f"hits@{HEADLINE_K}", "higher_is_better": True,
         **{part: {"metric": scores[f"hits@{HEADLINE_K}"], **scores} for part, scores in final.items()},
-        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason,
+        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason, **run.status(),
         "seconds_per_epoch": run.elapsed / max(len(run.history), 1), "total_seconds": total_s,
         "total_hours": total_s / 3600,
         "time_limit_hours": time_limit_s / 3600, "config": cfg, "device": _device_name(dev),
@@ -256,6 +262,11 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
     }
     run.finish(results, HISTORY_SCHEMA)
     return results
+
+
+def _unscored(value) -> dict[str, dict]:
+    """Every part's loss and Hits set to ``value`` (NaN in a history row, None in the metrics of a diverged run)."""
+    return {part: {"loss": value, **{f"hits@{k}": value for k in HITS_K}} for part in ("train", "val", "test")}
 
 
 def _history_row(epoch: int, lr: float, train_loss: float, scores: dict, seconds: float) -> dict:

@@ -27,6 +27,15 @@ identical metrics on CPU; GPU runs are not bitwise reproducible (atomic scatter-
 
 Outputs in ``out_dir``: ``metrics.json``, ``history.parquet`` (one row per epoch) and ``checkpoint.pt``.
 
+Divergence: an epoch whose training loss (the mean over its batches, already a Python float: no extra device
+synchronisation) or validation loss is NaN or ±inf ends the run there, with ``stop_reason`` ``"diverged"``; after a
+non-finite training loss the epoch is not evaluated (its history row has NaN validation and test columns). The
+weights are then meaningless, so the final evaluation is skipped and ``metrics.json`` holds no scores: each part's
+``metric`` and ``loss`` are null. Every ``metrics.json`` has ``status`` — ``"completed"`` or ``"diverged"`` — and
+``diverged_epoch``, the 0-based epoch (row of ``history.parquet``) whose loss was not finite (null when completed);
+:mod:`gnnbench.reporting.aggregate` counts diverged runs instead of averaging them. The stop reason is in the
+checkpoint: a resumed diverged run stays diverged.
+
 Pre-emption (:mod:`gnnbench.training.preemption`): SIGTERM abandons the epoch in progress and raises
 :class:`~gnnbench.training.preemption.Preempted` (exit status 143 from the CLI and the Snakemake script); the
 checkpoint on disk — written after every completed epoch and, for a fresh run, once before the first — is where
@@ -37,6 +46,7 @@ succeeds (its outputs are complete).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import platform
 import random
@@ -144,16 +154,28 @@ class RunState:
                 "stop_reason": self.stop_reason})
 
     def end_epoch(self, row: dict, seconds: float, cfg: dict, time_limit_s: float) -> None:
-        """Record an epoch, apply the protocol's stop rules (lr below ``min_lr``, time budget, epoch cap) and save."""
+        """Record an epoch, apply the stop rules (a NaN or infinite training or validation loss, lr below
+        ``min_lr``, time budget, epoch cap) and save."""
         self.elapsed += seconds
         self.history.append(row)
-        if self.optimizer.param_groups[0]["lr"] < cfg["min_lr"]:
+        if not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"])):
+            self.stop_reason = "diverged"
+        elif self.optimizer.param_groups[0]["lr"] < cfg["min_lr"]:
             self.stop_reason = "min_lr"
         elif self.elapsed > time_limit_s:
             self.stop_reason = "max_time"
         elif len(self.history) >= cfg["epochs"]:
             self.stop_reason = "max_epochs"
         self.save(finished=False)
+
+    @property
+    def diverged(self) -> bool:
+        return self.stop_reason == "diverged"
+
+    def status(self) -> dict:
+        """``status`` and ``diverged_epoch`` of the run's ``metrics.json`` (module docstring)."""
+        return {"status": "diverged" if self.diverged else "completed",
+                "diverged_epoch": len(self.history) - 1 if self.diverged else None}
 
     def finish(self, results: dict, history_schema: pa.Schema) -> None:
         """Mark the checkpoint finished and write ``history.parquet`` and ``metrics.json``."""
@@ -263,9 +285,11 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
                                                               accumulate=cfg["batch_size"])
         else:
             train_loss, train_score = train_epoch(model, loaders["train"], optimizer, loss_fn, metric, dev)
-        val_loss, val_score = evaluate(model, loaders["val"], loss_fn, metric, dev)
-        test_loss, test_score = evaluate(model, loaders["test"], loss_fn, metric, dev)
-        scheduler.step(val_loss)
+        val_loss = val_score = test_loss = test_score = math.nan  # diverged: not evaluated (RunState.end_epoch stops)
+        if math.isfinite(train_loss):
+            val_loss, val_score = evaluate(model, loaders["val"], loss_fn, metric, dev)
+            test_loss, test_score = evaluate(model, loaders["test"], loss_fn, metric, dev)
+            scheduler.step(val_loss)
         seconds = time.perf_counter() - start
         run.end_epoch({"epoch": len(run.history), "lr": lr, "train_loss": train_loss, "train_metric": train_score,
                        "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss,
@@ -277,6 +301,9 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
     final_start = time.perf_counter()
     final, per_task = {}, {}
     for part, loader in (("train", "train_eval"), ("val", "val"), ("test", "test")):
+        if run.diverged:  # no score: the weights are not finite (module docstring)
+            final[part], per_task[part] = (None, None), {}
+            continue
         final[part] = evaluate(model, loaders[loader], loss_fn, metric, dev)
         # multitask: each task's score too, as [task, score] pairs (JSON keys are sorted on writing; a list keeps
         # the tasks in the metric's order)
@@ -289,7 +316,7 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
         "fold": fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
         **{part: {"metric": score, "loss": loss, **per_task[part]}
            for part, (loss, score) in final.items()},
-        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason,
+        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason, **run.status(),
         "seconds_per_epoch": run.elapsed / max(len(run.history), 1), "total_seconds": total_s,
         "total_hours": total_s / 3600, "time_limit_hours": time_limit_s / 3600, "config": cfg,
         "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
