@@ -100,3 +100,41 @@ def test_multitask_per_task_scores_and_baseline_rows(tmp_path):
     assert header[4:10] == [f"Test {task}" for task in tasks]
     gin = [c.strip() for c in md[4].strip("|").split("|")]
     assert gin[4] == f"{values[:, 0].mean():.3f} ± {values[:, 0].std():.3f}"
+
+
+def diverged_run(folder, label, seed, fold, protocol="given", epochs=3):
+    """A run's metrics.json as a diverged run writes it: status, diverged_epoch, null scores."""
+    path = fake_run(folder, label, seed, fold, 0.0, 0.0, protocol, epochs=epochs)
+    m = json.loads(path.read_text())
+    m.update({"status": "diverged", "diverged_epoch": epochs - 1, "stop_reason": "diverged",
+              **{part: {"metric": None, "loss": None} for part in ("train", "val", "test")}})
+    path.write_text(json.dumps(m))
+    return path
+
+
+def test_diverged_runs_are_counted_not_averaged(tmp_path):
+    files = [fake_run(tmp_path, "GCN", seed, 0, 80.0 + seed, 90.0 + seed, "given", epochs=10 + seed)
+             for seed in range(3)]
+    files.insert(1, diverged_run(tmp_path, "GCN", 9, 0))
+    files += [diverged_run(tmp_path, "MLP", seed, 0) for seed in range(2)]
+    aggregate_tables(files, tmp_path / "D.csv", tmp_path / "D.md", tmp_path / "D.parquet")
+    table = pd.read_parquet(tmp_path / "D.parquet").set_index("model")
+    gcn, mlp = table.loc["GCN"], table.loc["MLP"]
+    assert gcn["runs"] == 4 and gcn["diverged"] == 1 and mlp["runs"] == mlp["diverged"] == 2
+    completed = np.array([80.0, 81.0, 82.0])  # the mean and std of the three completed runs only
+    assert gcn["test_metric_mean"] == pytest.approx(completed.mean())
+    assert gcn["test_metric_std"] == pytest.approx(completed.std())
+    assert gcn["train_metric_mean"] == pytest.approx(91.0) and gcn["epochs_mean"] == pytest.approx(11.0)
+    assert np.isnan(mlp["test_metric_mean"])
+    markdown = (tmp_path / "D.md").read_text()
+    assert f"| GCN | 4 | 1,000 | {completed.mean():.3f} ± {completed.std():.3f} (1 of 4 diverged) |" in markdown
+    mlp_line = next(line for line in markdown.splitlines() if line.startswith("| MLP "))
+    assert "| diverged (2 of 2) |" in mlp_line and "nan" not in mlp_line
+
+
+def test_metrics_files_without_a_status_count_as_completed(tmp_path):
+    files = [fake_run(tmp_path, "GCN", seed, 0, 80.0, 90.0, "given") for seed in range(2)]  # no "status" key
+    aggregate_tables(files, tmp_path / "D.csv", tmp_path / "D.md", tmp_path / "D.parquet")
+    table = pd.read_parquet(tmp_path / "D.parquet")
+    assert table["diverged"].tolist() == [0] and table["test_metric_mean"].tolist() == [80.0]
+    assert "diverged" not in (tmp_path / "D.md").read_text()

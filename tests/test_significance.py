@@ -123,6 +123,56 @@ def test_pitfalls_and_fair_comparison_units(tmp_path):
     assert folds[folds["model"] == "A"]["score"].tolist() == [62.0, 63.0]  # mean of the 3 final runs per fold
 
 
+def test_a_diverged_unit_is_no_score_and_is_counted(tmp_path):
+    a = {u: 0.80 + 0.01 * u for u in range(8)}
+    b = {u: 0.70 + 0.01 * u for u in range(8)}
+    b[3] = np.nan  # B's run on unit 3 diverged
+    a[5] = np.nan  # and A's on unit 5
+    row = S.paired_tests(scores(A=a, B=b), higher_is_better=True).iloc[0]
+    assert (row["pairs"], row["dropped_units"], row["diverged_units"]) == (6, 0, 2)
+    kept = [u for u in range(8) if u not in (3, 5)]
+    x, y = np.array([a[u] for u in kept]), np.array([b[u] for u in kept])
+    assert row["mean_a"] == pytest.approx(x.mean()) and row["mean_b"] == pytest.approx(y.mean())
+    assert row["wilcoxon_p"] == pytest.approx(wilcoxon(x - y).pvalue) and not np.isnan(row["ttest_p"])
+    text = S.markdown("D", S.paired_tests(scores(A=a, B=b), True), "benchmarking-gnns", "accuracy", True)
+    assert "| A | B | 6 | 0 | 2 |" in text and "diverged" in text.splitlines()[2]
+
+    # the run files: a diverged P1 run has null scores; P2 splits average their completed inits; P3 folds their
+    # completed final runs
+    metrics = []
+    for label, seed in itertools.product(("GCN", "MLP"), range(3)):
+        path = tmp_path / label / f"{seed}.json"
+        path.parent.mkdir(exist_ok=True)
+        diverged = label == "MLP" and seed == 1
+        score = None if diverged else 0.5 + 0.1 * seed
+        path.write_text(json.dumps({
+            "dataset": "D", "label": label, "model": label, "seed": seed, "fold": 0, "metric": "accuracy",
+            "higher_is_better": True, "data": {"split_scheme": "given"}, "num_params": 1, "epochs": 1,
+            "seconds_per_epoch": 1.0, "total_hours": 0.1, "stop_reason": "diverged" if diverged else "max_epochs",
+            "status": "diverged" if diverged else "completed",
+            **{part: {"metric": score, "loss": score} for part in ("train", "val", "test")}}))
+        metrics.append(path)
+    p1, _, _ = S.benchmarking_gnns_scores(metrics)
+    row = S.paired_tests(p1, True).iloc[0]
+    assert (row["pairs"], row["diverged_units"]) == (2, 1)
+    runs = [{"dataset": "D", "model": "GCN", "split": split, "init": init, "status": status,
+             "test_accuracy": np.nan if status == "diverged" else 70.0 + split + init}
+            for split, init, status in [(0, 0, "completed"), (0, 1, "diverged"), (1, 0, "diverged"),
+                                        (1, 1, "diverged"), (2, 0, "completed"), (2, 1, "completed")]]
+    pq.write_table(pa.Table.from_pylist(runs), tmp_path / "runs.parquet")
+    per_split, _, _ = S.pitfalls_scores([tmp_path / "runs.parquet"])
+    got = per_split["score"].tolist()
+    assert got[0] == 70.0 and np.isnan(got[1]) and got[2] == 72.5  # split 1: every init diverged, no score
+    finals = tmp_path / "final.parquet"
+    pq.write_table(pa.Table.from_pylist([{"test_accuracy": 60.0, "status": "completed"},
+                                         {"test_accuracy": np.nan, "status": "diverged"},
+                                         {"test_accuracy": 64.0, "status": "completed"}]), finals)
+    all_diverged = tmp_path / "final_diverged.parquet"
+    pq.write_table(pa.Table.from_pylist([{"test_accuracy": np.nan, "status": "diverged"}]), all_diverged)
+    folds, _, _ = S.fair_comparison_scores({"A": [(0, finals), (1, all_diverged)]})
+    assert folds["score"].iloc[0] == 62.0 and np.isnan(folds["score"].iloc[1])
+
+
 @pytest.mark.slow
 def test_workflow_writes_the_significance_table_of_a_benchmark(tmp_path):
     suite = {

@@ -15,6 +15,12 @@ With the dataset's ``meta.json`` (and the suite's preset of every label) each ro
 the same experiment and how ours compares (:mod:`gnnbench.reporting.published`: columns paper_mean, paper_std,
 paper_n, paper_row, diff_vs_paper, z_vs_paper, verdict, setting; Markdown "Paper" and "vs paper").
 
+Diverged runs (``metrics.json`` ``status: "diverged"``: a NaN or infinite loss stopped the run, and it has no
+scores, :mod:`gnnbench.training.run`) are never averaged: every mean ± std (scores, epochs, times) is over the
+label's completed runs, column ``diverged`` counts the others (``runs`` counts all), and the Markdown test cell reads
+"mean ± std (k of n diverged)", or "diverged (n of n)" when no run completed (its other cells "–"). The comparison
+with the paper uses the completed runs. Files written before runs had a ``status`` count as completed.
+
 Written as CSV and Parquet (numbers) and Markdown (formatted "mean ± std").
 """
 
@@ -30,7 +36,7 @@ from gnnbench.io import atomic_path, read_json
 
 RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_scheme",
                "test_metric", "val_metric", "train_metric", "test_loss", "num_params", "epochs",
-               "seconds_per_epoch", "total_hours", "stop_reason")
+               "seconds_per_epoch", "total_hours", "stop_reason", "status")
 
 
 def load_runs(metrics_files: list[str | os.PathLike], configs: bool = False) -> pd.DataFrame:
@@ -46,7 +52,7 @@ def load_runs(metrics_files: list[str | os.PathLike], configs: bool = False) -> 
                 "val_metric": m["val"]["metric"], "train_metric": m["train"]["metric"],
                 "test_loss": m["test"]["loss"], "num_params": m["num_params"], "epochs": m["epochs"],
                 "seconds_per_epoch": m["seconds_per_epoch"], "total_hours": m["total_hours"],
-                "stop_reason": m["stop_reason"]})
+                "stop_reason": m["stop_reason"], "status": m.get("status", "completed")})
             per_task = {f"test_{task}": value for task, value in m["test"].get("per_task") or []}
             rows[-1].update(per_task)
             tasks.update(dict.fromkeys(per_task))
@@ -69,14 +75,18 @@ def _task_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
-    """Per-label summary table (labels in order of first appearance); ``extrema`` adds min and max test scores."""
+    """Per-label summary table (labels in order of first appearance); ``extrema`` adds min and max test scores.
+    Statistics are over the completed runs; ``diverged`` counts the diverged ones (module docstring)."""
     if runs.empty:
         raise DataError("no runs to aggregate; check the benchmark's models and seeds in the config")
     rows = []
-    for label, group in runs.groupby("label", sort=False):
-        row = {"dataset": group["dataset"].iloc[0], "model": label, "architecture": group["model"].iloc[0],
-               "metric": group["metric"].iloc[0], "runs": len(group), "seeds": group["seed"].nunique(),
-               "folds": group["fold"].nunique(), "params": int(group["num_params"].iloc[0])}
+    for label, every in runs.groupby("label", sort=False):
+        failed = every["status"].eq("diverged") if "status" in every else pd.Series(False, index=every.index)
+        group = every[~failed]
+        row = {"dataset": every["dataset"].iloc[0], "model": label, "architecture": every["model"].iloc[0],
+               "metric": every["metric"].iloc[0], "runs": len(every), "diverged": int(failed.sum()),
+               "seeds": every["seed"].nunique(), "folds": every["fold"].nunique(),
+               "params": int(every["num_params"].iloc[0])}
         for column in ("test_metric", "train_metric", "epochs", "seconds_per_epoch", "total_hours",
                        *_task_columns(runs)):
             row[f"{column}_mean"] = group[column].mean()
@@ -102,8 +112,8 @@ def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str,
         paper = pub.match_benchmarking_gnns(meta, row["architecture"], config, int(row["params"]), preset)
         setting = "" if paper is None else pub.benchmarking_gnns_setting(meta, config, preset, int(row["runs"]), paper,
                                                                          int(row["params"]))
-        out.append(pub.compare(row["test_metric_mean"], row["test_metric_std"], int(row["runs"]), paper, higher,
-                               setting))
+        scored = int(row["runs"]) - int(row.get("diverged", 0))  # the mean is over the completed runs
+        out.append(pub.compare(row["test_metric_mean"], row["test_metric_std"], scored, paper, higher, setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)
 
 
@@ -124,13 +134,22 @@ def to_markdown(table: pd.DataFrame) -> str:
         headers[4:4] = ["Paper", "vs paper"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for _, r in table.iterrows():
-        cells = [str(r["model"]), str(r["runs"]), f"{r['params']:,}",
-                 f"{r['test_metric_mean']:.3f} ± {r['test_metric_std']:.3f}",
-                 f"{r['train_metric_mean']:.3f} ± {r['train_metric_std']:.3f}",
-                 f"{r['epochs_mean']:.1f}", f"{r['seconds_per_epoch_mean']:.2f}", f"{r['total_hours_mean']:.4f}"]
+        diverged = int(r.get("diverged", 0))
+        scored = diverged < r["runs"]
+
+        def show(text: str, scored: bool = scored) -> str:
+            return text if scored else "–"  # no completed run: no numbers
+
+        test = f"{r['test_metric_mean']:.3f} ± {r['test_metric_std']:.3f}"
+        if diverged:
+            test = f"{test} ({diverged} of {r['runs']} diverged)" if scored else f"diverged ({diverged} of {r['runs']})"
+        cells = [str(r["model"]), str(r["runs"]), f"{r['params']:,}", test,
+                 show(f"{r['train_metric_mean']:.3f} ± {r['train_metric_std']:.3f}"),
+                 show(f"{r['epochs_mean']:.1f}"), show(f"{r['seconds_per_epoch_mean']:.2f}"),
+                 show(f"{r['total_hours_mean']:.4f}")]
         if extrema:
-            cells[4:4] = [f"{r['test_metric_min']:.3f}", f"{r['test_metric_max']:.3f}"]
-        cells[4:4] = [f"{r[f'{t}_mean']:.3f} ± {r[f'{t}_std']:.3f}" for t in tasks]
+            cells[4:4] = [show(f"{r['test_metric_min']:.3f}"), show(f"{r['test_metric_max']:.3f}")]
+        cells[4:4] = [show(f"{r[f'{t}_mean']:.3f} ± {r[f'{t}_std']:.3f}") for t in tasks]
         if paper:
             cells[4:4] = list(markdown_cells(r, 3))
         lines.append("| " + " | ".join(cells) + " |")

@@ -129,13 +129,15 @@ def compare(mean: float, std: float, n: int, paper: Paper | None, higher_is_bett
 
 
 def markdown_cells(row, decimals: int) -> tuple[str, str]:
-    """("Paper", "vs paper") Markdown cells of a row holding the :data:`COLUMNS`; "–" without a match. A reduced
-    setting is marked †."""
+    """("Paper", "vs paper") Markdown cells of a row holding the :data:`COLUMNS`; "–" without a match, and "vs
+    paper" "–" without our number (every run diverged). A reduced setting is marked †."""
     if pd.isna(row["paper_mean"]):
         return "–", "–"
     paper = f"{row['paper_mean']:.{decimals}f}"
     if not pd.isna(row["paper_std"]):
         paper += f" ± {row['paper_std']:.{decimals}f}"
+    if pd.isna(row["diff_vs_paper"]):
+        return paper, "–"
     versus = f"{row['diff_vs_paper']:+.{decimals}f}"
     if not pd.isna(row["z_vs_paper"]):
         versus += f", z = {row['z_vs_paper']:+.1f}: {row['verdict']}"

@@ -7,7 +7,9 @@ A *unit* is what two models of a benchmark share, so their scores on it are pair
 * fair-comparison: an outer fold — the mean test accuracy of the fold's final runs.
 
 For every pair of models (A before B in the benchmark's order) on the units both have (a unit one of them lacks —
-a missing seed or fold — is dropped from that pair and counted in ``dropped_units``), with d = score_A − score_B:
+a missing seed or fold — is dropped from that pair and counted in ``dropped_units``; a unit both have where either
+model's score is missing because its runs diverged is dropped too and counted in ``diverged_units``), with
+d = score_A − score_B:
 
 * ``mean_difference`` = mean(d), ``pairs`` = n;
 * ``wilcoxon_p``: two-sided Wilcoxon signed-rank test (``scipy.stats.wilcoxon``; zero differences dropped, its
@@ -23,6 +25,12 @@ a missing seed or fold — is dropped from that pair and counted in ``dropped_un
   five folds) the rank test can never reject, whatever the scores, so the verdict falls back on the paired t-test
   (which assumes normally distributed differences — say so when quoting it; the verdict names the test) — unless
   the differences are all equal, where the t statistic is infinite and meaningless: "too few pairs to tell".
+
+Diverged runs (``status: "diverged"``: a NaN or infinite loss, no score) are never a score: a benchmarking-gnns run
+that diverged gives its unit no score (NaN); a pitfalls split scores the mean over its completed inits (no score if
+every init diverged); a fair-comparison fold the mean over its completed final runs (no score if all diverged). A
+NaN in ``scores`` means exactly this: the unit is dropped from every pair of that model and counted in
+``diverged_units``.
 
 Small samples: with n pairs the exact two-sided Wilcoxon p-value is at least 2 / 2^n (every difference with the
 same sign), so with n ≤ 5 pairs (2/32 = 0.0625) no pair can be significant at 0.05 by the rank test — four seeds
@@ -43,8 +51,8 @@ from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
 
 ALPHA = 0.05
-COLUMNS = ("model_a", "model_b", "pairs", "dropped_units", "mean_a", "mean_b", "mean_difference", "wilcoxon_p",
-           "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "verdict_test", "verdict")
+COLUMNS = ("model_a", "model_b", "pairs", "dropped_units", "diverged_units", "mean_a", "mean_b", "mean_difference",
+           "wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "verdict_test", "verdict")
 UNIT_NAMES = {"benchmarking-gnns": "(seed, fold) runs", "pitfalls": "random splits (mean over inits)",
               "fair-comparison": "outer folds (mean of the final runs)"}
 
@@ -91,7 +99,8 @@ def ttest_p(a: np.ndarray, b: np.ndarray) -> float:
 def paired_tests(scores: pd.DataFrame, higher_is_better: bool, alpha: float = ALPHA) -> pd.DataFrame:
     """One row per pair of models (order of first appearance; A before B) with the :data:`COLUMNS`.
 
-    ``scores``: one row per (model, unit) with columns ``model``, ``unit`` (any hashable) and ``score``."""
+    ``scores``: one row per (model, unit) with columns ``model``, ``unit`` (any hashable) and ``score`` (NaN: the
+    model's run(s) on that unit diverged, module docstring)."""
     if scores.duplicated(["model", "unit"]).any():
         first = scores[scores.duplicated(["model", "unit"])].iloc[0]
         raise DataError(f"model {first['model']} has two scores for unit {first['unit']}; expected one per unit")
@@ -100,11 +109,13 @@ def paired_tests(scores: pd.DataFrame, higher_is_better: bool, alpha: float = AL
     rows = []
     for i, a in enumerate(models):
         for b in models[i + 1:]:
-            shared = [u for u in by_model[a].index if u in by_model[b].index]
+            both = [u for u in by_model[a].index if u in by_model[b].index]
+            shared = [u for u in both if not (pd.isna(by_model[a][u]) or pd.isna(by_model[b][u]))]
             dropped = len(set(by_model[a].index) ^ set(by_model[b].index))
             x = by_model[a].loc[shared].to_numpy(float)
             y = by_model[b].loc[shared].to_numpy(float)
             rows.append({"model_a": a, "model_b": b, "pairs": len(shared), "dropped_units": dropped,
+                         "diverged_units": len(both) - len(shared),
                          "mean_a": x.mean() if len(x) else math.nan, "mean_b": y.mean() if len(y) else math.nan,
                          "mean_difference": (x - y).mean() if len(x) else math.nan,
                          "wilcoxon_p": wilcoxon_p(x - y), "ttest_p": ttest_p(x, y),
@@ -143,18 +154,19 @@ def _verdict(row, higher_is_better: bool, alpha: float) -> str:
 def markdown(dataset: str, table: pd.DataFrame, protocol: str, metric: str, higher_is_better: bool,
              alpha: float = ALPHA) -> str:
     lines = [f"## {dataset}: is A better than B? Paired tests over {UNIT_NAMES.get(protocol, 'shared units')}\n",
-             "| A | B | pairs | dropped | mean A | mean B | mean A − B | Wilcoxon p | Holm | t-test p | Holm (t) | "
-             "verdict |", "|" + "---|" * 12]
+             "| A | B | pairs | dropped | diverged | mean A | mean B | mean A − B | Wilcoxon p | Holm | t-test p | "
+             "Holm (t) | verdict |", "|" + "---|" * 13]
     for _, r in table.iterrows():
-        cells = [r["model_a"], r["model_b"], str(r["pairs"]), str(r["dropped_units"]),
+        cells = [r["model_a"], r["model_b"], str(r["pairs"]), str(r["dropped_units"]), str(r["diverged_units"]),
                  *(f"{r[c]:.3f}" for c in ("mean_a", "mean_b")), f"{r['mean_difference']:+.3f}",
                  *(_p(r[c]) for c in ("wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")), r["verdict"]]
         lines.append("| " + " | ".join(cells) + " |")
     if table.empty:
-        lines.append("| – | – | 0 | 0 | | | | | | | | fewer than two models |")
+        lines.append("| – | – | 0 | 0 | 0 | | | | | | | | fewer than two models |")
     direction = "higher" if higher_is_better else "lower"
     note = (f"\nMetric: {metric} ({direction} is better). Units: {UNIT_NAMES.get(protocol, 'shared units')}; a pair "
-            "uses only the units both models have (dropped = units only one of them has). Verdict: Holm–Bonferroni "
+            "uses only the units both models have a score on (dropped = units only one of them has; diverged = "
+            "units where a run of either diverged: no score). Verdict: Holm–Bonferroni "
             f"adjusted p (two-sided) over all {len(table)} pairs, α = {alpha:g}, of the Wilcoxon signed-rank test; "
             "with n pairs its exact p cannot go below 2/2^n, so n ≤ 5 pairs can never be significant by it at 0.05 and "
             "the verdict then uses the paired t-test (it assumes normal differences; constant differences: p = 0, "
@@ -184,6 +196,8 @@ def pitfalls_scores(runs_files: list[str | os.PathLike]) -> tuple[pd.DataFrame, 
     from gnnbench.protocols.pitfalls import read_runs
 
     runs = read_runs(runs_files)
+    if "status" in runs:  # a diverged init has no score; a split whose every init diverged keeps a NaN score
+        runs.loc[runs["status"].eq("diverged"), "test_accuracy"] = np.nan
     scores = runs.groupby(["model", "split"], sort=False)["test_accuracy"].mean().reset_index()
     return scores.rename(columns={"split": "unit", "test_accuracy": "score"}), "accuracy", True
 
@@ -197,8 +211,11 @@ def fair_comparison_scores(models: dict[str, list[tuple[int, str | os.PathLike]]
         for fold, path in files:
             if not Path(path).is_file():
                 raise DataError(f"final-runs file {path} does not exist; run snakemake for it")
-            finals = pq.read_table(path, columns=["test_accuracy"]).column("test_accuracy").to_numpy()
-            rows.append({"model": label, "unit": int(fold), "score": float(np.mean(finals))})
+            finals = pq.read_table(path).to_pandas()
+            if "status" in finals:  # the mean over the completed final runs (NaN: all diverged)
+                finals = finals[finals["status"].ne("diverged")]
+            score = float(finals["test_accuracy"].mean()) if len(finals) else np.nan
+            rows.append({"model": label, "unit": int(fold), "score": score})
     return pd.DataFrame(rows, columns=["model", "unit", "score"]), "accuracy", True
 
 
