@@ -243,7 +243,9 @@ def _train(args: argparse.Namespace) -> None:
         metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
                             inits=args.inits, seed=args.seed or 0, out_dir=args.out, device=args.device,
                             threads=args.threads, label=args.label, init_ids=args.init_ids)
-        print(f"{metrics['runs']} runs, mean test accuracy: {metrics['test_accuracy_mean']:.2f}")
+        mean, diverged = metrics["test_accuracy_mean"], metrics.get("diverged", 0)
+        print(f"{metrics['runs']} runs" + (f" ({diverged} diverged: NaN or infinite loss)" if diverged else "")
+              + ", mean test accuracy: " + ("none (every run diverged)" if mean is None else f"{mean:.2f}"))
         return
     if protocol == "fair-comparison":
         _fair_comparison(args, overrides)
@@ -257,7 +259,10 @@ def _train(args: argparse.Namespace) -> None:
     config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=protocol)
     results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold[0], config=config,
                     out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads, label=args.label)
-    print(f"test {results['metric']}: {results['test']['metric']:.4f}")
+    if results.get("status") == "diverged":
+        print(f"diverged at epoch {results['diverged_epoch']} (NaN or infinite loss): no test {results['metric']}")
+    else:
+        print(f"test {results['metric']}: {results['test']['metric']:.4f}")
 
 
 def _fair_comparison(args: argparse.Namespace, overrides: dict) -> None:

@@ -200,6 +200,16 @@ def test_a_huge_learning_rate_diverges_every_initialisation_and_the_table_says_s
     assert "diverged (4 of 4)" in line and "nan" not in line.lower()
 
 
+def test_the_command_counts_diverged_runs(csbm, tmp_path, capsys):
+    from gnnbench.cli import main
+
+    args = ["train", "--protocol", "pitfalls", "--dataset", str(csbm / "CSBM"), "--splits", str(csbm / "splits.json"),
+            "--fold", "0", "--inits", "2", "--preset", "pitfalls_GCN", "--threads", "1"]
+    assert main(args + ["--set", "learning_rate=1e30", "--out", str(tmp_path / "huge")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        "2 runs (2 diverged: NaN or infinite loss), mean test accuracy: none (every run diverged)")
+
+
 def test_a_job_killed_after_a_divergence_resumes_with_the_run_still_diverged(csbm, tmp_path, monkeypatch):
     nan_from_epoch(monkeypatch, init=0, epoch=3)
     straight = tmp_path / "straight"

@@ -177,6 +177,21 @@ def test_a_diverged_run_killed_before_its_outputs_resumes_as_diverged(datasets, 
     assert m["status"] == "diverged" and m["diverged_epoch"] == 1 and m["epochs"] == 2 and m["test"]["metric"] is None
 
 
+def test_the_command_says_a_run_diverged_instead_of_printing_a_score(datasets, tmp_path, capsys):
+    from gnnbench.cli import main
+
+    args = ["train", "--dataset", str(datasets["CSL"]), "--splits", str(datasets["CSL_splits"]), "--fold", "0",
+            "--preset", "CSL_graph_classification_GCN_CSL_100k", "--threads", "1",
+            *[x for s in ("L=2", "hidden_dim=8", "out_dim=8", "epochs=20") for x in ("--set", s)]]
+    assert main(args + ["--set", "init_lr=1e30", "--out", str(tmp_path / "huge")]) == 0
+    m = json.loads((tmp_path / "huge" / "metrics.json").read_text())
+    assert m["status"] == "diverged"
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        f"diverged at epoch {m['diverged_epoch']} (NaN or infinite loss): no test accuracy")
+    assert main(args + ["--set", "epochs=1", "--out", str(tmp_path / "normal")]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("test accuracy: ")
+
+
 # ------------------------------------------------------------------------------------------------ errors
 
 
