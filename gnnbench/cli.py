@@ -31,7 +31,7 @@ import sys
 import yaml
 
 from gnnbench.allocator import keep_freed_memory
-from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError, os_error_message
 from gnnbench.splits import PUBLISHED_SOURCES, SCHEMES
 
 
@@ -155,7 +155,45 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+OUT_KINDS = {"generate": "folder", "train": "folder", "pe": "file", "splits": "file", "aggregate": "prefix"}
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """What argparse cannot check, refused before anything runs: seeds, the model label (it may become a folder
+    name), and ``--out`` (a folder where a folder is written, a file where a file is; nothing in the way)."""
+    from gnnbench.config.keys import check_label, check_seed
+
+    if getattr(args, "seed", None) is not None:
+        check_seed(args.seed, "--seed")
+    if getattr(args, "label", None) is not None:
+        check_label(args.label, "--label")
+    kind = OUT_KINDS.get(args.command)
+    if kind == "prefix":  # aggregate writes PREFIX.csv, .md, .parquet (pitfalls: also .png, .svg)
+        for ext in ("csv", "md", "parquet", "png", "svg"):
+            _check_out(args.command, args.out, f"{args.out}.{ext}", "file")
+    elif kind is not None:
+        _check_out(args.command, args.out, args.out, kind)
+
+
+def _check_out(command: str, out: str, target: str, kind: str) -> None:
+    """``target`` (``out`` or a file named from it) can be written as a ``kind`` (folder or file)."""
+    from pathlib import Path
+
+    path = Path(target)
+    where = f"--out {out}: {target}" if target != out else f"--out {out}"
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(f"--out {out}: {parent} is a file, not a folder; move it away or choose another --out")
+    if kind == "folder" and path.exists() and not path.is_dir():
+        raise ConfigError(f"{where} is a file, but {command} writes a folder there; give a new or existing folder "
+                          "(the file was left as it is)")
+    if kind == "file" and path.is_dir():
+        raise ConfigError(f"{where} is a folder, but {command} writes a file there; give a file name (the folder "
+                          "was left as it is)")
+
+
 def _run(args: argparse.Namespace) -> None:
+    _check_args(args)
     if args.command == "generate":
         from gnnbench.pipeline import generate_dataset
 
@@ -310,6 +348,15 @@ def main(argv: list[str] | None = None) -> int:
         return getattr(exc, "exit_code", 1)  # training stopped by SIGTERM: 143
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()
+    except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically, a training run resumes from its checkpoint
+        print(f"gnnbench: {INTERRUPTED}", file=sys.stderr)
+        return 130  # 128 + SIGINT, the shell's status for a process ended by Ctrl-C
+    except OSError as exc:  # a named path the user can fix: permission denied, a file in the way, disk full
+        message = os_error_message(exc)
+        if message is None:
+            raise
+        print(f"gnnbench: error: {message}", file=sys.stderr)
+        return 1
     return 0
 
 

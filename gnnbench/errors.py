@@ -15,3 +15,41 @@ class ConfigError(GnnbenchError):
 
 class DataError(GnnbenchError):
     """A data file (dataset, split, features, checkpoint) is missing, corrupt or inconsistent."""
+
+
+# Ctrl-C (KeyboardInterrupt) in the CLI or a workflow job: one line and exit status 130 (128 + SIGINT)
+INTERRUPTED = ("interrupted (Ctrl-C); finished outputs are kept (every file is written atomically): run the command "
+               "again to continue, training resumes from its last checkpoint")
+
+
+def os_error_message(exc: OSError) -> str | None:
+    """One line for an operating-system error on a named path (permission denied, a file where a folder is
+    expected, disk full, ...): the path, the reason and what to do; None for an error without a file name, which is
+    not the user's to fix and keeps its traceback."""
+    import errno
+    import re
+
+    if not isinstance(exc, OSError) or not exc.filename:
+        return None
+    path = str(exc.filename2 or exc.filename)  # a rename's target: the user's path
+    temporary = re.fullmatch(r"(?P<folder>.*/)?\.(?P<target>.+)\.tmp-[^/]+", path)
+    if temporary:  # the temporary file beside a target (gnnbench.io.atomic_path): name the target
+        path = (temporary["folder"] or "") + temporary["target"]
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):  # making a folder, or a path through one: name the file in the way
+        from pathlib import Path
+
+        target = Path(path)
+        blocker = next((p for p in [*reversed(target.parents), target] if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            held = f" (to hold {path})" if blocker != target else ""
+            return f"{blocker} is a file, but a folder is expected there{held}; move it away or choose another location"
+    hints = {
+        errno.EACCES: "give yourself access to it (or its folder), or choose another location",
+        errno.EPERM: "give yourself access to it (or its folder), or choose another location",
+        errno.EROFS: "choose a location on a writable file system",
+        errno.EISDIR: "a folder stands where a file is expected: move it away or choose another location",
+        errno.ENOSPC: "free some disk space and rerun",
+        errno.EDQUOT: "free some disk space and rerun",
+        errno.ENAMETOOLONG: "use shorter names",
+    }
+    return f"{path}: {exc.strerror or type(exc).__name__}; {hints.get(exc.errno, 'check the path and rerun')}"

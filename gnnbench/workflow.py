@@ -7,15 +7,17 @@ import sys
 from collections.abc import Callable
 
 from gnnbench.allocator import keep_freed_memory
-from gnnbench.errors import GnnbenchError
+from gnnbench.errors import INTERRUPTED, GnnbenchError, os_error_message
 
 
 def run_step(smk, step: Callable[[], object], torch_threads: bool = True) -> None:
     """Run ``step`` for the rule behind the ``snakemake`` object ``smk``.
 
     Logs go to stderr and to the rule's ``log`` file; a user-fixable error is written there as one line and
-    the job exits with status 1 (Snakemake then removes the job's incomplete outputs); a training run stopped by
-    SIGTERM exits with 143 after saving its checkpoint, and the retried job resumes from it. With
+    the job exits with status 1 (Snakemake then removes the job's incomplete outputs); so is an operating-system
+    error on a named path (permission denied, a file where a folder belongs, disk full). A training run stopped by
+    SIGTERM exits with 143 after saving its checkpoint, and the retried job resumes from it; Ctrl-C (SIGINT) ends
+    the job with one line and status 130, its checkpoint intact. With
     ``torch_threads`` (steps that train) torch's thread count is set to the job's threads and malloc keeps freed
     memory for reuse (:mod:`gnnbench.allocator`; the job's process is gnnbench's own); steps that only read tables
     and draw pass False and never import torch.
@@ -36,3 +38,12 @@ def run_step(smk, step: Callable[[], object], torch_threads: bool = True) -> Non
     except GnnbenchError as exc:
         logging.getLogger("gnnbench").error("%s", exc)
         sys.exit(getattr(exc, "exit_code", 1))
+    except KeyboardInterrupt:  # Ctrl-C: outputs are written atomically, a training run resumes from its checkpoint
+        logging.getLogger("gnnbench").error("%s", INTERRUPTED)
+        sys.exit(130)  # 128 + SIGINT
+    except OSError as exc:  # a named path the user can fix: permission denied, a file in the way, disk full
+        message = os_error_message(exc)
+        if message is None:
+            raise
+        logging.getLogger("gnnbench").error("%s", message)
+        sys.exit(1)
