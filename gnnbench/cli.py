@@ -18,7 +18,10 @@
     gnnbench presets
     gnnbench tsp solve eil51.tsp --runs 1
 
-Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1.
+Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1: bad values (seeds
+outside [0, 2**32 − 1], hyper-parameters out of range, labels that cannot be folder names), ``--out`` where a file
+stands in the way, a path that cannot be written. Ctrl-C prints ``gnnbench: interrupted ...`` and exits with 130;
+what was finished is kept (files are written atomically) and a training run resumes from its checkpoint.
 """
 
 from __future__ import annotations
