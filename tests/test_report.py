@@ -171,6 +171,20 @@ def test_fair_comparison_bars_put_validation_beside_test_and_the_paper_where_kno
                                                           "paper's test"]
 
 
+def test_bars_name_the_diverged_runs_and_a_model_without_a_completed_run_has_no_bar():
+    table = P1_TABLE.assign(diverged=[0, 1, 0, 0])
+    table.loc[2, ["test_metric_mean", "test_metric_std"]] = np.nan
+    table.loc[2, "diverged"] = 4
+    ax = plots.score_bars_figure(table, "T").axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["GCN", "GCN-PE\n(1 diverged)", "MLP\n(4 diverged)",
+                                                            "k-NN"]
+    assert np.isnan({p.get_gid(): p for p in ax.patches}["bar_test_2"].get_height())
+    folds = pd.DataFrame({"model": ["GIN"], "test_mean": [70.0], "test_std": [3.0], "val_mean": [75.0],
+                          "val_std": [1.0], "diverged_runs": [2]})
+    assert [t.get_text() for t in plots.score_bars_figure(folds, "T").axes[0].get_xticklabels()] == [
+        "GIN\n(2 diverged)"]
+
+
 def test_a_table_of_another_shape_is_refused():
     with pytest.raises(plots.DataError, match="neither test_metric_mean"):
         plots.score_bars_figure(pd.DataFrame({"model": ["A"], "x": [1]}), "T")

@@ -192,11 +192,16 @@ def score_bars_figure(table: pd.DataFrame, title: str):
     benchmarking-gnns tables (``test_metric_mean``): one bar per model, gid ``bar_test_<i>``. Fair-comparison
     tables (``test_mean``, ``val_mean``): the test accuracy over the outer folds (gid ``bar_test_<i>``) and the
     mean validation accuracy of the selected configurations (gid ``bar_val_<i>``) side by side, and the paper's
-    test accuracy as a black marker with its std (gid ``paper``) where the table has it.
+    test accuracy as a black marker with its std (gid ``paper``) where the table has it. Bars are over the completed
+    runs; a model with diverged runs (table column ``diverged``, fair-comparison ``diverged_runs``) is labelled
+    "model (k diverged)", and one without a completed run has no bar.
     """
     if table.empty:
         raise DataError(f"table for '{title}' has no rows; nothing to plot")
     models = table["model"].astype(str).tolist()
+    column = next((c for c in ("diverged", "diverged_runs") if c in table), None)
+    labels = models if column is None else [f"{m}\n({int(d)} diverged)" if d else m
+                                            for m, d in zip(models, table[column].fillna(0), strict=True)]
     x = np.arange(len(models), dtype=float)
     figure = _figure(max(5.0, 2.0 + 0.9 * len(models)), 4.5)
     ax = figure.add_subplot()
@@ -228,7 +233,7 @@ def score_bars_figure(table: pd.DataFrame, title: str):
     else:
         raise DataError(f"table for '{title}' has neither test_metric_mean (benchmarking-gnns) nor test_mean and "
                         "val_mean (fair-comparison); expected a dataset table written by the workflow")
-    ax.set_xticks(x, models, rotation=30 if len(models) > 4 else 0, ha="right" if len(models) > 4 else "center")
+    ax.set_xticks(x, labels, rotation=30 if len(models) > 4 else 0, ha="right" if len(models) > 4 else "center")
     ax.set_xlim(-0.8, len(models) - 0.2)
     ax.set_xlabel("Model")
     ax.set_title(title)
