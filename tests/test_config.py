@@ -255,17 +255,32 @@ def test_every_published_preset_passes_the_value_checks():
 
 def test_model_labels_and_dataset_names_become_paths_so_their_length_is_capped():
     preset = "CSL_graph_classification_GCN_CSL_100k"
-    long = "GCN-" + "x" * 97  # 101 characters
+    long = "GCN-" + "".join(map(str, range(60)))[:97]  # 101 characters, 0123456789101112...
     with pytest.raises(ConfigError) as err:
         load_suite(with_change(f"benchmarks.CSL.models.{long}", preset))
-    assert str(err.value) == ("benchmarks.CSL.models: name 'GCN-xxxxxxxxxxxxxxxx'... is 101 characters long; it "
+    assert str(err.value) == ("benchmarks.CSL.models: name 'GCN-0123456789101112'... is 101 characters long; it "
                               "becomes a folder or file name: use at most 100 characters; fix it (schema: "
                               "workflow/schemas/config.schema.yaml)")
-    config = with_change(f"datasets.{'D' * 101}", DEFAULT["datasets"]["CSL"])
-    with pytest.raises(ConfigError, match=r"^datasets: name 'DDDDDDDDDDDDDDDDDDDD'\.\.\. is 101 characters long"):
+    config = with_change(f"datasets.D{long}", DEFAULT["datasets"]["CSL"])
+    with pytest.raises(ConfigError, match=r"^datasets: name 'DGCN-012345678910111'\.\.\. is 102 characters long"):
         load_suite(config)
     assert long[:100] in load_suite(with_change(f"benchmarks.CSL.models.{long[:100]}", preset)).benchmarks[
         "CSL"].models
+
+
+def test_a_label_snakemake_would_take_for_a_runaway_wildcard_is_refused():
+    """Snakemake refuses a wildcard value ending in a piece repeated 20 times (PeriodicWildcardError, several lines
+    per job); labels and dataset names are wildcards."""
+    preset = "CSL_graph_classification_GCN_CSL_100k"
+    with pytest.raises(ConfigError) as err:
+        load_suite(with_change("benchmarks.CSL.models.run-" + "01" * 20, preset))
+    assert str(err.value) == (f"benchmarks.CSL.models: name '{'run-' + '01' * 18}'... ends in one "
+                              "piece repeated 20 times or more, which Snakemake refuses in a wildcard "
+                              "(PeriodicWildcardError); shorten the repetition; fix it (schema: "
+                              "workflow/schemas/config.schema.yaml)")
+    with pytest.raises(ConfigError, match=r"^datasets: name 'AAAAAAAAAAAAAAAAAAAA' ends in one piece repeated"):
+        load_suite(with_change("datasets.AAAAAAAAAAAAAAAAAAAA", DEFAULT["datasets"]["CSL"]))
+    assert "A" * 19 in load_suite(with_change("benchmarks.CSL.models." + "A" * 19, preset)).benchmarks["CSL"].models
 
 
 SUITE_WITH_DUPLICATE = """\

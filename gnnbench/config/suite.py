@@ -324,6 +324,10 @@ def _check_schema(config: object, schema_path: Path) -> None:
         if error.validator == "maxLength" and isinstance(error.instance, str):  # a dataset name or model label
             message = (f"name {error.instance[:20]!r}... is {len(error.instance)} characters long; it becomes a "
                        f"folder or file name: use at most {error.validator_value} characters")
+        if error.validator == "not" and isinstance(error.instance, str):  # see the schema: a periodic ending
+            shown = repr(error.instance) if len(error.instance) <= 40 else f"{error.instance[:40]!r}..."
+            message = (f"name {shown} ends in one piece repeated 20 times or more, which Snakemake "
+                       "refuses in a wildcard (PeriodicWildcardError); shorten the repetition")
         raise ConfigError(f"{where}: {message}; fix it (schema: workflow/schemas/config.schema.yaml)")
 
 
