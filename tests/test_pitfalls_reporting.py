@@ -474,3 +474,14 @@ def test_split_ranking_and_box_plot_show_diverged_runs(tmp_path):
     every = with_diverged(random, list(range(4, 8)))  # B: no completed run, no box
     stats = P.box_plot(every, "R", tmp_path / "e.png", tmp_path / "e.svg")
     assert list(stats) == ["A"] and "every run diverged" in (tmp_path / "e.svg").read_text()
+
+
+def test_a_model_whose_every_run_diverged_has_no_relative_accuracy_or_rank():
+    runs = hand_example()
+    marked = with_diverged(runs, runs.index[runs["model"] == "B"])
+    table = P.summary_table(marked).set_index("model")
+    assert np.isnan(table.loc["B", "relative_accuracy"]) and np.isnan(table.loc["B", "average_rank"])
+    assert table.loc["B", "splits"] == 0 and table.loc["B", "D1"] == "diverged (6 of 6)"
+    assert table.loc["A", "average_rank"] == pytest.approx((1 + 1 + 2) / 3)  # ranked among A and C only
+    line = next(line for line in P.summary_markdown(table.reset_index()).splitlines() if line.startswith("| B "))
+    assert line == "| B | diverged (6 of 6) | N/A | – | – |"

@@ -307,8 +307,9 @@ def summary_markdown(table: pd.DataFrame, title: str = "Test accuracy (%) and av
     """Markdown for ``summary_table``: one column per dataset (best bold), relative accuracy, average rank."""
     datasets = [c for c in table.columns if f"{c}_mean" in table.columns and f"{c}_std" in table.columns]
     columns = [_bold_best(table[d], table[f"{d}_mean"]) for d in datasets]
-    rows = [[str(r.model), *(column[i] for column in columns), f"{r.relative_accuracy:.1f}",
-             f"{r.average_rank:.1f}"] for i, r in enumerate(table.itertuples())]
+    rows = [[str(r.model), *(column[i] for column in columns),  # "–": no completed run, nothing to rank
+             *("–" if pd.isna(v) else f"{v:.1f}" for v in (r.relative_accuracy, r.average_rank))]
+            for i, r in enumerate(table.itertuples())]
     headers = ["Model", *datasets, "Relative accuracy (%)", "Average rank"]
     return f"## {title}\n\n" + _markdown(headers, rows)
 

@@ -158,7 +158,8 @@ def markdown(dataset: str, table: pd.DataFrame, protocol: str, metric: str, high
              "Holm (t) | verdict |", "|" + "---|" * 13]
     for _, r in table.iterrows():
         cells = [r["model_a"], r["model_b"], str(r["pairs"]), str(r["dropped_units"]), str(r["diverged_units"]),
-                 *(f"{r[c]:.3f}" for c in ("mean_a", "mean_b")), f"{r['mean_difference']:+.3f}",
+                 *("–" if pd.isna(r[c]) else f"{r[c]:.3f}" for c in ("mean_a", "mean_b")),
+                 "–" if pd.isna(r["mean_difference"]) else f"{r['mean_difference']:+.3f}",
                  *(_p(r[c]) for c in ("wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")), r["verdict"]]
         lines.append("| " + " | ".join(cells) + " |")
     if table.empty:
