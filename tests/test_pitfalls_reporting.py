@@ -473,7 +473,7 @@ def test_split_ranking_and_box_plot_show_diverged_runs(tmp_path):
     assert "B (3 diverged)" in (tmp_path / "r.svg").read_text()
     every = with_diverged(random, list(range(4, 8)))  # B: no completed run, no box
     stats = P.box_plot(every, "R", tmp_path / "e.png", tmp_path / "e.svg")
-    assert list(stats) == ["A"] and "every run diverged" in (tmp_path / "e.svg").read_text()
+    assert list(stats) == ["A"] and "B (all 4 diverged)" in (tmp_path / "e.svg").read_text()
 
 
 def test_a_model_whose_every_run_diverged_has_no_relative_accuracy_or_rank():

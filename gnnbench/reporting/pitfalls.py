@@ -40,7 +40,7 @@ over all datasets), and in Markdown the cell "mean ± std (k of n diverged)", or
 the model completed. On a split where every initialisation of a model diverged the model has no score s(m, d, k):
 like a missing cell, that split is left out of its relative accuracy and rank (its ``splits`` count shows how many
 remained). The box plot draws the completed runs; a model with diverged runs is labelled "model (k diverged)", one
-with no completed run gets no box. These "diverged" runs are distinct from the paper's "failed" initialisations
+with no completed run "model (all k diverged)" and gets no box. These "diverged" runs are distinct from the paper's "failed" initialisations
 (e.g. GAT on Amazon): those trained with finite losses to a poor accuracy, count as completed and are averaged, as
 in the paper.
 """
@@ -438,21 +438,23 @@ def box_plot(runs: pd.DataFrame, title: str, png_path: str | os.PathLike, svg_pa
         for model, values in completed(runs).groupby("model", sort=False)["test_accuracy"]:
             s, x = stats[str(model)], values.to_numpy(dtype=float)
             fliers[str(model)] = x[(x < s["whisker_low"]) | (x > s["whisker_high"])]
-    unscored = [str(m) for m in pd.unique(runs["model"]) if str(m) not in stats]
-    if unscored:
-        title = f"{title}\nno completed run (every run diverged): {', '.join(unscored)}"
-    boxes = [{"label": f"{model} ({s['diverged']} diverged)" if s["diverged"] else model, "med": s["median"],
-              "q1": s["q1"], "q3": s["q3"], "whislo": s["whisker_low"],
+    order = [str(m) for m in pd.unique(runs["model"])]  # every model gets a tick; one without a completed run no box
+    failed = diverged(runs).groupby(runs["model"].astype(str), sort=False).sum()
+    boxes = [{"label": model, "med": s["median"], "q1": s["q1"], "q3": s["q3"], "whislo": s["whisker_low"],
               "whishi": s["whisker_high"], "fliers": fliers.get(model, np.empty(0))} for model, s in stats.items()]
-    figure = Figure(figsize=(max(4.0, 1.5 + 0.7 * len(boxes)), 4.0), layout="constrained")
+    figure = Figure(figsize=(max(4.0, 1.5 + 0.7 * len(order)), 4.0), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    drawn = {"boxes": [], "medians": []}  # every run diverged: an empty frame under the title
+    drawn = {"boxes": [], "medians": []}
     if boxes:
-        drawn = axes.bxp(boxes, showfliers=show_outliers, patch_artist=True,
-                         boxprops={"facecolor": "#c6dbef", "edgecolor": "#08306b"},
+        drawn = axes.bxp(boxes, positions=[order.index(m) + 1 for m in stats], showfliers=show_outliers,
+                         patch_artist=True, boxprops={"facecolor": "#c6dbef", "edgecolor": "#08306b"},
                          medianprops={"color": "#cb181d", "linewidth": 1.5},
                          flierprops={"marker": ".", "markersize": 3, "alpha": 0.5})
+    labels = [m if not failed[m] else f"{m} ({failed[m]} diverged)" if m in stats else f"{m} (all {failed[m]} diverged)"
+              for m in order]
+    axes.set_xticks(range(1, len(order) + 1), labels)
+    axes.set_xlim(0.5, len(order) + 0.5)
     for i, (box, median) in enumerate(zip(drawn["boxes"], drawn["medians"], strict=True)):
         box.set_gid(f"box_{i}")
         median.set_gid(f"median_{i}")
