@@ -40,9 +40,9 @@ over all datasets), and in Markdown the cell "mean ± std (k of n diverged)", or
 the model completed. On a split where every initialisation of a model diverged the model has no score s(m, d, k):
 like a missing cell, that split is left out of its relative accuracy and rank (its ``splits`` count shows how many
 remained). The box plot draws the completed runs; a model with diverged runs is labelled "model (k diverged)", one
-with no completed run "model (all k diverged)" and gets no box. These "diverged" runs are distinct from the paper's "failed" initialisations
-(e.g. GAT on Amazon): those trained with finite losses to a poor accuracy, count as completed and are averaged, as
-in the paper.
+with no completed run "model (all k diverged)" and gets no box. These "diverged" runs are distinct from the paper's
+"failed" initialisations (e.g. GAT on Amazon): those trained with finite losses to a poor accuracy, count as
+completed and are averaged, as in the paper.
 """
 
 from __future__ import annotations
