@@ -7,10 +7,14 @@ cross-validation (max_time / 10) and the CSL table's columns (min and max under 
 Deliberate exceptions, each summing in another order: GAT's attention aggregation became an ``embedding_bag`` over
 the CSR structure instead of a CSR ``mm`` (about 1.6× faster on CPU); later (issue 14) every ``SparseAdjacency``
 product on CPU did the same (GCN, GIN), and GatedGCN's gate and edge tail became hand-written chunked autograd
-functions (BN statistics summed chunk by chunk). These runs must agree to rounding: losses to 1e-4 relative,
-scores within 0.2 points (a node or two of PATTERN's training set after three epochs), epochs, stop reason and
-parameter count exactly. The CSL table has one column more than then: ``diverged``, the count of runs whose loss
-became NaN or infinite (none of these).
+functions (BN statistics summed chunk by chunk). The CPU also sums in its own order: MKL and ATen pick their kernels
+by instruction set, and forcing each (``MKL_CBWR=COMPATIBLE|AVX2``, ``MKL_ENABLE_INSTRUCTIONS=SSE4_2|AVX2``,
+``ATEN_CPU_CAPABILITY=default|avx2``) moves these losses by up to 2.2e-3 relative (GIN on GraphTheoryProp) and a
+score by up to 0.23 points (GAT's PATTERN training accuracy): no setting reproduces the recorded values to the last
+bit on every machine. These runs must agree to about twice that: losses to 5e-3 relative, scores within 0.5 points
+(one or two nodes of PATTERN's training set after three epochs), epochs, stop reason and parameter count exactly.
+The CSL table has one column more than then: ``diverged``, the count of runs whose loss became NaN or infinite
+(none of these).
 """
 
 from __future__ import annotations
@@ -69,8 +73,8 @@ def test_benchmarking_gnns_metrics_are_unchanged(data):
         got, want = json.loads(json.dumps(got)), RECORDED["runs"][label]
         if any(f"_{m}_" in preset for m in ("GAT", "GCN", "GatedGCN", "GIN")):  # summation order (module docstring)
             for part in ("train", "val", "test"):
-                assert got[part]["loss"] == pytest.approx(want[part]["loss"], rel=1e-4), (label, part)
-                assert got[part]["metric"] == pytest.approx(want[part]["metric"], abs=0.2), (label, part)
+                assert got[part]["loss"] == pytest.approx(want[part]["loss"], rel=5e-3), (label, part)
+                assert got[part]["metric"] == pytest.approx(want[part]["metric"], abs=0.5), (label, part)
                 got[part] = want[part]
         assert got == want, label
         if dataset == "CSL":
