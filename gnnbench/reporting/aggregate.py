@@ -33,6 +33,7 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path, read_json
+from gnnbench.reporting.status import diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_scheme",
                "test_metric", "val_metric", "train_metric", "test_loss", "num_params", "epochs",
@@ -81,7 +82,7 @@ def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
         raise DataError("no runs to aggregate; check the benchmark's models and seeds in the config")
     rows = []
     for label, every in runs.groupby("label", sort=False):
-        failed = every["status"].eq("diverged") if "status" in every else pd.Series(False, index=every.index)
+        failed = diverged(every)
         group = every[~failed]
         row = {"dataset": every["dataset"].iloc[0], "model": label, "architecture": every["model"].iloc[0],
                "metric": every["metric"].iloc[0], "runs": len(every), "diverged": int(failed.sum()),
@@ -134,15 +135,13 @@ def to_markdown(table: pd.DataFrame) -> str:
         headers[4:4] = ["Paper", "vs paper"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for _, r in table.iterrows():
-        diverged = int(r.get("diverged", 0))
-        scored = diverged < r["runs"]
+        failed = int(r.get("diverged", 0))
+        scored = failed < r["runs"]
 
         def show(text: str, scored: bool = scored) -> str:
             return text if scored else "–"  # no completed run: no numbers
 
-        test = f"{r['test_metric_mean']:.3f} ± {r['test_metric_std']:.3f}"
-        if diverged:
-            test = f"{test} ({diverged} of {r['runs']} diverged)" if scored else f"diverged ({diverged} of {r['runs']})"
+        test = diverged_cell(f"{r['test_metric_mean']:.3f} ± {r['test_metric_std']:.3f}", failed, r["runs"])
         cells = [str(r["model"]), str(r["runs"]), f"{r['params']:,}", test,
                  show(f"{r['train_metric_mean']:.3f} ± {r['train_metric_std']:.3f}"),
                  show(f"{r['epochs_mean']:.1f}"), show(f"{r['seconds_per_epoch_mean']:.2f}"),

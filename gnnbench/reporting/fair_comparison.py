@@ -36,6 +36,7 @@ import pandas as pd
 
 from gnnbench.reporting import published as pub
 from gnnbench.reporting.pitfalls import _bold_best, _markdown, write_table
+from gnnbench.reporting.status import diverged_cell
 
 # keys that are the same for every configuration of a grid (training plumbing): left out of the config summaries
 PLUMBING = ("model", "epochs", "patience", "time_limit_hours", "optimizer", "scheduler", "scheduler_step_size",
@@ -83,8 +84,8 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
 
 def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
     key = pub.fair_comparison_key(meta)
-    test = [_diverged_cell(f"{r['test_mean']:.1f} ± {r['test_std']:.1f}", r.get("diverged_runs", 0),
-                           r.get("final_runs", 0)) for _, r in table.iterrows()]
+    test = [diverged_cell(f"{r['test_mean']:.1f} ± {r['test_std']:.1f}", r.get("diverged_runs", 0),
+                          r.get("final_runs", 0), "final runs") for _, r in table.iterrows()]
     test = _bold_best(test, table["test_mean"])
     rows = []
     for cell, (_, r) in zip(test, table.iterrows(), strict=True):
@@ -102,15 +103,6 @@ def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
          "folds", "grid", "Paper", "vs paper"], rows) + "\n" + note + (
         " Std is the population std over folds (the paper's). Validation = accuracy on the inner hold-out at the "
         "early-stopping epoch of the selected configuration.\n") + ("\n" + pub.markdown_note(table) if key else "")
-
-
-def _diverged_cell(cell: str, diverged: int, runs: int) -> str:
-    """The test cell with its diverged final runs (module docstring)."""
-    if not diverged:
-        return cell
-    if diverged >= runs:
-        return f"diverged ({diverged} of {runs} final runs)"
-    return f"{cell} ({diverged} of {runs} final runs diverged)"
 
 
 def folds_table(folds: pd.DataFrame) -> pd.DataFrame:

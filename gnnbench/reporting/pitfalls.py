@@ -58,6 +58,7 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.reporting.status import completed, diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "model", "split", "init", "test_accuracy", "val_accuracy", "train_accuracy",
                "test_loss", "val_loss", "epochs", "best_epoch", "seconds")
@@ -68,28 +69,6 @@ PLOT_DPI = 150
 
 
 # ------------------------------------------------------------------------------------------------ input checks
-
-def diverged(runs: pd.DataFrame) -> pd.Series:
-    """Boolean mask of the runs whose ``status`` is "diverged" (none without a ``status`` column)."""
-    if "status" not in runs.columns:
-        return pd.Series(False, index=runs.index)
-    return runs["status"].eq("diverged")
-
-
-def completed(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that did not diverge: the ones with a score."""
-    return runs[~diverged(runs)]
-
-
-def diverged_cell(cell: str, diverged_runs: int, runs: int) -> str:
-    """A "mean ± std" cell with its diverged runs: "cell (k of n diverged)", or "diverged (n of n)" when every run
-    diverged; ``cell`` unchanged without diverged runs."""
-    if not diverged_runs:
-        return cell
-    if diverged_runs >= runs:
-        return f"diverged ({diverged_runs} of {runs})"
-    return f"{cell} ({diverged_runs} of {runs} diverged)"
-
 
 def check_runs(runs: pd.DataFrame, columns: Sequence[str] = RUN_COLUMNS, what: str = "runs table") -> None:
     """Raise a one-line DataError if ``runs`` is empty, lacks one of ``columns``, has an accuracy column that is
