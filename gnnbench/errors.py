@@ -27,14 +27,13 @@ def os_error_message(exc: OSError) -> str | None:
     expected, disk full, ...): the path, the reason and what to do; None for an error without a file name, which is
     not the user's to fix and keeps its traceback."""
     import errno
-    import re
 
     if not isinstance(exc, OSError) or not exc.filename:
         return None
+    from gnnbench.io import temporary_target  # imported here: gnnbench.io raises this module's errors
+
     path = str(exc.filename2 or exc.filename)  # a rename's target: the user's path
-    temporary = re.fullmatch(r"(?P<folder>.*/)?\.(?P<target>.+)\.tmp-[^/]+", path)
-    if temporary:  # the temporary file beside a target (gnnbench.io.atomic_path): name the target
-        path = (temporary["folder"] or "") + temporary["target"]
+    path = str(temporary_target(path) or path)  # the temporary file beside a target: name the target
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):  # making a folder, or a path through one: name the file in the way
         from pathlib import Path
 

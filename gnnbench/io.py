@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 # .{target}.tmp-{host}-{pid}; files of earlier versions have no host (.{target}.tmp-{pid})
-_TEMP_NAME = re.compile(r"\..+\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)")
+_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)")
 _swept: set[Path] = set()  # directories this process has cleared of stale temporary files
 
 
@@ -37,6 +37,14 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
+
+
+def temporary_target(path: str | os.PathLike) -> Path | None:
+    """The target a temporary file of :func:`atomic_path` stands for (``dir/.NAME.tmp-HOST-PID`` → ``dir/NAME``);
+    None for any other path."""
+    path = Path(path)
+    match = _TEMP_NAME.fullmatch(path.name)
+    return path.with_name(match["target"]) if match else None
 
 
 def remove_stale_temp_files(directory: str | os.PathLike) -> list[Path]:
