@@ -74,4 +74,4 @@ def check_unique_keys(path: str | os.PathLike, what: str = "config file") -> Non
     except _DuplicateKey as exc:
         raise _duplicate(f"{what} {path}", exc) from None
     except (yaml.YAMLError, UnicodeDecodeError):
-        pass
+        return  # Snakemake has read the file its own way (JSON too): its parse errors are Snakemake's to report
