@@ -26,6 +26,7 @@ from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
 from gnnbench.splits import GRAPH_SCHEMES
 
+NAME = "benchmarking-gnns"
 RUN_DIR = "results/runs/{dataset}/{model}/seed{seed}/fold{fold}"
 TABLE_FILE = "results/tables/{dataset}.{ext}"
 TABLE_FORMATS = ("csv", "md", "parquet")
@@ -58,7 +59,7 @@ class BenchmarkingGNNsBenchmark(Benchmark):
 
 
 class BenchmarkingGNNs(Protocol):
-    name = "benchmarking-gnns"
+    name = NAME
     title = "Benchmarking Graph Neural Networks (Dwivedi et al.)"
     split_schemes = GRAPH_SCHEMES
 
@@ -120,9 +121,11 @@ def time_limit_hours(max_time: float, splits) -> float:
 
 def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
           out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
-          threads: int | None = None, label: str | None = None) -> dict:
+          threads: int | None = None, label: str | None = None,
+          records_out: str | os.PathLike | None = None) -> dict:
     """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget, or for a
-    link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`."""
+    link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`; with
+    ``records_out`` also its run record (:mod:`gnnbench.records`)."""
     from gnnbench.data.meta import read_meta
     from gnnbench.splits import read_splits
     from gnnbench.training.run import train_run
@@ -134,8 +137,30 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
         from gnnbench.training.link_prediction import train_link_run
 
         run = train_link_run
-    return run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
-               pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
+    results = run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
+                  pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
+    if records_out is not None:
+        from gnnbench.records import write_records
+
+        write_records(records_out, run_records(results))
+    return results
+
+
+def run_records(results: dict) -> list[dict]:
+    """The run record (:mod:`gnnbench.records`) of one run, from its ``metrics.json`` content: the last epoch is
+    the scored one."""
+    from gnnbench.records import record
+
+    scores = {f"{part}_{what}": results[part][key] for part in ("train", "val", "test")
+              for what, key in (("score", "metric"), ("loss", "loss"))}
+    diverged = results.get("status") == "diverged"
+    return [record(protocol=NAME, dataset=results["dataset"], model=results["label"], config=results["config"],
+                   split=results["fold"], seed=results["seed"], metric=results["metric"],
+                   higher_is_better=results["higher_is_better"], **scores, epochs=results["epochs"],
+                   scored_epoch=None if diverged else results["epochs"] - 1, stop_reason=results["stop_reason"],
+                   status=results.get("status", "completed"), diverged_epoch=results.get("diverged_epoch"),
+                   num_params=results["num_params"], seconds=results["total_seconds"], device=results["device"],
+                   versions=results["versions"])]
 
 
 def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,

@@ -337,9 +337,11 @@ INNER_COLUMNS = ("position", "config_id", "config", "seed", "val_accuracy", "val
 
 
 def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], positions: list[int], seed: int,
-              out: str | os.PathLike, device: str = "auto", threads: int | None = None) -> None:
+              out: str | os.PathLike, device: str = "auto", threads: int | None = None, label: str | None = None,
+              records_out: str | os.PathLike | None = None) -> None:
     """Model selection runs of ``configs`` on outer fold ``fold``: train on the fold's inner-train graphs, early
-    stopping on its hold-out; the test fold is not touched. Writes one row per configuration to ``out``."""
+    stopping on its hold-out; the test fold is not touched. Writes one row per configuration to ``out`` and, with
+    ``records_out``, their run records (:mod:`gnnbench.records`; ``label``: the suite's model label)."""
     out = Path(out)
 
     def job(guard):
@@ -359,6 +361,8 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
                          **{k: r[k] for k in INNER_COLUMNS[4:]}})
         with guard.deferred(raise_after=False), atomic_path(out) as tmp:
             pq.write_table(pa.Table.from_pylist(rows), tmp)
+            if records_out is not None:
+                _write_records(records_out, "inner", data, fold, label, configs, rows, dev)
 
     _stoppable(job, out)
 
@@ -433,8 +437,10 @@ def final_parts(data: _Data, fold: int, run: int, holdout: str, seed: int) -> di
 
 def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int, holdout: str, seed: int,
               out: str | os.PathLike, history_out: str | os.PathLike, device: str = "auto",
-              threads: int | None = None) -> None:
-    """The final trainings of the configuration chosen for ``fold`` (read from its selection file)."""
+              threads: int | None = None, label: str | None = None,
+              records_out: str | os.PathLike | None = None) -> None:
+    """The final trainings of the configuration chosen for ``fold`` (read from its selection file); with
+    ``records_out`` also their run records (:mod:`gnnbench.records`; ``label``: the suite's model label)."""
     out = Path(out)
     if holdout not in HOLDOUTS:
         raise ConfigError(f"final_holdout: {holdout!r} is not one of {', '.join(HOLDOUTS)}")
@@ -464,8 +470,35 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
                 pq.write_table(pa.Table.from_pylist(history), tmp)
             with atomic_path(out) as tmp:
                 pq.write_table(pa.Table.from_pylist(rows), tmp)
+            if records_out is not None:
+                _write_records(records_out, "final", data, fold, label or selection["model"],
+                               [chosen["config"]] * len(rows), rows, dev)
 
     _stoppable(job, out)
+
+
+def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, configs: list[dict], rows: list[dict],
+                   dev) -> None:
+    """The run records (:mod:`gnnbench.records`) of a job's inner (model-selection) or final runs: the early-stopping
+    epoch is the scored one; inner runs have no test part; a final run's ``init`` is its index."""
+    from gnnbench.records import record, write_records
+    from gnnbench.training.run import _device_name, package_versions
+
+    device, versions = _device_name(dev), package_versions()
+    parts = ("train", "val") if stage == "inner" else ("train", "val", "test")
+    records = []
+    for config, r in zip(configs, rows, strict=True):
+        diverged = r.get("status") == "diverged"
+        records.append(record(
+            protocol=NAME, dataset=data.meta.name, model=label or config["model"], config=config, stage=stage,
+            split=fold, seed=r["seed"], init=r.get("run", 0),
+            config_id=r["config_id"], metric="accuracy", higher_is_better=True,
+            **{f"{part}_{what}": r[f"{part}_{key}"] for part in parts
+               for what, key in (("score", "accuracy"), ("loss", "loss"))},
+            epochs=r["epochs"], scored_epoch=None if diverged else r["best_epoch"], stop_reason=r["stop_reason"],
+            status=r.get("status", "completed"), diverged_epoch=r.get("diverged_epoch"), seconds=r["seconds"],
+            device=device, versions=versions))
+    write_records(path, records)
 
 
 # ---------------------------------------------------------------------------------------------- reports

@@ -54,6 +54,7 @@ from gnnbench.splits import NODE_SCHEMES
 
 log = logging.getLogger(__name__)
 
+NAME = "pitfalls"
 RUN_DIR = "results/runs/{dataset}/{model}/chunk{chunk}"
 RUN_OUTPUTS = ("runs.parquet", "history.parquet", "metrics.json")
 TABLE_FILE = "results/tables/{dataset}.{ext}"
@@ -104,7 +105,7 @@ class PitfallsBenchmark(Benchmark):
 
 
 class Pitfalls(Protocol):
-    name = "pitfalls"
+    name = NAME
     title = "Pitfalls of Graph Neural Network Evaluation (Shchur et al.)"
     split_schemes = NODE_SCHEMES
 
@@ -258,8 +259,10 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
 
 def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, splits: list[int], config: dict,
               inits: int, seed: int, out_dir: str | os.PathLike, device: str = "auto", threads: int | None = None,
-              label: str | None = None, init_ids: list[int] | None = None) -> dict:
-    """Train every initialisation of ``config`` on the given splits and write the job's outputs (module docstring).
+              label: str | None = None, init_ids: list[int] | None = None,
+              records_out: str | os.PathLike | None = None) -> dict:
+    """Train every initialisation of ``config`` on the given splits and write the job's outputs (module docstring);
+    with ``records_out`` also the job's run records (:mod:`gnnbench.records`).
 
     ``init_ids`` selects initialisations (default ``range(inits)``; one-run-per-process comparisons run one).
     Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
@@ -268,8 +271,14 @@ def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
 
     with StopOnSignal() as guard:
         try:
-            return _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
-                              threads, label, init_ids)
+            metrics = _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
+                                 threads, label, init_ids)
+            if records_out is not None:
+                from gnnbench.records import write_records
+
+                with guard.deferred(raise_after=False):
+                    write_records(records_out, chunk_records(read_runs([Path(out_dir) / "runs.parquet"]), metrics))
+            return metrics
         except Preempted as exc:
             path = Path(out_dir) / CHECKPOINT_FILE
             raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; checkpoint {path} "
@@ -351,7 +360,7 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
     train_seconds = sum(d["seconds"] for d in done)
     total = time.perf_counter() - start
     metrics = {
-        "dataset": meta.name, "label": label, "model": cfg["model"], "protocol": "pitfalls", "splits": list(split_ids),
+        "dataset": meta.name, "label": label, "model": cfg["model"], "protocol": NAME, "splits": list(split_ids),
         "inits": len(init_ids), "runs": len(rows), "seed": seed,
         "test_accuracy_mean": _completed_mean(rows),
         "diverged": sum(r.get("status") == "diverged" for r in rows),
@@ -370,6 +379,32 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
             pq.write_table(pa.Table.from_pylist(rows), tmp)
         write_json(out_dir / "metrics.json", metrics)
     return metrics
+
+
+def chunk_records(runs, metrics: dict) -> list[dict]:
+    """The run records (:mod:`gnnbench.records`) of one job: its ``runs.parquet`` rows (a DataFrame) with the
+    job's config, parameter count, device and versions from its ``metrics.json`` content; the best validation
+    epoch is the scored one."""
+    from gnnbench.records import record
+
+    out = []
+    for r in runs.to_dict("records"):
+        diverged = r.get("status") == "diverged"
+        out.append(record(
+            protocol=NAME, dataset=r["dataset"], model=r["model"], architecture=r["architecture"],
+            config=metrics["config"], split=r["split"], seed=r["seed"], init=r["init"], metric="accuracy",
+            higher_is_better=True, **{f"{part}_{what}": r.get(f"{part}_{key}") for part in ("train", "val", "test")
+                                      for what, key in (("score", "accuracy"), ("loss", "loss"))},
+            epochs=r["epochs"], scored_epoch=None if diverged else r.get("best_epoch"), stop_reason=r["stop_reason"],
+            status=r.get("status", "completed"), diverged_epoch=_or_none(r.get("diverged_epoch")),
+            num_params=metrics["num_params"], seconds=r["seconds"], device=metrics["device"],
+            versions=metrics["versions"]))
+    return out
+
+
+def _or_none(value):
+    """A nullable integer read back from Parquet through pandas (NaN or None: null)."""
+    return None if value is None or value != value else int(value)
 
 
 def _completed_mean(records: list[dict]) -> float | None:

@@ -1,0 +1,65 @@
+"""Where the workflow's files live: every path template of a results folder, in one place.
+
+The templates use ``{name}`` placeholders that are both :meth:`str.format` fields (the suite and the protocols
+fill them to list the files a benchmark needs) and Snakemake wildcards (the rules in ``workflow/rules/*.smk`` use
+the same strings as their outputs), so a path is spelled once. Paths are relative to the working directory.
+
+One run record per job (:mod:`gnnbench.records`) lies under :data:`RECORDS_DIR`: every run of every protocol in a
+results folder is ``pandas.read_parquet("results/records")``.
+"""
+
+from __future__ import annotations
+
+RAW_DIR = "resources/raw"  # downloads (raw files), shared by all suites run in this directory
+RAW_FILE = RAW_DIR + "/{path}"
+
+# datasets and what is derived from them
+DATASET_DIR = "results/datasets/{dataset}"
+DATASET_GRAPHS = DATASET_DIR + "/graphs.parquet"
+DATASET_META = DATASET_DIR + "/meta.json"
+LABEL_SHARD_FILE = DATASET_DIR + "/label_shards/{shard}.parquet"  # TSP: tours of one labelling shard
+PE_FILE = "results/features/{dataset}/laplacian_pe_k{k}.parquet"
+SPLITS_FILE = "results/splits/{dataset}/splits.json"
+KNN_BASELINE_FILE = "results/baselines/{dataset}/knn_k{k}.json"  # TSP: the k-NN heuristic, scored like a run
+
+# training outputs, per protocol (each protocol's module says what a job writes)
+RUNS_DIR = "results/runs/{dataset}/{model}"
+P1_RUN_DIR = RUNS_DIR + "/seed{seed}/fold{fold}"  # benchmarking-gnns: one run
+P1_METRICS = P1_RUN_DIR + "/metrics.json"
+P1_HISTORY = P1_RUN_DIR + "/history.parquet"
+CHUNK_DIR = RUNS_DIR + "/chunk{chunk}"  # pitfalls: one job of splits × initialisations
+CHUNK_RUNS = CHUNK_DIR + "/runs.parquet"
+CHUNK_HISTORY = CHUNK_DIR + "/history.parquet"
+CHUNK_METRICS = CHUNK_DIR + "/metrics.json"
+FOLD_DIR = RUNS_DIR + "/fold{fold}"  # fair-comparison: one outer fold
+INNER_FILE = FOLD_DIR + "/inner/part{part}.parquet"
+SELECTION_FILE = FOLD_DIR + "/selection.json"
+FINAL_FILE = FOLD_DIR + "/final.parquet"
+FINAL_HISTORY_FILE = FOLD_DIR + "/final_history.parquet"
+
+# the one run record (gnnbench.records): one Parquet file per job, every protocol in one schema
+RECORDS_DIR = "results/records"
+RECORD_FILE = RECORDS_DIR + "/{protocol}/{dataset}/{model}/{job}.parquet"
+
+# tables, figures, report
+TABLE_FILE = "results/tables/{table}.{ext}"  # {table}: a dataset, {dataset}_folds, {dataset}_significance, suite
+TABLE_FORMATS = ("csv", "md", "parquet")
+DATASET_TABLE = "results/tables/{dataset}.{ext}"
+FOLDS_TABLE = "results/tables/{dataset}_folds.{ext}"
+SIGNIFICANCE_FILE = "results/tables/{dataset}_significance.{ext}"
+PLOT_FILE = "results/plots/{dataset}_{kind}.{ext}"  # kind: curves, bars, pe
+BOX_PLOT = "results/plots/{dataset}.{ext}"  # pitfalls: test accuracy of every run
+PLOT_FORMATS = ("png", "svg")
+TABLE_PAGE = "results/report/tables/{table}.html"  # a Markdown table as an HTML page of the report
+SUITE_REPORT = "results/report/suite.{ext}"  # the suite's parameters (yaml, html)
+LOG_DIR = "results/logs"
+
+
+def table_files(table: str, formats: tuple[str, ...] = TABLE_FORMATS) -> list[str]:
+    """The files of one table (``results/tables/{table}.csv``, ``.md``, ``.parquet``)."""
+    return [TABLE_FILE.format(table=table, ext=ext) for ext in formats]
+
+
+def log_file(stage: str, name: str) -> str:
+    """A rule's log (``results/logs/{stage}/{name}.log``); ``name`` may hold Snakemake wildcards."""
+    return f"{LOG_DIR}/{stage}/{name}.log"

@@ -1,0 +1,133 @@
+"""One run record for every protocol: one schema, one writer, one reader.
+
+Every job of every protocol writes the runs it trained as one Parquet file in the schema :data:`SCHEMA`, under
+``results/records/{protocol}/{dataset}/{model}/{job}.parquet`` (:data:`gnnbench.paths.RECORD_FILE`). Every run of a
+results folder is then one call::
+
+    import pandas as pd
+    runs = pd.read_parquet("results/records")          # every protocol, dataset, model and job
+
+One row is one training run:
+
+==================  ======================================================================================
+run_id              hash of (protocol, dataset, model, stage, split, seed, init, config_id): unique per run
+protocol            the protocol that trained it (``benchmarking-gnns``, ``pitfalls``, ``fair-comparison``)
+dataset, model      the dataset and the suite's model label
+architecture        the model family (config key ``model``); ``variant`` which paper's layers (may be null)
+stage               ``run`` (a scored run), ``inner`` (a model-selection run), ``final`` (a final run)
+split               the P1 fold, the P2 random split, the P3 outer fold
+seed                the seed the run trained with
+init                the P2 initialisation, the P3 final-run index, else 0
+config_id, config   hash and JSON of the run's full config
+metric              the score's name (accuracy, MAE, F1, Hits@50, ...); ``higher_is_better`` its direction
+train/val/test      ``{part}_score`` and ``{part}_loss``: the scored epoch's values; null where the part is not
+                    scored (inner runs have no test part) or the run diverged
+epochs              epochs trained; ``scored_epoch`` the epoch whose weights were scored (P1: the last; P2, P3:
+                    the early-stopping epoch), ``stop_reason`` why training stopped
+status              ``completed`` or ``diverged`` (a NaN or infinite loss at ``diverged_epoch``)
+num_params          trainable parameters (null where the job does not count them)
+seconds             training seconds of the run; ``device`` what it ran on; ``versions`` JSON of packages
+==================  ======================================================================================
+
+Scores are as each protocol reports them: accuracies in percent for P2 and P3, the dataset's metric for P1
+(:mod:`gnnbench.training.metrics`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gnnbench.errors import DataError
+from gnnbench.io import atomic_path, sha256_json
+
+STAGES = ("run", "inner", "final")
+PARTS = ("train", "val", "test")
+SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("protocol", pa.string()), ("dataset", pa.string()), ("model", pa.string()),
+    ("architecture", pa.string()), ("variant", pa.string()), ("stage", pa.string()), ("split", pa.int64()),
+    ("seed", pa.int64()), ("init", pa.int64()), ("config_id", pa.string()), ("config", pa.string()),
+    ("metric", pa.string()), ("higher_is_better", pa.bool_()),
+    *((f"{part}_{what}", pa.float64()) for what in ("score", "loss") for part in PARTS),
+    ("epochs", pa.int64()), ("scored_epoch", pa.int64()), ("stop_reason", pa.string()), ("status", pa.string()),
+    ("diverged_epoch", pa.int64()), ("num_params", pa.int64()), ("seconds", pa.float64()), ("device", pa.string()),
+    ("versions", pa.string()),
+])
+COLUMNS = tuple(SCHEMA.names)
+_FLOATS = {f.name for f in SCHEMA if pa.types.is_floating(f.type)}
+_INTS = {f.name for f in SCHEMA if pa.types.is_integer(f.type)}
+
+
+def config_json(config: dict) -> str:
+    """A config as the record stores it: JSON with sorted keys (the P3 selection files' spelling)."""
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def config_id(config: dict) -> str:
+    """The hash that names a config (its first 16 hex digits; fair-comparison's grid points use the same)."""
+    return sha256_json(config)[:16]
+
+
+def record(*, protocol: str, dataset: str, model: str, config: dict, stage: str = "run", split: int = 0,
+           seed: int | None = None, init: int = 0, versions: dict | str | None = None, **fields) -> dict:
+    """One row of :data:`SCHEMA`: the given fields, the rest null; ``architecture`` defaults to the config's
+    ``model``, ``config_id`` to its hash; NaN scores and losses become null (not scored, or diverged)."""
+    if stage not in STAGES:
+        raise ValueError(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
+    unknown = set(fields) - set(COLUMNS)
+    if unknown:
+        raise ValueError(f"not a run-record column: {', '.join(sorted(unknown))}")
+    seed = config.get("seed", 0) if seed is None else seed
+    row = {name: None for name in COLUMNS}
+    row.update(fields)
+    row.update({"protocol": protocol, "dataset": dataset, "model": model, "stage": stage, "split": int(split),
+                "seed": int(seed), "init": int(init), "config": config_json(config)})
+    row["architecture"] = row["architecture"] or config.get("model")
+    row["variant"] = row["variant"] or config.get("variant")
+    row["config_id"] = row["config_id"] or config_id(config)
+    row["versions"] = versions if isinstance(versions, str) or versions is None else json.dumps(versions,
+                                                                                                sort_keys=True)
+    for name in _FLOATS:
+        value = row[name]
+        row[name] = None if value is None or not math.isfinite(float(value)) else float(value)
+    for name in _INTS:
+        row[name] = None if row[name] is None else int(row[name])
+    row["run_id"] = sha256_json({k: row[k] for k in ("protocol", "dataset", "model", "stage", "split", "seed",
+                                                     "init", "config_id")})[:16]
+    return row
+
+
+def write_records(path: str | os.PathLike, rows: list[dict]) -> None:
+    """Write one job's run records (rows made by :func:`record`) atomically, in the fixed :data:`SCHEMA`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA), tmp)
+
+
+def read_runs(source: str | os.PathLike | list[str | os.PathLike]):
+    """Every run record under a folder (e.g. ``results/records``: all of them), or of the given record files in
+    their order, as one DataFrame with the :data:`SCHEMA` columns."""
+    import pandas as pd
+
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        files = sorted(p for p in Path(source).rglob("*.parquet") if not p.name.startswith((".", "_")))
+    else:
+        files = [Path(source)] if isinstance(source, (str, os.PathLike)) else [Path(p) for p in source]
+    tables = []
+    for path in files:
+        if not path.is_file():
+            raise DataError(f"run-record file {path} does not exist; run snakemake for it")
+        try:
+            tables.append(pq.read_table(path, schema=SCHEMA))
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(f"run-record file {path} is corrupt ({str(exc).splitlines()[0]}); delete it and rerun "
+                            "snakemake for that job") from None
+    if not tables:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in COLUMNS})
+    return pa.concat_tables(tables).to_pandas()

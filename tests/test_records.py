@@ -1,0 +1,105 @@
+"""One run record: every protocol's jobs write their runs in one schema, read back by one call."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from gnnbench.config.presets import run_config
+from gnnbench.errors import DataError
+from gnnbench.pipeline import generate_dataset, make_split_file
+from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
+from gnnbench.records import COLUMNS, SCHEMA, read_runs, record, write_records
+
+
+def test_a_record_fills_nulls_and_turns_nan_scores_into_null(tmp_path):
+    row = record(protocol="p", dataset="D", model="M", config={"model": "GCN", "seed": 3}, test_score=math.nan,
+                 val_score=71.5, epochs=4)
+    assert set(row) == set(COLUMNS) and row["test_score"] is None and row["val_score"] == 71.5
+    assert row["architecture"] == "GCN" and row["seed"] == 3 and row["stage"] == "run" and row["init"] == 0
+    assert json.loads(row["config"]) == {"model": "GCN", "seed": 3} and len(row["run_id"]) == 16
+    with pytest.raises(ValueError, match="not a run-record column"):
+        record(protocol="p", dataset="D", model="M", config={}, accuracy=1.0)
+    write_records(tmp_path / "a" / "x.parquet", [row])
+    assert pq.read_schema(tmp_path / "a" / "x.parquet").equals(SCHEMA, check_metadata=False)
+    with pytest.raises(DataError, match="does not exist"):
+        read_runs([tmp_path / "missing.parquet"])
+    (tmp_path / "a" / "bad.parquet").write_text("not parquet")
+    with pytest.raises(DataError, match="corrupt"):
+        read_runs(tmp_path / "a")
+
+
+@pytest.fixture(scope="module")
+def records_folder(tmp_path_factory, datasets):
+    """One small job of each protocol, each writing its records under one folder (as the workflow does)."""
+    root = tmp_path_factory.mktemp("records")
+    records = root / "results" / "records"
+    # benchmarking-gnns: one run (CSL, fold 0)
+    config = run_config("CSL_graph_classification_GCN_CSL_PE_100k",
+                        {"L": 2, "hidden_dim": 16, "out_dim": 16, "batch_size": 8, "epochs": 2})
+    benchmarking_gnns.train(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0, config=config,
+                            out_dir=root / "p1", pe_path=datasets["CSL_pe"], threads=1, label="GCN-PE",
+                            records_out=records / "benchmarking-gnns" / "CSL" / "GCN-PE" / "seed41_fold0.parquet")
+    # pitfalls: two splits x two initialisations
+    generate_dataset("csbm", "CSBM", {"num_nodes": 200, "num_classes": 3, "num_features": 8}, 1, root / "CSBM")
+    make_split_file(root / "CSBM", "random_per_class",
+                    {"splits": 2, "train_per_class": 10, "val_per_class": 10, "seed": 0}, root / "csbm.json")
+    pitfalls.run_chunk(dataset_dir=root / "CSBM", splits_path=root / "csbm.json", splits=[0, 1],
+                       config=run_config("pitfalls_GCN", {"num_epochs": 5}, protocol="pitfalls"), inits=2, seed=1,
+                       out_dir=root / "p2", threads=1, label="GCN",
+                       records_out=records / "pitfalls" / "CSBM" / "GCN" / "chunk0.parquet")
+    # fair-comparison: two inner runs, the selection, two final runs
+    generate_dataset("graph_families", "GF", {"num_graphs": 60}, 1, root / "GF")
+    make_split_file(root / "GF", "stratified_kfold", {"folds": 3, "val_fraction": 0.1, "seed": 0}, root / "gf.json")
+    base = {"model": "DeepMultisets", "hidden_units": 8, "batch_size": 32, "epochs": 3,
+            **fair_comparison.TRAINING_DEFAULTS, "patience": 2}
+    configs = [{**base, "learning_rate": lr} for lr in (0.01, 0.001)]
+    fold = root / "p3" / "fold0"
+    common = {"dataset_dir": root / "GF", "splits_path": root / "gf.json", "fold": 0, "seed": 0, "device": "cpu",
+              "label": "Baseline"}
+    fair_comparison.run_inner(configs=configs, positions=[0, 1], out=fold / "inner" / "part0.parquet",
+                              records_out=records / "fair-comparison" / "GF" / "Baseline" / "fold0_inner0.parquet",
+                              **common)
+    fair_comparison.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF",
+                           model="Baseline", fold=0)
+    fair_comparison.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh",
+                              out=fold / "final.parquet", history_out=fold / "final_history.parquet",
+                              records_out=records / "fair-comparison" / "GF" / "Baseline" / "fold0_final.parquet",
+                              **common)
+    return records
+
+
+def test_every_run_of_a_results_folder_is_one_read_parquet_call(records_folder):
+    runs = pd.read_parquet(records_folder)
+    assert set(COLUMNS) <= set(runs.columns) and len(runs) == 1 + 4 + 2 + 2
+    assert runs.groupby(["protocol", "stage"]).size().to_dict() == {
+        ("benchmarking-gnns", "run"): 1, ("pitfalls", "run"): 4, ("fair-comparison", "inner"): 2,
+        ("fair-comparison", "final"): 2}
+    assert runs["run_id"].is_unique
+    ours = read_runs(records_folder)
+    assert list(ours.columns) == list(COLUMNS) and len(ours) == len(runs)
+
+
+def test_each_protocol_fills_the_shared_columns(records_folder):
+    runs = read_runs(records_folder)
+
+    def of(protocol, stage):
+        return runs[(runs["protocol"] == protocol) & (runs["stage"] == stage)]
+
+    p1 = of("benchmarking-gnns", "run").iloc[0]
+    assert p1["model"] == "GCN-PE" and p1["architecture"] == "GCN" and p1["metric"] == "accuracy"
+    assert p1["scored_epoch"] == p1["epochs"] - 1 and p1["num_params"] > 0 and p1["seed"] == 41
+    assert all(p1[f"{part}_score"] >= 0 for part in ("train", "val", "test"))
+    p2 = of("pitfalls", "run")
+    assert sorted(zip(p2["split"], p2["init"], strict=True)) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert (p2["scored_epoch"] < p2["epochs"]).all() and p2["test_score"].between(0, 100).all()
+    inner, final = of("fair-comparison", "inner"), of("fair-comparison", "final")
+    assert inner["test_score"].isna().all() and inner["val_score"].notna().all()
+    assert sorted(final["init"]) == [0, 1] and final["test_score"].notna().all()
+    assert final["config_id"].nunique() == 1 and final["config_id"].iloc[0] in set(inner["config_id"])
+    for frame in (p2, inner, final):
+        assert frame["higher_is_better"].all() and (frame["metric"] == "accuracy").all()
