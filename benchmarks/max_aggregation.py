@@ -3,7 +3,7 @@
     python benchmarks/max_aggregation.py [--width 89] [--repeats 20]
 
 * ``csr amax`` — what :meth:`MaxPlan.max` runs on CPU for float32: one max-reducing CSR product over float64 keys
-  that carry the arg-max row (:class:`gnnbench.models.sparse._ReducedMax`), an (N, d) backward.
+  that carry the arg-max row (:class:`gnnbench.models.sparse.maxima._ReducedMax`), an (N, d) backward.
 * ``padded blocks`` — :class:`_PaddedMax`, in-neighbour rows gathered into per-degree-class dense blocks (the GPU
   and stacked-initialisation path).
 * ``segmented max`` — gather x[src] in destination order, ``torch.segment_reduce(…, "max")``, autograd's backward.
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    from gnnbench.models.sparse import InEdges, _PaddedMax
+    from gnnbench.models.sparse.maxima import InEdges, _PaddedMax
 
     for shape in ("pattern", "molecules"):
         batch = first_batch(shape)
