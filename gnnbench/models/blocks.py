@@ -1,6 +1,12 @@
-"""Pieces every message-passing architecture of the benchmark shares (spec benchmarking-gnns.md §2.2)."""
+"""Pieces every message-passing architecture of the benchmark shares (spec benchmarking-gnns.md §2.2), and what
+lets every layer run on a plain ``(x, edge_index)`` like PyG's ``conv(x, edge_index)``: :func:`cached_structure`
+(the index structures a layer builds from an ``edge_index``, kept for the next call with the same tensor),
+:func:`is_edge_index` and :func:`reset_children`."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,3 +36,52 @@ def gru_update(gru: nn.GRU, h_prev: torch.Tensor, h_layer: torch.Tensor) -> torc
     """The benchmark's GraphTheoryProp step ``gru(h_prev, h_layer)[1]``: one GRU step whose *input* is the
     previous node state and whose *initial hidden state* is the layer's output; returns the final hidden."""
     return gru(h_prev.unsqueeze(0), h_layer.unsqueeze(0))[1].squeeze(0)
+
+
+def is_edge_index(value: Any) -> bool:
+    """True for a (2, E) integer tensor: how a layer whose internal call passes edge features second tells a
+    plain PyG-order call ``layer(x, edge_index, edge_attr)`` from ``layer(h, e, structure)``."""
+    return (isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape[0] == 2
+            and not value.is_floating_point() and not value.is_complex())
+
+
+class _StructureCache:
+    """One cached structure: built from ``edge_index`` (held, so its identity cannot be reused) for a key of the
+    other inputs it depends on. Copies and pickles start empty (a cache, not state)."""
+
+    def __init__(self) -> None:
+        self.edge_index: torch.Tensor | None = None
+        self.version = -1
+        self.key: tuple = ()
+        self.value: Any = None
+
+    def __deepcopy__(self, memo: dict) -> _StructureCache:
+        return _StructureCache()
+
+    def __reduce__(self):
+        return (_StructureCache, ())
+
+
+def cached_structure(module: nn.Module, edge_index: torch.Tensor, key: tuple, build: Callable[[], Any]) -> Any:
+    """What ``build()`` returns for this ``edge_index`` and ``key`` (e.g. (num_nodes, dtype)), built once: the last
+    result is kept on ``module`` and returned while the same tensor object (same in-place version) comes back with
+    the same key — a layer called as ``conv(x, edge_index)`` in every epoch sorts and normalises its edges once."""
+    cache = module.__dict__.get("_structure_cache")
+    if cache is None:
+        cache = module.__dict__["_structure_cache"] = _StructureCache()
+    if cache.edge_index is edge_index and cache.version == edge_index._version and cache.key == key:
+        return cache.value
+    cache.value = build()
+    cache.edge_index, cache.version, cache.key = edge_index, edge_index._version, key
+    return cache.value
+
+
+def reset_children(module: nn.Module) -> None:
+    """Re-initialise ``module``'s submodules in registration order (= creation order): each child's own
+    ``reset_parameters``, or its children's where it has none. For layers built only from ``nn.Linear``/BN/...
+    children this repeats the constructor's random draws in the same order (same RNG state → same weights)."""
+    for child in module.children():
+        if hasattr(child, "reset_parameters"):
+            child.reset_parameters()
+        else:
+            reset_children(child)

@@ -60,6 +60,7 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.models.base import Architecture, Representation
+from gnnbench.models.blocks import cached_structure, is_edge_index
 from gnnbench.models.sparse import (
     AttentionGraph,
     SparseAdjacency,
@@ -99,11 +100,55 @@ def _tail(x: torch.Tensor, bn: nn.BatchNorm1d | None, dropout: float, training: 
     return F.dropout(x, dropout, training) if dropout > 0 else x
 
 
+def _attention_graph(layer: nn.Module, graph: AttentionGraph | torch.Tensor, num_nodes: int) -> AttentionGraph:
+    """``graph``, or for edge indices (2, E) their :class:`AttentionGraph`, cached on ``layer``."""
+    if not isinstance(graph, torch.Tensor):
+        return graph
+    return cached_structure(layer, graph, (num_nodes,), lambda: AttentionGraph(graph, num_nodes))
+
+
+def _plain_call(layer: nn.Module, h: torch.Tensor, e, graph, build):
+    """(e, structure) of a custom layer's call: ``layer(h, e, structure)`` as the architecture calls it, or the plain
+    PyG-order ``layer(x, edge_index, edge_attr)`` (edge_attr optional where the layer does not read it), whose
+    structure ``build(edge_index, num_nodes)`` is cached on the layer."""
+    if not is_edge_index(e):
+        return e, graph
+    edge_index, num_nodes = e, h.shape[0]
+    return graph, cached_structure(layer, edge_index, (num_nodes, h.device),
+                                   lambda: build(edge_index, num_nodes, h.device))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Standard layer: DGL 0.6.1 GATConv → flatten → BN → ELU → residual.
 
 
 class GATLayer(nn.Module):
+    r"""The benchmark's standard GAT layer: DGL 0.6.1 ``GATConv(d_in, d, H, feat_drop=p, attn_drop=p,
+    negative_slope=0.2)``, heads flattened, then BN → ELU → residual. For every edge u→v and head k (softmax over
+    the in-edges of v):
+
+        x = Dropout(h);  z_k = W_k x
+        α_uv,k = Dropout(softmax_u LeakyReLU_0.2(a_l,k · z_u,k + a_r,k · z_v,k))
+        h'_v   = ‖_k Σ_{u→v} α_uv,k z_u,k + b
+        out    = h + ELU(BN(h'))            (BN if batch_norm, + h iff residual and d_in = H·d; no output dropout)
+
+    Nodes without in-edges get h'_v = b. W, a_l, a_r Glorot-normal with gain √2, b zero; ``batchnorm_h`` exists
+    only with batch_norm.
+
+    Args:
+        in_dim: input width d_in.
+        head_dim: width d of one head.
+        heads: number of heads H.
+        dropout: feature and attention dropout probability.
+        batch_norm: create and apply ``batchnorm_h``.
+        residual: add the input (when d_in = H·d).
+
+    Shapes:
+        - input: node features (N, d_in); edge indices (2, E) (the :class:`AttentionGraph` is built once and
+          cached for that tensor), or an :class:`AttentionGraph` (a batch's, shared by all layers).
+        - output: node features (N, H·d).
+    """
+
     def __init__(self, in_dim: int, head_dim: int, heads: int, dropout: float, batch_norm: bool,
                  residual: bool) -> None:
         super().__init__()
@@ -127,8 +172,9 @@ class GATLayer(nn.Module):
         if self.batchnorm_h is not None:
             self.batchnorm_h.reset_parameters()
 
-    def conv(self, h: torch.Tensor, graph: AttentionGraph) -> torch.Tensor:
+    def conv(self, h: torch.Tensor, graph: AttentionGraph | torch.Tensor) -> torch.Tensor:
         """GATConv alone (heads flattened): (N, d_in) → (N, H·d)."""
+        graph = _attention_graph(self, graph, h.shape[0])
         heads, d = self.heads, self.head_dim
         x = F.dropout(h, self.dropout, self.training) if self.dropout > 0 else h
         w = self.fc.weight  # (H·d, d_in)
@@ -139,7 +185,7 @@ class GATLayer(nn.Module):
         z, el, er = (x @ fused.t()).split([heads * d, heads, heads], dim=1)
         return attention(z, el, er, graph, 0.2, self.dropout, self.training) + self.bias
 
-    def forward(self, h: torch.Tensor, graph: AttentionGraph) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, graph: AttentionGraph | torch.Tensor) -> torch.Tensor:
         x = _tail(self.conv(h, graph), self.batchnorm_h, 0.0, self.training)
         return h + x if self.residual else x
 
@@ -169,7 +215,26 @@ class _CustomHeads(nn.Module):
 
 
 class CustomGATLayer(_CustomHeads):
-    """``layer_type`` "edgefeat" (``CustomGATHeadLayer`` × H): node attention only; the edge input passes through."""
+    r"""``layer_type`` "edgefeat" (``CustomGATHeadLayer`` × H): node attention only; the edge input passes through.
+    For every head k (own ``nn.Linear``-initialised W_k, a_k; softmax over the in-edges of v):
+
+        z_k = W_k h;   α_uv,k = Dropout(softmax_u LeakyReLU_0.01(a_k · [z_u,k ‖ z_v,k]))
+        h'_v = ‖_k Dropout(ELU(BN(Σ_{u→v} α_uv,k z_u,k)))   (+ h if residual and d_in = H·d);   e' = e
+
+    Args:
+        in_dim: input width d_in.
+        head_dim: width d of one head.
+        heads: number of heads H.
+        dropout: attention and output dropout probability.
+        batch_norm: apply ``batchnorm_h`` (always created).
+        residual: add the input (when d_in = H·d).
+
+    Shapes:
+        - input: ``(h, e, graph)`` with node features (N, d_in), edge features (E, ·) or None (not read) and an
+          :class:`AttentionGraph`; or plain ``(x, edge_index[, edge_attr])`` with edge indices (2, E) (the
+          attention graph is built once and cached for that tensor).
+        - output: (node features (N, H·d), the edge input unchanged).
+    """
 
     def __init__(self, in_dim: int, head_dim: int, heads: int, dropout: float, batch_norm: bool,
                  residual: bool) -> None:
@@ -183,7 +248,9 @@ class CustomGATLayer(_CustomHeads):
         _linear_init_(self.attn_weight, 2 * self.head_dim)
         self.batchnorm_h.reset_parameters()
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor, graph: AttentionGraph, edge_output: bool = True):
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, graph: AttentionGraph | torch.Tensor | None = None,
+                edge_output: bool = True):
+        e, graph = _plain_call(self, h, e, graph, _attention_graph_of)
         heads, d = self.heads, self.head_dim
         w = self.fc_weight
         fused = torch.cat([w.reshape(heads * d, -1), torch.einsum("hd,hdi->hi", self.attn_weight[:, :d], w),
@@ -194,8 +261,28 @@ class CustomGATLayer(_CustomHeads):
 
 
 class CustomGATLayerEdgeReprFeat(_CustomHeads):
-    """``layer_type`` "edgereprfeat" (``CustomGATHeadLayerEdgeReprFeat`` × H): attention on [y_uv ‖ z_u ‖ z_v]
-    and a new edge representation P [y_uv ‖ z_u ‖ z_v] + b_P per head."""
+    r"""``layer_type`` "edgereprfeat" (``CustomGATHeadLayerEdgeReprFeat`` × H): attention on [y_uv ‖ z_u ‖ z_v]
+    and a new edge representation per head (own ``nn.Linear``-initialised weights; softmax over the in-edges of v):
+
+        z_k = W_h,k h;  y_k = W_e,k e;  c_uv,k = [y_uv,k ‖ z_u,k ‖ z_v,k]
+        α_uv,k = softmax_u LeakyReLU_0.01(a_k · c_uv,k)                     (no attention dropout)
+        h'_v = ‖_k Dropout(ELU(BN_h(Σ_{u→v} α_uv,k z_u,k)))                 (+ h if residual and d_in = H·d)
+        e'_uv = ‖_k Dropout(ELU(BN_e(P_k c_uv,k + b_P,k)))                 (+ e likewise)
+
+    Args:
+        in_dim: node and edge input width d_in.
+        head_dim: width d of one head.
+        heads: number of heads H.
+        dropout: output dropout probability.
+        batch_norm: apply ``batchnorm_h`` / ``batchnorm_e`` (always created).
+        residual: add the inputs (when d_in = H·d).
+
+    Shapes:
+        - input: ``(h, e, graph)`` with node features (N, d_in), edge features (E, d_in) in edge order and an
+          :class:`AttentionGraph`; or plain ``(x, edge_index, edge_attr)`` with edge indices (2, E) (the attention
+          graph is built once and cached for that tensor).
+        - output: (node features (N, H·d), edge features (E, H·d) or None with ``edge_output=False``).
+    """
 
     def __init__(self, in_dim: int, head_dim: int, heads: int, dropout: float, batch_norm: bool,
                  residual: bool) -> None:
@@ -217,7 +304,9 @@ class CustomGATLayerEdgeReprFeat(_CustomHeads):
         self.batchnorm_h.reset_parameters()
         self.batchnorm_e.reset_parameters()
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor, graph: AttentionGraph, edge_output: bool = True):
+    def forward(self, h: torch.Tensor, e: torch.Tensor, graph: AttentionGraph | torch.Tensor | None = None,
+                edge_output: bool = True):
+        e, graph = _plain_call(self, h, e, graph, _attention_graph_of)
         heads, d = self.heads, self.head_dim
         hd = heads * d
         wh, we, proj, attn = self.fc_h_weight, self.fc_e_weight, self.fc_proj_weight, self.attn_weight
@@ -250,7 +339,25 @@ class CustomGATLayerEdgeReprFeat(_CustomHeads):
 
 
 class CustomGATLayerIsotropic(_CustomHeads):
-    """``layer_type`` "isotropic" (``CustomGATHeadLayerIsotropic`` × H): plain sum of W h_u over in-edges."""
+    r"""``layer_type`` "isotropic" (``CustomGATHeadLayerIsotropic`` × H): plain sum of W h_u over in-edges (parallel
+    edges count twice, like DGL's sum), per head k with its own ``nn.Linear``-initialised W_k:
+
+        h'_v = ‖_k Dropout(ELU(BN(Σ_{u→v} W_k h_u)))     (+ h if residual and d_in = H·d);   e' = e
+
+    Args:
+        in_dim: input width d_in.
+        head_dim: width d of one head.
+        heads: number of heads H.
+        dropout: output dropout probability.
+        batch_norm: apply ``batchnorm_h`` (always created).
+        residual: add the input (when d_in = H·d).
+
+    Shapes:
+        - input: ``(h, e, adjacency)`` with node features (N, d_in), edge features or None (not read) and the 0/1
+          in-edge :class:`SparseAdjacency`; or plain ``(x, edge_index[, edge_attr])`` with edge indices (2, E) (the
+          adjacency is built once and cached for that tensor).
+        - output: (node features (N, H·d), the edge input unchanged).
+    """
 
     def __init__(self, in_dim: int, head_dim: int, heads: int, dropout: float, batch_norm: bool,
                  residual: bool) -> None:
@@ -262,14 +369,25 @@ class CustomGATLayerIsotropic(_CustomHeads):
         _linear_init_(self.fc_weight, self.in_dim)
         self.batchnorm_h.reset_parameters()
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor, adjacency: SparseAdjacency, edge_output: bool = True):
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None,
+                adjacency: SparseAdjacency | torch.Tensor | None = None, edge_output: bool = True):
         """``adjacency``: the 0/1 in-edge adjacency (parallel edges count twice, like DGL's sum)."""
+        e, adjacency = _plain_call(self, h, e, adjacency, _unit_adjacency_of)
         w = self.fc_weight.reshape(self.heads * self.head_dim, -1)
         if w.shape[0] <= w.shape[1]:  # project first when it shrinks the features
             out = adjacency.propagate(h @ w.t())
         else:
             out = adjacency.propagate(h) @ w.t()
         return self._finish(out, h, self.batchnorm_h), e
+
+
+def _attention_graph_of(edge_index: torch.Tensor, num_nodes: int, device: torch.device) -> AttentionGraph:
+    return AttentionGraph(edge_index, num_nodes)
+
+
+def _unit_adjacency_of(edge_index: torch.Tensor, num_nodes: int, device: torch.device) -> SparseAdjacency:
+    """The isotropic layers' adjacency, built as :meth:`GAT.forward` builds it."""
+    return SparseAdjacency(edge_index, torch.ones(edge_index.shape[1], device=device), num_nodes)
 
 
 LAYER_TYPES = {"dgl": GATLayer, "edgefeat": CustomGATLayer, "edgereprfeat": CustomGATLayerEdgeReprFeat,
@@ -313,7 +431,7 @@ class GAT(Architecture):
                 h = layer(h, graph)
             return Representation(h)
         if self.layer_type == "isotropic":
-            graph = SparseAdjacency(edge_index, torch.ones(edge_index.shape[1], device=h.device), h.shape[0])
+            graph = _unit_adjacency_of(edge_index, h.shape[0], h.device)
         else:
             graph = AttentionGraph(edge_index, h.shape[0])
         last = len(self.layers) - 1

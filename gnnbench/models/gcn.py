@@ -25,7 +25,7 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.blocks import post_aggregation, stack_widths
+from gnnbench.models.blocks import cached_structure, post_aggregation, stack_widths
 from gnnbench.models.sparse import SparseAdjacency, add_self_loops, degree
 from gnnbench.models.stacked import (
     DroppedInput,
@@ -54,6 +54,29 @@ def gcn_adjacency(edge_index: torch.Tensor, num_nodes: int) -> SparseAdjacency:
 
 
 class GCNLayer(nn.Module):
+    r"""The benchmark's GCN layer: DGL ``GraphConv(norm='both')`` (no self loops added) followed by the
+    BN → ReLU → residual → dropout tail. For every edge u→v (parallel edges add up), degrees clamped at 1:
+
+        h'_v = b + Σ_{u→v} d_out(u)^{-1/2} d_in(v)^{-1/2} W h_u
+        out  = Dropout(h + ReLU(BN(h')))      (BN if batch_norm, ReLU if activation, + h if residual)
+
+    W is Glorot-uniform, b zero; ``batchnorm_h`` always exists (it counts in the parameter total).
+
+    Args:
+        in_dim: input width d_in.
+        out_dim: output width d_out.
+        dropout: dropout probability on the output.
+        batch_norm: apply ``batchnorm_h``.
+        residual: add the input (only when d_in = d_out).
+        activation: apply ReLU.
+
+    Shapes:
+        - input: node features (N, d_in); edge indices (2, E) (the normalised adjacency is built once and
+          cached for that tensor), or the :class:`SparseAdjacency` of :func:`gcn_adjacency` (a batch's, shared
+          by all layers).
+        - output: node features (N, d_out).
+    """
+
     def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool,
                  activation: bool = True) -> None:
         super().__init__()
@@ -69,8 +92,12 @@ class GCNLayer(nn.Module):
         nn.init.zeros_(self.bias)
         self.batchnorm_h.reset_parameters()
 
-    def forward(self, h: torch.Tensor, adjacency: SparseAdjacency) -> torch.Tensor:
-        """``adjacency``: the normalised adjacency of :func:`gcn_adjacency`."""
+    def forward(self, h: torch.Tensor, adjacency: SparseAdjacency | torch.Tensor) -> torch.Tensor:
+        """``adjacency``: the normalised adjacency of :func:`gcn_adjacency`, or the edge indices (2, E)."""
+        if isinstance(adjacency, torch.Tensor):
+            edge_index, num_nodes = adjacency, h.shape[0]
+            adjacency = cached_structure(self, edge_index, (num_nodes,),
+                                         lambda: gcn_adjacency(edge_index, num_nodes))
         if self.weight.shape[0] > self.weight.shape[1]:  # multiply first when it shrinks the features
             x = adjacency.propagate(h @ self.weight) + self.bias
         else:

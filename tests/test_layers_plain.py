@@ -1,0 +1,207 @@
+"""Every layer of ``gnnbench.models`` on a plain ``(x, edge_index)`` call (PyG's ``conv(x, edge_index)``).
+
+For each layer: the plain call equals the call the architecture makes with the batch's structures (same module,
+same weights, bit for bit); it equals the update equation of the layer's docstring computed here with dense
+matrices on a tiny graph; the structures built from ``edge_index`` are cached for the next call with the same
+tensor; and ``reset_parameters()`` restores the weights the constructor drew from the same RNG state.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gnnbench.data.batching import GraphBatch
+
+N = 6
+# a small directed multigraph: node 5 has no in-edges, one parallel edge (0→1 twice), one self loop (3→3)
+EDGES = [(0, 1), (0, 1), (1, 0), (2, 1), (1, 2), (3, 2), (2, 3), (3, 3), (4, 3), (0, 4), (5, 4), (1, 4)]
+EDGE_INDEX = torch.tensor(EDGES, dtype=torch.int64).t().contiguous()
+
+
+def features(width: int, seed: int = 0, rows: int = N) -> torch.Tensor:
+    return torch.randn(rows, width, generator=torch.Generator().manual_seed(seed))
+
+
+def dense_adjacency(edge_index: torch.Tensor = EDGE_INDEX, num_nodes: int = N) -> torch.Tensor:
+    """A[v, u] = number of edges u→v (rows: destinations)."""
+    a = torch.zeros(num_nodes, num_nodes)
+    for u, v in edge_index.t().tolist():
+        a[v, u] += 1
+    return a
+
+
+def one_graph_batch(x: torch.Tensor | None = None, edge_index: torch.Tensor = EDGE_INDEX,
+                    edge_attr: torch.Tensor | None = None, num_nodes: int = N) -> GraphBatch:
+    return GraphBatch(edge_index=edge_index, batch=torch.zeros(num_nodes, dtype=torch.int64),
+                      ptr=torch.tensor([0, num_nodes]), num_graphs=1, x=x, edge_attr=edge_attr)
+
+
+def perturb_(module: torch.nn.Module) -> None:
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(1.0)
+
+
+def assert_reset_restores(build, seed: int = 7, before=None) -> None:
+    """``reset_parameters()`` under the constructor's RNG state gives the constructor's parameters. ``before``
+    repeats the draws a constructor makes before its own ``reset_parameters()`` call (an ``nn.Linear`` child
+    initialises itself when created, then the layer re-initialises it)."""
+    torch.manual_seed(seed)
+    layer = build()
+    initial = copy.deepcopy(layer.state_dict())
+    perturb_(layer)
+    torch.manual_seed(seed)
+    if before is not None:
+        before()
+    layer.reset_parameters()
+    for name, value in layer.state_dict().items():
+        assert torch.equal(value, initial[name]), name
+
+
+def assert_cached(layer: torch.nn.Module, call) -> None:
+    """A second call with the same edge_index tensor reuses the structures; copies and pickles start empty."""
+    call()
+    cache = layer.__dict__["_structure_cache"]
+    value = cache.value
+    call()
+    assert layer.__dict__["_structure_cache"].value is value
+    assert copy.deepcopy(layer).__dict__["_structure_cache"].value is None
+    assert pickle.loads(pickle.dumps(layer)).__dict__["_structure_cache"].value is None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GCN
+
+
+def test_gcn_layer_plain_call():
+    from gnnbench.models.gcn import GCN, GCNLayer, gcn_adjacency
+
+    torch.manual_seed(0)
+    layer = GCNLayer(4, 3, 0.0, batch_norm=False, residual=False).eval()
+    x = features(4)
+    plain = layer(x, EDGE_INDEX)
+    assert torch.equal(plain, layer(x, gcn_adjacency(EDGE_INDEX, N)))
+    a = dense_adjacency()
+    d_in, d_out = a.sum(1).clamp(min=1), a.sum(0).clamp(min=1)
+    norm = d_in.rsqrt().unsqueeze(1) * a * d_out.rsqrt().unsqueeze(0)
+    torch.testing.assert_close(plain, torch.relu(norm @ x @ layer.weight + layer.bias))
+    assert_cached(layer, lambda: layer(x, EDGE_INDEX))
+    # a whole architecture on a batch = its layers called on (x, edge_index)
+    torch.manual_seed(1)
+    net = GCN(4, 4, 3, 0.0, batch_norm=True, residual=True).eval()
+    h = net(x, None, one_graph_batch()).nodes
+    expected = x
+    for lay in net.layers:
+        expected = lay(expected, EDGE_INDEX)
+    assert torch.equal(h, expected)
+    assert_reset_restores(lambda: GCNLayer(4, 3, 0.1, True, True))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GAT
+
+
+def edge_softmax(scores: torch.Tensor, edge_index: torch.Tensor = EDGE_INDEX, num_nodes: int = N) -> torch.Tensor:
+    """Softmax of per-edge scores (E, …) over the in-edges of every destination, one edge at a time."""
+    out = torch.empty_like(scores)
+    dst = edge_index[1]
+    for v in range(num_nodes):
+        ids = (dst == v).nonzero().view(-1)
+        if ids.numel():
+            out[ids] = torch.softmax(scores[ids], dim=0)
+    return out
+
+
+def aggregate(weights: torch.Tensor, messages: torch.Tensor, edge_index: torch.Tensor = EDGE_INDEX,
+              num_nodes: int = N) -> torch.Tensor:
+    """out[v] = Σ_{edges u→v} weights_e · messages_e, one edge at a time."""
+    out = messages.new_zeros(num_nodes, messages.shape[1])
+    for i, v in enumerate(edge_index[1].tolist()):
+        out[v] += weights[i] * messages[i]
+    return out
+
+
+def test_gat_layer_plain_call():
+    from gnnbench.models.gat import GATLayer
+    from gnnbench.models.sparse import AttentionGraph
+
+    torch.manual_seed(0)
+    heads, d = 2, 3
+    layer = GATLayer(6, d, heads, 0.3, batch_norm=False, residual=True).eval()
+    x = features(6)
+    plain = layer(x, EDGE_INDEX)
+    assert torch.equal(plain, layer(x, AttentionGraph(EDGE_INDEX, N)))
+    src, dst = EDGE_INDEX
+    z = (x @ layer.fc.weight.t()).view(N, heads, d)
+    el, er = (z * layer.attn_l).sum(-1), (z * layer.attn_r).sum(-1)  # (N, H)
+    alpha = edge_softmax(F.leaky_relu(el[src] + er[dst], 0.2))  # (E, H)
+    conv = torch.cat([aggregate(alpha[:, k], z[src, k]) for k in range(heads)], dim=1) + layer.bias
+    torch.testing.assert_close(plain, x + F.elu(conv))
+    assert_cached(layer, lambda: layer(x, EDGE_INDEX))
+    assert_reset_restores(lambda: GATLayer(6, d, heads, 0.3, True, True),
+                          before=lambda: torch.nn.Linear(6, heads * d, bias=False))
+
+
+@pytest.mark.parametrize("layer_type", ["edgefeat", "edgereprfeat", "isotropic"])
+def test_custom_gat_layers_plain_call(layer_type):
+    from gnnbench.models.gat import LAYER_TYPES, _unit_adjacency_of
+    from gnnbench.models.sparse import AttentionGraph
+
+    cls = LAYER_TYPES[layer_type]
+    torch.manual_seed(0)
+    heads, d = 2, 3
+    layer = cls(6, d, heads, 0.2, batch_norm=False, residual=False).eval()
+    x, e = features(6), features(6, seed=1, rows=EDGE_INDEX.shape[1])
+    h_plain, e_plain = layer(x, EDGE_INDEX, e)
+    structure = (_unit_adjacency_of(EDGE_INDEX, N, x.device) if layer_type == "isotropic"
+                 else AttentionGraph(EDGE_INDEX, N))
+    h_batch, e_batch = layer(x, e, structure)
+    assert torch.equal(h_plain, h_batch) and torch.equal(e_plain, e_batch)
+    src, dst = EDGE_INDEX
+    if layer_type == "isotropic":
+        w = layer.fc_weight.reshape(heads * d, -1)
+        torch.testing.assert_close(h_plain, F.elu(dense_adjacency() @ x @ w.t()))
+        assert e_plain is e
+    elif layer_type == "edgefeat":
+        outs = []
+        for k in range(heads):
+            z = x @ layer.fc_weight[k].t()
+            a = layer.attn_weight[k]
+            alpha = edge_softmax(F.leaky_relu(z[src] @ a[:d] + z[dst] @ a[d:], 0.01))
+            outs.append(F.elu(aggregate(alpha, z[src])))
+        torch.testing.assert_close(h_plain, torch.cat(outs, dim=1))
+        assert e_plain is e
+    else:
+        h_outs, e_outs = [], []
+        for k in range(heads):
+            z, y = x @ layer.fc_h_weight[k].t(), e @ layer.fc_e_weight[k].t()
+            c = torch.cat([y, z[src], z[dst]], dim=1)
+            alpha = edge_softmax(F.leaky_relu(c @ layer.attn_weight[k], 0.01))
+            h_outs.append(F.elu(aggregate(alpha, z[src])))
+            e_outs.append(F.elu(c @ layer.fc_proj_weight[k].t() + layer.fc_proj_bias[k]))
+        torch.testing.assert_close(h_plain, torch.cat(h_outs, dim=1))
+        torch.testing.assert_close(e_plain, torch.cat(e_outs, dim=1))
+    assert_cached(layer, lambda: layer(x, EDGE_INDEX, e))
+    assert_reset_restores(lambda: cls(6, d, heads, 0.2, True, True))
+
+
+@pytest.mark.parametrize("layer_type", ["dgl", "edgefeat", "edgereprfeat", "isotropic"])
+def test_gat_network_equals_its_layers_on_edge_index(layer_type):
+    from gnnbench.models.gat import GAT
+
+    torch.manual_seed(2)
+    net = GAT(3, 5, 2, 3, 0.0, batch_norm=True, residual=True, layer_type=layer_type).eval()
+    x, e = features(6), features(6, seed=1, rows=EDGE_INDEX.shape[1])
+    h = net(x, e, one_graph_batch()).nodes
+    expected = x
+    for i, layer in enumerate(net.layers):
+        if layer_type == "dgl":
+            expected = layer(expected, EDGE_INDEX)
+        else:
+            expected, e = layer(expected, EDGE_INDEX, e, edge_output=i < len(net.layers) - 1)
+    assert torch.equal(h, expected)
