@@ -205,3 +205,159 @@ def test_gat_network_equals_its_layers_on_edge_index(layer_type):
         else:
             expected, e = layer(expected, EDGE_INDEX, e, edge_output=i < len(net.layers) - 1)
     assert torch.equal(h, expected)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GraphSAGE
+
+
+def edge_max(messages: torch.Tensor, edge_index: torch.Tensor = EDGE_INDEX, num_nodes: int = N) -> torch.Tensor:
+    """out[v] = elementwise max over the in-edges of v of messages_e (0 without in-edges)."""
+    out = messages.new_zeros(num_nodes, messages.shape[1])
+    for v in range(num_nodes):
+        ids = (edge_index[1] == v).nonzero().view(-1)
+        if ids.numel():
+            out[v] = messages[ids].max(0).values
+    return out
+
+
+@pytest.mark.parametrize("aggregator", ["maxpool", "mean", "meanpool"])
+def test_graphsage_layer_plain_call(aggregator):
+    from gnnbench.models.graphsage import GraphSage, GraphSageLayer
+    from gnnbench.models.sparse import InEdges
+
+    torch.manual_seed(0)
+    layer = GraphSageLayer(4, 4, 0.5, aggregator, batch_norm=False, residual=True).eval()
+    x = features(4)
+    plain = layer(x, EDGE_INDEX)
+    edges = InEdges.of(EDGE_INDEX, N)
+    neighbours = edges.max_plan() if aggregator == "maxpool" else edges.mean_adjacency(x.dtype)
+    assert torch.equal(plain, layer(x, neighbours))
+    pooled = torch.relu(layer.pool(x)) if layer.pool is not None else x
+    src = EDGE_INDEX[0]
+    if aggregator == "maxpool":
+        c = edge_max(pooled[src])
+    else:
+        a = dense_adjacency()
+        c = (a @ pooled) / a.sum(1, keepdim=True).clamp(min=1)
+    z = torch.cat([pooled, c], dim=1) @ layer.nodeapply.linear.weight.t() + layer.nodeapply.linear.bias
+    torch.testing.assert_close(plain, x + torch.relu(F.normalize(z, dim=1)))
+    assert_cached(layer, lambda: layer(x, EDGE_INDEX))
+    assert_reset_restores(lambda: GraphSageLayer(4, 3, 0.5, aggregator, True, True))
+    torch.manual_seed(1)
+    net = GraphSage(4, 3, 3, 0.0, batch_norm=True, residual=True, aggregator=aggregator).eval()
+    expected = x
+    for lay in net.layers:
+        expected = lay(expected, EDGE_INDEX)
+    assert torch.equal(net(x, None, one_graph_batch()).nodes, expected)
+
+
+@pytest.mark.parametrize("layer_type", ["edgefeat", "edgereprfeat"])
+def test_graphsage_edge_layers_plain_call(layer_type):
+    from gnnbench.models.graphsage import GraphSage, GraphSageLayerEdgeFeat, GraphSageLayerEdgeReprFeat
+    from gnnbench.models.sparse import InEdges
+
+    cls = GraphSageLayerEdgeFeat if layer_type == "edgefeat" else GraphSageLayerEdgeReprFeat
+    torch.manual_seed(0)
+    layer = cls(4, 4, 0.5, batch_norm=False, residual=True).eval()
+    x, e = features(4), features(4, seed=1, rows=EDGE_INDEX.shape[1])
+    edges = InEdges.of(EDGE_INDEX, N)
+    plan = edges.max_plan(over_edges=True)
+    src, dst = EDGE_INDEX
+    e_hat = layer.B(x)[src] + layer.B(x)[dst]
+    if layer_type == "edgereprfeat":
+        e_hat = e_hat + layer.C(e)
+        h_plain, e_plain = layer(x, EDGE_INDEX, e)
+        h_batch, e_sorted = layer(x, e.index_select(0, edges.order), edges, plan)
+        assert torch.equal(h_plain, h_batch)
+        assert torch.equal(e_plain.index_select(0, edges.order), e_sorted)  # plain: the caller's edge order
+        torch.testing.assert_close(e_plain, e + torch.relu(e_hat))
+    else:
+        h_plain = layer(x, EDGE_INDEX)
+        assert torch.equal(h_plain, layer(x, edges, plan))
+    c = edge_max(torch.relu(torch.sigmoid(e_hat) * layer.A(x)[src]))
+    z = layer.nodeapply.linear(torch.cat([x, c], dim=1))
+    torch.testing.assert_close(h_plain, x + torch.relu(F.normalize(z, dim=1)))
+    call = (lambda: layer(x, EDGE_INDEX, e)) if layer_type == "edgereprfeat" else (lambda: layer(x, EDGE_INDEX))
+    assert_cached(layer, call)
+    assert_reset_restores(lambda: cls(4, 4, 0.5, True, True))
+    torch.manual_seed(1)
+    net = GraphSage(4, 4, 3, 0.0, batch_norm=True, residual=True, layer_type=layer_type).eval()
+    expected, stream = x, e
+    for i, lay in enumerate(net.layers):
+        if layer_type == "edgefeat":
+            expected = lay(expected, EDGE_INDEX)
+        else:
+            expected, stream = lay(expected, EDGE_INDEX, stream, edge_output=i < len(net.layers) - 1)
+    assert torch.equal(net(x, e, one_graph_batch()).nodes, expected)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GIN
+
+
+@pytest.mark.parametrize("aggregator", ["sum", "mean", "max"])
+def test_gin_layer_plain_call(aggregator):
+    from gnnbench.models.gin import GIN, GINLayer, NeighbourAggregation
+
+    torch.manual_seed(0)
+    layer = GINLayer(4, 2, 0.3, batch_norm=False, residual=True, learn_eps=True, aggregator=aggregator).eval()
+    with torch.no_grad():
+        layer.eps.fill_(0.25)
+    x = features(4)
+    plain = layer(x, EDGE_INDEX)
+    assert torch.equal(plain, layer(x, NeighbourAggregation(EDGE_INDEX, N, aggregator)))
+    a = dense_adjacency()
+    if aggregator == "max":
+        agg = edge_max(x[EDGE_INDEX[0]])
+    else:
+        agg = a @ x if aggregator == "sum" else (a @ x) / a.sum(1, keepdim=True).clamp(min=1)
+    torch.testing.assert_close(plain, x + torch.relu(layer.mlp(1.25 * x + agg)))
+    assert_cached(layer, lambda: layer(x, EDGE_INDEX))
+    assert_reset_restores(lambda: GINLayer(4, 3, 0.3, True, True, learn_eps=True, aggregator=aggregator))
+    torch.manual_seed(1)
+    net = GIN(4, 3, 0.0, batch_norm=True, residual=True, aggregator=aggregator).eval()
+    expected = x
+    for lay in net.layers:
+        expected = lay(expected, EDGE_INDEX)
+    assert torch.equal(net(x, None, one_graph_batch()).nodes, expected)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GatedGCN
+
+
+@pytest.mark.parametrize("layer_type", ["edgereprfeat", "edgefeat", "isotropic"])
+def test_gated_gcn_layers_plain_call(layer_type):
+    from gnnbench.models.gated_gcn import LAYER_TYPES, GatedGCN
+
+    cls = LAYER_TYPES[layer_type]
+    torch.manual_seed(0)
+    layer = cls(4, 4, 0.3, batch_norm=False, residual=True).eval()
+    x, e = features(4), features(4, seed=1, rows=EDGE_INDEX.shape[1])
+    h_plain, e_plain = layer(x, EDGE_INDEX, e)
+    h_batch, e_batch = layer(x, e, EDGE_INDEX)
+    assert torch.equal(h_plain, h_batch) and torch.equal(e_plain, e_batch)
+    src, dst = EDGE_INDEX
+    if layer_type == "isotropic":
+        h_ref = layer.A(x) + dense_adjacency() @ layer.B(x)
+        assert e_plain is e
+        assert_cached(layer, lambda: layer(x, EDGE_INDEX))
+    else:
+        e_hat = layer.D(x)[src] + layer.E(x)[dst]
+        if layer_type == "edgereprfeat":
+            e_hat = e_hat + layer.C(e)
+            torch.testing.assert_close(e_plain, e + torch.relu(e_hat))
+        else:
+            assert e_plain is e
+        sigma = torch.sigmoid(e_hat)
+        ones = torch.ones(len(EDGES))
+        h_ref = layer.A(x) + aggregate(ones, sigma * layer.B(x)[src]) / (aggregate(ones, sigma) + 1e-6)
+    torch.testing.assert_close(h_plain, x + torch.relu(h_ref))
+    assert_reset_restores(lambda: cls(4, 4, 0.3, True, True))
+    torch.manual_seed(1)
+    net = GatedGCN(4, 4, 3, 0.0, batch_norm=True, residual=True, layer_type=layer_type).eval()
+    expected, stream = x, e
+    for i, lay in enumerate(net.layers):
+        expected, stream = lay(expected, EDGE_INDEX, stream, edge_output=i < len(net.layers) - 1)
+    assert torch.equal(net(x, e, one_graph_batch()).nodes, expected)

@@ -50,7 +50,7 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.blocks import gru_update, post_aggregation, stack_widths
+from gnnbench.models.blocks import cached_structure, gru_update, is_edge_index, post_aggregation, stack_widths
 from gnnbench.models.sparse import SparseAdjacency, scatter_sum, unit_adjacency
 
 
@@ -292,7 +292,35 @@ def _chunks(num_rows: int):
     return (slice(start, min(start + step, num_rows)) for start in range(0, num_rows, step))
 
 
+def _call_order(e: torch.Tensor | None, edge_index) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """(e, edge_index) of a call in the architecture's order ``(h, e, edge_index)`` or PyG's plain
+    ``(x, edge_index, edge_attr)`` (edge_attr optional where the layer does not read it)."""
+    if is_edge_index(e) and not is_edge_index(edge_index):
+        return edge_index, e
+    return e, edge_index
+
+
 class GatedGCNLayer(_LayerBase):
+    r"""The benchmark's GatedGCN layer with its edge stream. For every edge u→v (sums over the in-edges of v;
+    A…E ``nn.Linear`` with the default initialisation):
+
+        ê_uv = C e_uv + D h_u + E h_v;   σ_uv = sigmoid(ê_uv)
+        h'_v = A h_v + (Σ_{u→v} σ_uv ⊙ B h_u) / (Σ_{u→v} σ_uv + 1e-6)
+        out  = Dropout(h + ReLU(BN_h(h'))),   e' = Dropout(e + ReLU(BN_e(ê)))   (+ input iff residual, d_in = d_out)
+
+    Args:
+        in_dim: input width d_in.
+        out_dim: output width d_out.
+        dropout: dropout probability on the outputs.
+        batch_norm: apply the BNs (always created).
+        residual: add the inputs (when d_in = d_out).
+
+    Shapes:
+        - input: node features (N, d_in), edge features (E, d_in) (or one row broadcast, stride 0) and edge
+          indices (2, E), as ``(h, e, edge_index)`` or PyG's ``(x, edge_index, edge_attr)``.
+        - output: (node features (N, d_out), edge features (E, d_out), or None with ``edge_output=False``).
+    """
+
     def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
         super().__init__(in_dim, out_dim, dropout, batch_norm, residual)
         self.A, self.B, self.C, self.D, self.E = (nn.Linear(in_dim, out_dim) for _ in range(5))
@@ -301,6 +329,7 @@ class GatedGCNLayer(_LayerBase):
 
     def forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True,
                 adjacency: SparseAdjacency | None = None):
+        e, edge_index = _call_order(e, edge_index)
         src, dst = edge_index
         Ah, Bh, Dh, Eh = self._project_abde(h)
         bn = self.bn_node_e
@@ -321,16 +350,34 @@ class GatedGCNLayer(_LayerBase):
 
 
 class GatedGCNLayerEdgeFeatOnly(_LayerBase):
-    """"edgefeat": the gate comes from the nodes only (ê_uv = D h_u + E h_v); no C, no ``bn_node_e``; the
-    edge input is returned unchanged."""
+    r""""edgefeat": the gate comes from the nodes only; no C, no ``bn_node_e``; the edge input is returned
+    unchanged. For every edge u→v (sums over the in-edges of v):
+
+        σ_uv = sigmoid(D h_u + E h_v)
+        h'_v = A h_v + (Σ_{u→v} σ_uv ⊙ B h_u) / (Σ_{u→v} σ_uv + 1e-6)
+        out  = Dropout(h + ReLU(BN_h(h')))
+
+    Args:
+        in_dim: input width d_in.
+        out_dim: output width d_out.
+        dropout: dropout probability on the outputs.
+        batch_norm: apply the BNs (always created).
+        residual: add the inputs (when d_in = d_out).
+
+    Shapes:
+        - input: node features (N, d_in), edge features (not read; may be None) and edge indices (2, E), as
+          ``(h, e, edge_index)`` or PyG's ``(x, edge_index[, edge_attr])``.
+        - output: (node features (N, d_out), the edge input unchanged).
+    """
 
     def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
         super().__init__(in_dim, out_dim, dropout, batch_norm, residual)
         self.A, self.B, self.D, self.E = (nn.Linear(in_dim, out_dim) for _ in range(4))
         self.bn_node_h = nn.BatchNorm1d(out_dim)
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor, edge_output: bool = True,
-                adjacency: SparseAdjacency | None = None):
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor | None = None,
+                edge_output: bool = True, adjacency: SparseAdjacency | None = None):
+        e, edge_index = _call_order(e, edge_index)
         src, dst = edge_index
         Ah, Bh, Dh, Eh = self._project_abde(h)
         sigma = torch.sigmoid(Dh.index_select(0, src) + Eh.index_select(0, dst))
@@ -341,18 +388,37 @@ class GatedGCNLayerEdgeFeatOnly(_LayerBase):
 
 
 class GatedGCNLayerIsotropic(_LayerBase):
-    """"isotropic": h'_v = A h_v + Σ_u B h_u (no gate); only A, B and ``bn_node_h``; the edge input is
-    returned unchanged."""
+    r""""isotropic": no gate; only A, B and ``bn_node_h``; the edge input is returned unchanged:
+
+        h'_v = A h_v + Σ_{u→v} B h_u          (parallel edges count once per edge)
+        out  = Dropout(h + ReLU(BN_h(h')))
+
+    Args:
+        in_dim: input width d_in.
+        out_dim: output width d_out.
+        dropout: dropout probability on the outputs.
+        batch_norm: apply the BNs (always created).
+        residual: add the inputs (when d_in = d_out).
+
+    Shapes:
+        - input: node features (N, d_in), edge features (not read; may be None) and edge indices (2, E), as
+          ``(h, e, edge_index)`` or PyG's ``(x, edge_index[, edge_attr])``; the unit adjacency is the batch's
+          (``adjacency``) or built once and cached for that edge_index tensor.
+        - output: (node features (N, d_out), the edge input unchanged).
+    """
 
     def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
         super().__init__(in_dim, out_dim, dropout, batch_norm, residual)
         self.A, self.B = nn.Linear(in_dim, out_dim), nn.Linear(in_dim, out_dim)
         self.bn_node_h = nn.BatchNorm1d(out_dim)
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor, edge_output: bool = True,
-                adjacency: SparseAdjacency | None = None):
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor | None = None,
+                edge_output: bool = True, adjacency: SparseAdjacency | None = None):
+        e, edge_index = _call_order(e, edge_index)
         if adjacency is None:
-            adjacency = unit_adjacency(edge_index, h.shape[0], h.dtype)
+            num_nodes, dtype = h.shape[0], h.dtype
+            adjacency = cached_structure(self, edge_index, (num_nodes, dtype),
+                                         lambda: unit_adjacency(edge_index, num_nodes, dtype))
         weight = torch.cat([self.A.weight, self.B.weight])
         bias = torch.cat([self.A.bias, self.B.bias])
         Ah, Bh = F.linear(h, weight, bias).split(self.A.out_features, dim=1)

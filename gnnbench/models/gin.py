@@ -35,7 +35,7 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.blocks import gru_update, post_aggregation
+from gnnbench.models.blocks import cached_structure, gru_update, post_aggregation, reset_children
 from gnnbench.models.sparse import SparseAdjacency, degree, scatter_max, unit_adjacency
 
 AGGREGATORS = ("sum", "mean", "max")
@@ -51,6 +51,9 @@ class GINMLP(nn.Module):
             raise ValueError(f"n_mlp_GIN must be at least 1, got {num_layers}")
         self.linears = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_layers))
         self.batch_norms = nn.ModuleList(nn.BatchNorm1d(dim) for _ in range(num_layers - 1))
+
+    def reset_parameters(self) -> None:
+        reset_children(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for linear, bn in zip(self.linears, self.batch_norms, strict=False):
@@ -85,9 +88,37 @@ class NeighbourAggregation:
 
 
 class GINLayer(nn.Module):
+    r"""The benchmark's ``GINLayer``. For every node v, over its in-edges u→v (parallel edges count once per edge):
+
+        h'_v = MLP((1 + ε) h_v + AGG_{u→v} h_u)        AGG = sum, mean or max (0 without in-edges)
+        out  = Dropout(h + ReLU(BN_h(h')))              (BN if batch_norm, + h if residual)
+
+    MLP = (Linear → BN → ReLU) × (n_mlp − 1) → Linear, hidden → hidden (its BNs always apply); ε starts at
+    ``init_eps``, learnable with learn_eps, else a buffer; ``bn_node_h`` always exists.
+
+    Args:
+        dim: input and output width d.
+        n_mlp: number of linear layers of the MLP.
+        dropout: dropout probability on the output.
+        batch_norm: apply ``bn_node_h``.
+        residual: add the input.
+        learn_eps: ε is a parameter (else a buffer).
+        init_eps: the initial ε.
+        aggregator: AGG of a plain ``(x, edge_index)`` call ("sum", "mean" or "max"; a batch's
+            :class:`NeighbourAggregation` brings its own).
+
+    Shapes:
+        - input: node features (N, d); edge indices (2, E) (the aggregation's adjacency is built once and cached
+          for that tensor), or a :class:`NeighbourAggregation` (a batch's, shared by all layers).
+        - output: node features (N, d).
+    """
+
     def __init__(self, dim: int, n_mlp: int, dropout: float, batch_norm: bool, residual: bool,
-                 learn_eps: bool, init_eps: float = 0.0) -> None:
+                 learn_eps: bool, init_eps: float = 0.0, aggregator: str = "sum") -> None:
         super().__init__()
+        if aggregator not in AGGREGATORS:
+            raise ValueError(f"neighbor_aggr_GIN must be one of {', '.join(AGGREGATORS)}, got {aggregator!r}")
+        self.aggregator, self.init_eps = aggregator, float(init_eps)
         self.mlp = GINMLP(n_mlp, dim)
         eps = torch.tensor([float(init_eps)])
         if learn_eps:
@@ -97,7 +128,17 @@ class GINLayer(nn.Module):
         self.bn_node_h = nn.BatchNorm1d(dim)
         self.dropout, self.batch_norm, self.residual = dropout, batch_norm, residual
 
-    def forward(self, h: torch.Tensor, aggregate: NeighbourAggregation) -> torch.Tensor:
+    def reset_parameters(self) -> None:
+        self.mlp.reset_parameters()
+        with torch.no_grad():
+            self.eps.fill_(self.init_eps)
+        self.bn_node_h.reset_parameters()
+
+    def forward(self, h: torch.Tensor, aggregate: NeighbourAggregation | torch.Tensor) -> torch.Tensor:
+        if isinstance(aggregate, torch.Tensor):
+            edge_index, num_nodes, dtype = aggregate, h.shape[0], h.dtype
+            aggregate = cached_structure(self, edge_index, (num_nodes, dtype),
+                                         lambda: NeighbourAggregation(edge_index, num_nodes, self.aggregator, dtype))
         x = torch.addcmul(aggregate(h), h, 1 + self.eps)  # (1 + ε) h_v + AGG_u h_u
         return post_aggregation(self.mlp(x), h, self.bn_node_h, batch_norm=self.batch_norm,
                                 residual=self.residual, dropout=self.dropout, training=self.training)
@@ -114,8 +155,8 @@ class GIN(Architecture):
         super().__init__()
         if aggregator not in AGGREGATORS:
             raise ValueError(f"neighbor_aggr_GIN must be one of {', '.join(AGGREGATORS)}, got {aggregator!r}")
-        self.layers = nn.ModuleList(GINLayer(hidden_dim, n_mlp, dropout, batch_norm, residual, learn_eps)
-                                    for _ in range(num_layers))
+        self.layers = nn.ModuleList(GINLayer(hidden_dim, n_mlp, dropout, batch_norm, residual, learn_eps,
+                                             aggregator=aggregator) for _ in range(num_layers))
         self.gru = nn.GRU(hidden_dim, hidden_dim) if use_gru else None
         self.aggregator = aggregator
         self.input_width = self.out_width = hidden_dim

@@ -61,7 +61,7 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.blocks import stack_widths
+from gnnbench.models.blocks import cached_structure, is_edge_index, reset_children, stack_widths
 from gnnbench.models.sparse import CSRPattern, InEdges, MaxPlan, SparseAdjacency
 from gnnbench.models.stacked import (
     DroppedInput,
@@ -106,7 +106,43 @@ def _tail(z: torch.Tensor, layer_input: torch.Tensor, bn: nn.BatchNorm1d | None,
     return layer_input + z if residual else z
 
 
+def _sorted_edges(layer: nn.Module, edge_index: torch.Tensor, num_nodes: int) -> tuple[InEdges, MaxPlan, torch.Tensor]:
+    """The edge variants' structures for plain edge indices, cached on ``layer``: the edges sorted by destination,
+    their per-edge max plan, and the inverse permutation (sorted position of every original edge)."""
+    def build() -> tuple[InEdges, MaxPlan, torch.Tensor]:
+        edges = InEdges.of(edge_index, num_nodes)
+        inverse = torch.empty_like(edges.order)
+        inverse[edges.order] = torch.arange(edges.order.numel(), device=edges.order.device)
+        return edges, edges.max_plan(over_edges=True), inverse
+    return cached_structure(layer, edge_index, (num_nodes,), build)
+
+
 class GraphSageLayer(nn.Module):
+    r"""The benchmark's GraphSAGE layer (its own ``GraphSageLayer``, not DGL's ``SAGEConv``). Over the in-edges
+    u→v of every node v (0 without in-edges):
+
+        x   = Dropout(h);   x = ReLU(W_pool x + b_pool)   (maxpool, meanpool: replaces the node state)
+        c_v = max_{u→v} x_u  (maxpool)   or   mean_{u→v} x_u  (mean, meanpool)
+        z_v = W [x_v ‖ c_v] + b
+        out = h + BN(ReLU(z / max(‖z‖₂, 1e-12)))     (BN if batch_norm, + h if residual and d_in = d_out)
+
+    All weights keep ``nn.Linear``'s default initialisation; ``batchnorm_h`` exists only with batch_norm.
+
+    Args:
+        in_dim: input width d_in.
+        out_dim: output width d_out.
+        dropout: dropout probability on the layer input.
+        aggregator: "maxpool", "mean" or "meanpool".
+        batch_norm: create and apply ``batchnorm_h``.
+        residual: add the input (when d_in = d_out).
+
+    Shapes:
+        - input: node features (N, d_in); edge indices (2, E) (the sorted edges and their max plan or mean
+          adjacency are built once and cached for that tensor), or the batch's :meth:`InEdges.max_plan` (maxpool)
+          / :meth:`InEdges.mean_adjacency` (otherwise).
+        - output: node features (N, d_out).
+    """
+
     def __init__(self, in_dim: int, out_dim: int, dropout: float, aggregator: str, batch_norm: bool,
                  residual: bool) -> None:
         super().__init__()
@@ -119,8 +155,19 @@ class GraphSageLayer(nn.Module):
         self.batchnorm_h = nn.BatchNorm1d(out_dim) if batch_norm else None
         self.residual = residual and in_dim == out_dim
 
-    def forward(self, h: torch.Tensor, neighbours: MaxPlan | SparseAdjacency) -> torch.Tensor:
-        """``neighbours``: :meth:`InEdges.max_plan` for maxpool, :meth:`InEdges.mean_adjacency` otherwise."""
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
+    def forward(self, h: torch.Tensor, neighbours: MaxPlan | SparseAdjacency | torch.Tensor) -> torch.Tensor:
+        """``neighbours``: :meth:`InEdges.max_plan` for maxpool, :meth:`InEdges.mean_adjacency` otherwise, or the
+        edge indices (2, E)."""
+        if isinstance(neighbours, torch.Tensor):
+            edge_index, num_nodes, dtype = neighbours, h.shape[0], h.dtype
+            maxpool = self.aggregator == "maxpool"
+            neighbours = cached_structure(
+                self, edge_index, (num_nodes, dtype),
+                lambda: InEdges.of(edge_index, num_nodes).max_plan() if maxpool
+                else InEdges.of(edge_index, num_nodes).mean_adjacency(dtype))
         x = F.dropout(h, self.dropout, self.training)
         if self.pool is not None:
             x = torch.relu(self.pool(x))  # the pooled transform is the node state from here on
@@ -129,7 +176,25 @@ class GraphSageLayer(nn.Module):
 
 
 class GraphSageLayerEdgeFeat(nn.Module):
-    """Gated max aggregation c_v = max_u ReLU(σ(B x_u + B x_v) ⊙ A x_u); no edge input or output."""
+    r"""``layer_type`` "edgefeat": gated max aggregation, no edge input or output. With A, B, W ``nn.Linear``
+    (default initialisation), over the in-edges u→v of every node v (0 without in-edges):
+
+        x    = Dropout(h);   ê_uv = B x_u + B x_v
+        c_v  = max_{u→v} ReLU(σ(ê_uv) ⊙ A x_u)
+        out  = h + BN_h(ReLU(normalize(W [x_v ‖ c_v] + b)))     (BN if batch_norm, + h if residual)
+
+    Args:
+        in_dim: input width d_in.
+        out_dim: output width d_out (must equal d_in).
+        dropout: dropout probability on the layer input.
+        batch_norm: create and apply ``batchnorm_h``.
+        residual: add the input.
+
+    Shapes:
+        - input: node features (N, d_in); edge indices (2, E) (sorted edges and their per-edge max plan are built
+          once and cached for that tensor), or the batch's :class:`InEdges` and ``max_plan(over_edges=True)``.
+        - output: node features (N, d_out).
+    """
 
     def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
         super().__init__()
@@ -140,6 +205,9 @@ class GraphSageLayerEdgeFeat(nn.Module):
         self.nodeapply = _NodeApply(in_dim, out_dim)
         self.batchnorm_h = nn.BatchNorm1d(out_dim) if batch_norm else None
         self.dropout, self.residual = dropout, residual
+
+    def reset_parameters(self) -> None:
+        reset_children(self)
 
     def _gate_inputs(self, x: torch.Tensor, edges: InEdges) -> tuple[torch.Tensor, torch.Tensor]:
         """(A x_u per edge, B x_u + B x_v per edge) in sorted edge order, from one matrix product."""
@@ -152,24 +220,59 @@ class GraphSageLayerEdgeFeat(nn.Module):
         c = plan.max(torch.relu(torch.sigmoid(e_hat) * Ax_src))
         return _tail(self.nodeapply(x, c), h, self.batchnorm_h, self.residual)
 
-    def forward(self, h: torch.Tensor, edges: InEdges, plan: MaxPlan) -> torch.Tensor:
-        """``plan``: ``edges.max_plan(over_edges=True)``."""
+    def forward(self, h: torch.Tensor, edges: InEdges | torch.Tensor, plan: MaxPlan | None = None) -> torch.Tensor:
+        """``plan``: ``edges.max_plan(over_edges=True)``; or ``edges`` = edge indices (2, E) and no plan."""
+        if isinstance(edges, torch.Tensor):
+            edges, plan, _ = _sorted_edges(self, edges, h.shape[0])
         x = F.dropout(h, self.dropout, self.training)
         Ax_src, e_hat = self._gate_inputs(x, edges)
         return self._aggregate(x, h, Ax_src, e_hat, plan)
 
 
 class GraphSageLayerEdgeReprFeat(GraphSageLayerEdgeFeat):
-    """As :class:`GraphSageLayerEdgeFeat` with C e_uv in the gate and an edge stream e' = e + BN_e(ReLU(ê))."""
+    r"""``layer_type`` "edgereprfeat": as :class:`GraphSageLayerEdgeFeat` with C e_uv in the gate and an edge
+    stream (e is not dropped out):
+
+        x    = Dropout(h);   ê_uv = C e_uv + B x_u + B x_v
+        c_v  = max_{u→v} ReLU(σ(ê_uv) ⊙ A x_u)
+        out  = h + BN_h(ReLU(normalize(W [x_v ‖ c_v] + b)));    e' = e + BN_e(ReLU(ê))
+
+    Args:
+        in_dim: node and edge input width d_in.
+        out_dim: output width d_out (must equal d_in).
+        dropout: dropout probability on the node input.
+        batch_norm: create and apply ``batchnorm_h`` and ``batchnorm_e``.
+        residual: add the inputs.
+
+    Shapes:
+        - input: ``(h, e, edges, plan)`` with node features (N, d_in), edge features (E, d_in) in the sorted edge
+          order of ``edges`` (or one row broadcast, stride 0), :class:`InEdges` and its per-edge max plan; or plain
+          ``(x, edge_index, edge_attr)`` with edge features in the order of ``edge_index`` (the structures are
+          built once and cached for that tensor).
+        - output: (node features (N, d_out), edge features (E, d_out) in the input's edge order, or None with
+          ``edge_output=False``).
+    """
 
     def __init__(self, in_dim: int, out_dim: int, dropout: float, batch_norm: bool, residual: bool) -> None:
         super().__init__(in_dim, out_dim, dropout, batch_norm, residual)
         self.C = nn.Linear(in_dim, out_dim)
         self.batchnorm_e = nn.BatchNorm1d(out_dim) if batch_norm else None
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor, edges: InEdges, plan: MaxPlan,
+    def forward(self, h: torch.Tensor, e: torch.Tensor, edges: InEdges | torch.Tensor, plan: MaxPlan | None = None,
                 edge_output: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``e`` (E, d) in the sorted edge order of ``edges``, or one row broadcast to every edge (stride 0)."""
+        """``e`` (E, d) in the sorted edge order of ``edges``, or one row broadcast to every edge (stride 0); or
+        the plain ``(x, edge_index, edge_attr)``."""
+        if is_edge_index(e):
+            edge_index, e = e, edges
+            edges, plan, inverse = _sorted_edges(self, edge_index, h.shape[0])
+            if e.stride(0) != 0:
+                e = e.index_select(0, edges.order)
+            h_new, e_new = self._forward(h, e, edges, plan, edge_output)
+            return h_new, None if e_new is None else e_new.index_select(0, inverse)
+        return self._forward(h, e, edges, plan, edge_output)
+
+    def _forward(self, h: torch.Tensor, e: torch.Tensor, edges: InEdges, plan: MaxPlan,
+                 edge_output: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         x = F.dropout(h, self.dropout, self.training)
         Ax_src, e_hat = self._gate_inputs(x, edges)
         Ce = self.C(e[:1]) if e.stride(0) == 0 else self.C(e)  # a constant edge input is transformed once
