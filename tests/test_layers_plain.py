@@ -361,3 +361,148 @@ def test_gated_gcn_layers_plain_call(layer_type):
     for i, lay in enumerate(net.layers):
         expected, stream = lay(expected, EDGE_INDEX, stream, edge_output=i < len(net.layers) - 1)
     assert torch.equal(net(x, e, one_graph_batch()).nodes, expected)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MoNet
+
+
+def test_gmm_layer_plain_call():
+    from gnnbench.models.monet import GMMLayer, KernelAdjacency, MoNet, project, pseudo_coordinates
+    from gnnbench.models.sparse import InEdges
+
+    torch.manual_seed(0)
+    kernels, dim = 3, 2
+    layer = GMMLayer(4, 4, dim, kernels, 0.3, batch_norm=False, residual=True).eval()
+    with torch.no_grad():
+        layer.bias.normal_()
+        layer.inv_sigma.uniform_(0.5, 1.5)
+    x, pseudo = features(4), torch.rand(len(EDGES), dim, generator=torch.Generator().manual_seed(3))
+    plain = layer(x, EDGE_INDEX, pseudo)
+    edges = InEdges.of(EDGE_INDEX, N)
+    batch = layer(x, pseudo.index_select(0, edges.order).t(), KernelAdjacency(edges, kernels))
+    assert torch.equal(plain, batch)
+    src = EDGE_INDEX[0]
+    w = torch.exp(-0.5 * ((pseudo.unsqueeze(1) - layer.mu) ** 2 * layer.inv_sigma ** 2).sum(-1))  # (E, K)
+    messages = layer.fc(x).view(N, kernels, 4)[src]  # (E, K, d_out)
+    agg = aggregate(torch.ones(len(EDGES)), (w.unsqueeze(-1) * messages).sum(1))
+    torch.testing.assert_close(plain, x + torch.relu(agg) + layer.bias)
+    assert_cached(layer, lambda: layer(x, EDGE_INDEX, pseudo))
+    assert_reset_restores(lambda: GMMLayer(4, 3, dim, kernels, 0.3, True, True),
+                          before=lambda: torch.nn.Linear(4, kernels * 3, bias=False))
+    # the network: every layer on (x, edge_index, its projected degree pseudo-coordinates in edge order)
+    torch.manual_seed(1)
+    net = MoNet(4, 4, 3, 0.0, batch_norm=True, residual=True, kernels=kernels, pseudo_dim=dim).eval()
+    unsorted = torch.empty_like(edges.order)
+    unsorted[edges.order] = torch.arange(len(EDGES))
+    coordinates = pseudo_coordinates(edges, x.dtype)[:, unsorted]  # (2, E) in EDGE_INDEX order
+    expected = x
+    for lay, projection in zip(net.layers, net.pseudo_proj, strict=True):
+        expected = lay(expected, EDGE_INDEX, project(projection, coordinates).t())
+    torch.testing.assert_close(net(x, None, one_graph_batch()).nodes, expected)  # degree-pair table: rounding only
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Fair-comparison layers (Errica et al.): DGCNN, GraphSAGE, ECC, DiffPool (GIN uses GINLayer, tested above)
+
+
+def test_dgcnn_conv_plain_call():
+    from gnnbench.models.graph_classifiers.dgcnn import DGCNN, DGCNNConv, closed_mean_adjacency
+
+    torch.manual_seed(0)
+    conv = DGCNNConv(4, 3)
+    x = features(4)
+    plain = conv(x, EDGE_INDEX)
+    assert torch.equal(plain, conv(x, closed_mean_adjacency(EDGE_INDEX, N, x.dtype)))
+    closed = dense_adjacency() + torch.eye(N)  # one more self loop per node, existing ones kept
+    torch.testing.assert_close(plain, closed @ (x @ conv.weight.t() + conv.bias) / closed.sum(1, keepdim=True))
+    assert_cached(conv, lambda: conv(x, EDGE_INDEX))
+    assert_reset_restores(lambda: DGCNNConv(4, 3))
+    torch.manual_seed(1)
+    model = DGCNN(4, 2, num_layers=2, embedding_dim=5, k=10).eval()
+    expected, hidden = x, []
+    for layer in model.convs:
+        expected = torch.tanh(layer(expected, EDGE_INDEX))
+        hidden.append(expected)
+    assert torch.equal(model.node_embeddings(one_graph_batch(x)), torch.cat(hidden, dim=1))
+
+
+@pytest.mark.parametrize("aggregation", ["add", "mean", "max"])
+def test_errica_sage_conv_plain_call(aggregation):
+    from gnnbench.models.graph_classifiers.graphsage import ClosedSAGEConv, GraphSAGE, _ClosedNeighbourhood
+
+    torch.manual_seed(0)
+    conv = ClosedSAGEConv(4, 3, aggregation)
+    x = features(4)  # negative entries: the exact scatter maximum path
+    plain = conv(x, EDGE_INDEX)
+    assert torch.equal(plain, conv(x, _ClosedNeighbourhood(EDGE_INDEX, N, aggregation, x.dtype)))
+    closed = dense_adjacency().fill_diagonal_(0) + torch.eye(N)  # existing loops dropped, one added
+    if aggregation == "max":
+        agg = torch.stack([x[closed[i] > 0].max(0).values for i in range(N)])
+    else:
+        agg = closed @ x if aggregation == "add" else closed @ x / closed.sum(1, keepdim=True)
+    torch.testing.assert_close(plain, agg @ conv.weight.t() + conv.bias)
+    assert_cached(conv, lambda: conv(x, EDGE_INDEX))
+    assert_reset_restores(lambda: ClosedSAGEConv(4, 3, aggregation))
+    torch.manual_seed(1)
+    model = GraphSAGE(4, 2, num_layers=2, dim_embedding=3, aggregation=aggregation).eval()
+    h, hidden = x, []
+    for layer in model.layers:
+        h = layer(h, EDGE_INDEX)
+        if model.fc_max is not None:
+            h = torch.relu(model.fc_max(h))
+        hidden.append(h)
+    pooled = torch.cat(hidden, dim=1).max(0, keepdim=True).values
+    assert torch.equal(model(one_graph_batch(x)), model.fc2(torch.relu(model.fc1(pooled))))
+
+
+@pytest.mark.parametrize("valued", [False, True])
+def test_ecc_layers_plain_call(valued):
+    from gnnbench.models.graph_classifiers.ecc import ECCLayer, ECConv
+
+    torch.manual_seed(0)
+    conv = ECConv(3, 2)
+    x = features(3)
+    values = torch.rand(len(EDGES), generator=torch.Generator().manual_seed(4)) if valued else None
+    out = conv(x, EDGE_INDEX, values)
+    expected = conv.root(x)
+    for i, (u, v) in enumerate(EDGES):
+        value = torch.tensor([[1.0 if values is None else float(values[i])]])
+        expected[v] = expected[v] + x[u] @ conv.nn(value).view(3, 2)
+    torch.testing.assert_close(out, expected)
+    assert_reset_restores(lambda: ECConv(3, 2))
+    layer = ECCLayer(3, 4, dropout=0.5).eval()
+    h = x
+    for c, bn in ((layer.conv1, layer.bn1), (layer.conv2, layer.bn2), (layer.conv3, layer.bn3)):
+        h = bn(torch.relu(c(h, EDGE_INDEX, values)))
+    assert torch.equal(layer(x, EDGE_INDEX, values), h)
+    assert_reset_restores(lambda: ECCLayer(3, 4, 0.5))
+
+
+def test_diffpool_layers_plain_call():
+    from gnnbench.models.graph_classifiers.diffpool import (
+        DenseSAGEConv,
+        DiffPoolLayer,
+        SAGEConvolutions,
+        mean_adjacency,
+    )
+    from gnnbench.models.sparse import to_dense_adjacency
+
+    torch.manual_seed(0)
+    x = features(4)
+    adj = to_dense_adjacency(EDGE_INDEX, torch.zeros(N, dtype=torch.int64), torch.tensor([0, N]))
+    conv = DenseSAGEConv(4, 3)
+    plain = conv(x, EDGE_INDEX)
+    assert torch.equal(plain, conv(x.unsqueeze(0), mean_adjacency(adj)).squeeze(0))
+    a = dense_adjacency().t()  # row i: the edges i→j (PyG's dense orientation)
+    torch.testing.assert_close(plain, a @ x / a.sum(1, keepdim=True).clamp(min=1) @ conv.lin.weight.t()
+                               + conv.lin.bias)
+    assert_cached(conv, lambda: conv(x, EDGE_INDEX))
+    assert_reset_restores(lambda: DenseSAGEConv(4, 3))
+    block = SAGEConvolutions(4, 3, 2).eval()
+    assert torch.equal(block(x, EDGE_INDEX), block(x.unsqueeze(0), mean_adjacency(adj)).squeeze(0))
+    assert_reset_restores(lambda: SAGEConvolutions(4, 3, 2))
+    layer = DiffPoolLayer(4, 3, 2, num_clusters=2).eval()
+    for got, want in zip(layer(x, EDGE_INDEX), layer(x.unsqueeze(0), adj), strict=True):
+        assert torch.equal(got, want)
+    assert_reset_restores(lambda: DiffPoolLayer(4, 3, 2, 2))

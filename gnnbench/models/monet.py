@@ -36,7 +36,7 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.blocks import post_aggregation, stack_widths
+from gnnbench.models.blocks import cached_structure, is_edge_index, post_aggregation, stack_widths
 from gnnbench.models.sparse import BagPlan, InEdges, bag_mm, lexsort_pairs
 from gnnbench.models.stacked import (
     DroppedInput,
@@ -124,6 +124,35 @@ class _KernelSpMM(torch.autograd.Function):
 
 
 class GMMLayer(nn.Module):
+    r"""The benchmark's MoNet ``GMMLayer`` (sum aggregation). With K Gaussian kernels (μ_k, inv_sigma_k ∈ R^dim),
+    fc Linear(d_in → K·d_out, no bias) and pseudo-coordinates p_uv ∈ R^dim of every edge u→v:
+
+        w_k(u→v) = exp(−½ Σ_d (p_uv,d − μ_k,d)² · inv_sigma_k,d²)
+        x_v      = Σ_k Σ_{u→v} w_k(u→v) · (fc h_u)_k                 (0 without in-edges)
+        out      = Dropout(h + ReLU(BN(x)) + b)                      (BN if batch_norm, + h iff residual and d_in =
+                                                                      d_out; the bias after the residual)
+
+    fc xavier-normal with gain √2 (after ``nn.Linear``'s own initialisation), μ ~ N(0, 0.1²), inv_sigma = 1, b = 0;
+    ``bn_node_h`` always exists. The benchmark's p_uv = Tanh(Linear(1/√(deg(u)+1), 1/√(deg(v)+1))) with the
+    in-degree and one projection per layer, owned by :class:`MoNet`.
+
+    Args:
+        in_dim: input width d_in.
+        out_dim: output width d_out.
+        dim: pseudo-coordinate width.
+        kernels: number of kernels K.
+        dropout: dropout probability on the output.
+        batch_norm: apply ``bn_node_h``.
+        residual: add the input (when d_in = d_out).
+
+    Shapes:
+        - input: plain ``(x, edge_index, pseudo)`` (PyG's ``GMMConv`` order) with node features (N, d_in), edge
+          indices (2, E) and pseudo-coordinates (E, dim) in that edge order (the sorted edges and the kernel
+          adjacency are built once and cached for the edge_index tensor); or the batch's ``(h, pseudo_t,
+          adjacency, pairs)`` (see :meth:`forward`).
+        - output: node features (N, d_out).
+    """
+
     def __init__(self, in_dim: int, out_dim: int, dim: int, kernels: int, dropout: float, batch_norm: bool,
                  residual: bool) -> None:
         super().__init__()
@@ -154,10 +183,16 @@ class GMMLayer(nn.Module):
             exponent = term if exponent is None else exponent + term
         return torch.exp(-0.5 * exponent).t().contiguous()
 
-    def forward(self, h: torch.Tensor, pseudo_t: torch.Tensor, adjacency: KernelAdjacency,
+    def forward(self, h: torch.Tensor, pseudo_t: torch.Tensor, adjacency: KernelAdjacency | torch.Tensor,
                 pairs: DegreePairs | None = None) -> torch.Tensor:
         """``pseudo_t``: this layer's projected pseudo-coordinates, transposed (dim, E) in the edge order of
-        ``adjacency`` — or (dim, R²) for the rows of ``pairs``' table, which every edge then reads."""
+        ``adjacency`` — or (dim, R²) for the rows of ``pairs``' table, which every edge then reads. Or the plain
+        ``(x, edge_index, pseudo)``: pseudo-coordinates (E, dim) in the order of ``edge_index``."""
+        if is_edge_index(pseudo_t):
+            edge_index, pseudo, num_nodes, kernels = pseudo_t, adjacency, h.shape[0], self.mu.shape[0]
+            edges, adjacency = cached_structure(self, edge_index, (num_nodes,),
+                                                lambda: _kernel_structures(edge_index, num_nodes, kernels))
+            pseudo_t, pairs = pseudo.index_select(0, edges.order).t(), None
         weights = self.kernel_weights(pseudo_t)
         if pairs is not None:
             weights = weights.index_select(0, pairs.index)
@@ -165,6 +200,11 @@ class GMMLayer(nn.Module):
         x = post_aggregation(x, h, self.bn_node_h, batch_norm=self.batch_norm, residual=self.residual,
                              dropout=0.0, training=self.training)
         return F.dropout(x + self.bias, self.dropout, self.training)  # bias after the residual
+
+
+def _kernel_structures(edge_index: torch.Tensor, num_nodes: int, kernels: int) -> tuple[InEdges, KernelAdjacency]:
+    edges = InEdges.of(edge_index, num_nodes)
+    return edges, KernelAdjacency(edges, kernels)
 
 
 def pseudo_coordinates(edges: InEdges, dtype: torch.dtype) -> torch.Tensor:

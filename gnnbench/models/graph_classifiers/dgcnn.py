@@ -42,6 +42,7 @@ from torch import nn
 
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.blocks import cached_structure
 from gnnbench.models.graph_classifiers.base import GraphClassifier
 from gnnbench.models.sparse import SparseAdjacency, add_self_loops, degree
 
@@ -78,6 +79,40 @@ def sort_pool(h: torch.Tensor, batch: torch.Tensor, ptr: torch.Tensor, k: int) -
     return out.view(num_graphs, k * width)
 
 
+def closed_mean_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype) -> SparseAdjacency:
+    """D̃⁻¹ Ã: one self loop added per node (existing ones kept), every row divided by its in-degree + 1."""
+    edges = add_self_loops(edge_index, num_nodes)
+    dst = edges[1]
+    weights = degree(dst, num_nodes, dtype).reciprocal_().index_select(0, dst)
+    return SparseAdjacency(edges, weights, num_nodes)
+
+
+class DGCNNConv(nn.Linear):
+    r"""The original's ``DGCNNConv``: a mean over the closed in-neighbourhood of the linearly transformed features
+    (the model applies tanh after it). With one self loop added to every node (existing loops kept):
+
+        x'_i = mean_{j→i in Ã} (W x_j + b) = (D̃⁻¹ Ã (X Wᵀ + b))_i
+
+    An ``nn.Linear`` (its parameters ``weight``, ``bias`` and PyTorch's default initialisation).
+
+    Args:
+        in_features: input width F.
+        out_features: output width F'.
+
+    Shapes:
+        - input: node features (N, F); edge indices (2, E) (the normalised adjacency is built once and cached for
+          that tensor), or :func:`closed_mean_adjacency` of the batch (shared by all convolutions).
+        - output: node features (N, F').
+    """
+
+    def forward(self, x: torch.Tensor, adjacency: SparseAdjacency | torch.Tensor) -> torch.Tensor:
+        if isinstance(adjacency, torch.Tensor):
+            edge_index, num_nodes, dtype = adjacency, x.shape[0], x.dtype
+            adjacency = cached_structure(self, edge_index, (num_nodes, dtype),
+                                         lambda: closed_mean_adjacency(edge_index, num_nodes, dtype))
+        return adjacency.propagate(F.linear(x, self.weight, self.bias))
+
+
 class DGCNN(GraphClassifier):
     required = ("num_layers", "embedding_dim", "k")
 
@@ -89,9 +124,9 @@ class DGCNN(GraphClassifier):
         if num_layers < 1 or embedding_dim < 1:
             raise ValueError(f"DGCNN needs num_layers ≥ 1 and embedding_dim ≥ 1, got {num_layers}, {embedding_dim}")
         self.k = k
-        self.convs = nn.ModuleList(nn.Linear(in_dim if i == 0 else embedding_dim, embedding_dim)
+        self.convs = nn.ModuleList(DGCNNConv(in_dim if i == 0 else embedding_dim, embedding_dim)
                                    for i in range(num_layers))
-        self.convs.append(nn.Linear(embedding_dim, 1))
+        self.convs.append(DGCNNConv(embedding_dim, 1))
         self.total_latent_dim = num_layers * embedding_dim + 1
         self.conv1d_params1 = nn.Conv1d(1, 16, self.total_latent_dim, self.total_latent_dim)
         self.maxpool1d = nn.MaxPool1d(2, 2)
@@ -107,13 +142,10 @@ class DGCNN(GraphClassifier):
 
     def node_embeddings(self, batch: GraphBatch) -> torch.Tensor:
         """The concatenated tanh outputs of all convs, (N, D)."""
-        edges = add_self_loops(batch.edge_index, batch.num_nodes)
-        dst = edges[1]
-        weights = degree(dst, batch.num_nodes, batch.x.dtype).reciprocal_().index_select(0, dst)
-        mean = SparseAdjacency(edges, weights, batch.num_nodes)
+        mean = closed_mean_adjacency(batch.edge_index, batch.num_nodes, batch.x.dtype)
         x, hidden = batch.x, []
         for conv in self.convs:
-            x = torch.tanh(mean.propagate(conv(x)))
+            x = torch.tanh(conv(x, mean))
             hidden.append(x)
         return torch.cat(hidden, dim=1)
 

@@ -66,6 +66,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.blocks import cached_structure, is_edge_index, reset_children
 from gnnbench.models.graph_classifiers.base import GraphClassifier
 from gnnbench.models.sparse import to_dense_adjacency, to_dense_batch
 
@@ -88,16 +89,52 @@ def mean_adjacency(adj: torch.Tensor) -> torch.Tensor:
     return adj / adj.sum(dim=-1, keepdim=True).clamp(min=1)
 
 
+def _dense_single(module: nn.Module, x: torch.Tensor, edge_index: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """A plain ``(x, edge_index)`` call on one graph as the batch path's one-graph batch: x (1, N, F), the adjacency
+    A (1, N, N) with A[0, i, j] = number of edges i→j (:func:`to_dense_adjacency`) and its :func:`mean_adjacency`,
+    the two built once and cached for that edge_index tensor."""
+    num_nodes = x.shape[0]
+
+    def build() -> tuple[torch.Tensor, torch.Tensor]:
+        batch = torch.zeros(num_nodes, dtype=torch.int64, device=x.device)
+        ptr = torch.tensor([0, num_nodes], device=x.device)
+        adj = to_dense_adjacency(edge_index, batch, ptr, num_nodes).to(x.dtype)
+        return adj, mean_adjacency(adj)
+
+    adj, mean_adj = cached_structure(module, edge_index, (num_nodes, x.dtype, x.device), build)
+    return x.unsqueeze(0), adj, mean_adj
+
+
 class DenseSAGEConv(nn.Module):
-    """PyG-1.4 ``DenseSAGEConv(in, out)`` called with ``add_loop=False`` (normalize=False):
-    out = mean_adj · X · W + b, padded rows zeroed when ``mask`` (B, n) is given. ``mean_adj`` =
-    :func:`mean_adjacency` of the (B, n, n) adjacency."""
+    r"""PyG-1.4 ``DenseSAGEConv(in, out)`` called with ``add_loop=False`` (normalize=False): the mean over the
+    out-neighbours (row i of A lists the edges i→j; PyG's dense orientation), no self term, one weight matrix:
+
+        X' = (A / max(rowsum(A), 1)) X Wᵀ + b          (padded rows zeroed when ``mask`` is given)
+
+    W and b are one ``nn.Linear`` (PyTorch's default, PyG 1.4's U(±1/√in) law).
+
+    Args:
+        in_channels: input width F.
+        out_channels: output width F'.
+
+    Shapes:
+        - input: dense batch X (B, n, F), ``mean_adj`` = :func:`mean_adjacency` of the (B, n, n) adjacency and
+          the node mask (B, n) or None; or plain ``(x, edge_index)`` of one graph with x (N, F) (the dense
+          adjacency is built once and cached for that edge_index tensor).
+        - output: (B, n, F'), or (N, F') for the plain call.
+    """
 
     def __init__(self, in_channels: int, out_channels: int) -> None:
         super().__init__()
         self.lin = nn.Linear(in_channels, out_channels)
 
+    def reset_parameters(self) -> None:
+        self.lin.reset_parameters()
+
     def forward(self, x: torch.Tensor, mean_adj: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if is_edge_index(mean_adj):
+            x, _, mean_adj = _dense_single(self, x, mean_adj)
+            return self.forward(x, mean_adj).squeeze(0)
         out = self.lin(torch.matmul(mean_adj, x))
         if mask is not None:
             out = out * mask.unsqueeze(-1).to(out.dtype)
@@ -105,8 +142,22 @@ class DenseSAGEConv(nn.Module):
 
 
 class SAGEConvolutions(nn.Module):
-    """Three dense SAGE convolutions, BN(ReLU(·)) after the first two, outputs concatenated (2h + out wide),
-    optionally followed by Linear(2h + out → out) (the original's ``SAGEConvolutions``)."""
+    r"""The original's ``SAGEConvolutions``: three :class:`DenseSAGEConv`, BN(ReLU(·)) after the first two, outputs
+    concatenated, optionally followed by a Linear (BN over all B·n rows, padded ones included):
+
+        X₁ = BN₁(ReLU(conv₁(X))),  X₂ = BN₂(ReLU(conv₂(X₁))),  X₃ = conv₃(X₂)
+        out = [X₁ ‖ X₂ ‖ X₃]   or   Linear([X₁ ‖ X₂ ‖ X₃])  (with ``lin``)
+
+    Args:
+        in_channels: input width F.
+        hidden_channels: width h of the first two convolutions.
+        out_channels: width of the third convolution (and of the Linear).
+        lin: end with Linear(2h + out → out).
+
+    Shapes:
+        - input: as :class:`DenseSAGEConv` (dense batch, or plain ``(x, edge_index)`` of one graph).
+        - output: (B, n, out) with ``lin``, else (B, n, 2h + out); (N, ·) for the plain call.
+    """
 
     def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, lin: bool = True) -> None:
         super().__init__()
@@ -118,12 +169,18 @@ class SAGEConvolutions(nn.Module):
         width = (NUM_SAGE_LAYERS - 1) * hidden_channels + out_channels
         self.lin = nn.Linear(width, out_channels) if lin else None
 
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
     @staticmethod
     def _bn(bn: nn.BatchNorm1d, x: torch.Tensor) -> torch.Tensor:
         """BatchNorm over all B·n rows, padded ones included."""
         return bn(x.reshape(-1, x.shape[-1])).view(x.shape)
 
     def forward(self, x: torch.Tensor, mean_adj: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if is_edge_index(mean_adj):
+            x, _, mean_adj = _dense_single(self, x, mean_adj)
+            return self.forward(x, mean_adj).squeeze(0)
         x1 = self._bn(self.bn1, F.relu(self.conv1(x, mean_adj, mask)))
         x2 = self._bn(self.bn2, F.relu(self.conv2(x1, mean_adj, mask)))
         x3 = self.conv3(x2, mean_adj, mask)
@@ -148,14 +205,35 @@ def dense_diff_pool(x: torch.Tensor, adj: torch.Tensor, s: torch.Tensor, mask: t
 
 
 class DiffPoolLayer(nn.Module):
-    """Assignment block (with Linear) and embedding block (without) on the same level, then dense_diff_pool."""
+    r"""One DiffPool level: the assignment block (with Linear) and the embedding block (without) on the same
+    graph, then :func:`dense_diff_pool`:
+
+        S = SAGEConvolutions_pool(X, A),   Z = SAGEConvolutions_embed(X, A),   S ← softmax(S) (masked rows 0)
+        X' = Sᵀ Z,   A' = Sᵀ A S,   link = ‖A − S Sᵀ‖_F / numel(A),   entropy = mean_rows(−Σ_c S log(S + 1e-15))
+
+    Args:
+        in_channels: input width F.
+        hidden_channels: width h of the SAGE blocks.
+        dim_embedding: width d of the embedding block's last convolution (Z is 2h + d wide).
+        num_clusters: number of clusters C.
+
+    Shapes:
+        - input: dense batch X (B, n, F), adjacency (B, n, n), node mask (B, n) or None; or plain
+          ``(x, edge_index)`` of one graph with x (N, F) (its dense adjacency built once and cached).
+        - output: (X' (B, C, 2h + d), A' (B, C, C), link loss, entropy loss); B = 1 for the plain call.
+    """
 
     def __init__(self, in_channels: int, hidden_channels: int, dim_embedding: int, num_clusters: int) -> None:
         super().__init__()
         self.gnn_pool = SAGEConvolutions(in_channels, hidden_channels, num_clusters)
         self.gnn_embed = SAGEConvolutions(in_channels, hidden_channels, dim_embedding, lin=False)
 
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
     def forward(self, x: torch.Tensor, adj: torch.Tensor, mask: torch.Tensor | None = None):
+        if is_edge_index(adj):
+            x, adj, _ = _dense_single(self, x, adj)
         mean_adj = mean_adjacency(adj)
         s = self.gnn_pool(x, mean_adj, mask)
         z = self.gnn_embed(x, mean_adj, mask)

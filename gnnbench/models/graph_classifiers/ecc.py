@@ -78,6 +78,7 @@ from torch import nn
 
 from gnnbench.data.batching import gather_ranges
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.blocks import reset_children
 from gnnbench.models.graph_classifiers.base import GraphClassifier
 from gnnbench.models.sparse import scatter_mean, scatter_sum
 
@@ -291,10 +292,24 @@ def cached_kron_hierarchy(num_nodes: np.ndarray, num_edges: np.ndarray, src: np.
 
 
 class ECConv(nn.Module):
-    """PyG ``NNConv(in, out, nn, aggr='add', root_weight=True, bias=True)`` with the edge network
-    ``nn`` = Linear(1, 16) → ReLU → Linear(16, in·out): x'_i = Θx_i + Σ_{j→i} x_j·h(e_ji) + b (messages flow
-    edge_index[0] → edge_index[1]). ``edge_value`` None means every edge has value 1. Factorised evaluation:
-    module docstring."""
+    r"""PyG ``NNConv(in, out, nn, aggr='add', root_weight=True, bias=True)`` with the edge network
+    h = Linear(1, 16) → ReLU → Linear(16, F·F') viewed as (F, F') (row-major); messages flow
+    edge_index[0] → edge_index[1]:
+
+        x'_i = Θ x_i + Σ_{j→i} x_j · h(e_ji) + b
+
+    Evaluated in factorised form (module docstring), never building the (E, F, F') per-edge weights. PyTorch's
+    default initialisation (Θ and b are one ``nn.Linear``, PyG 1.4's U(±1/√F) law).
+
+    Args:
+        in_channels: input width F.
+        out_channels: output width F'.
+
+    Shapes:
+        - input: node features (N, F), edge indices (2, E), edge values (E,) or None (every edge valued 1). The
+          plain ``(x, edge_index)`` call is the batch path: nothing to build or cache.
+        - output: node features (N, F').
+    """
 
     def __init__(self, in_channels: int, out_channels: int) -> None:
         super().__init__()
@@ -302,6 +317,9 @@ class ECConv(nn.Module):
         self.nn = nn.Sequential(nn.Linear(1, EDGE_HIDDEN), nn.ReLU(),
                                 nn.Linear(EDGE_HIDDEN, in_channels * out_channels))
         self.root = nn.Linear(in_channels, out_channels)  # Θ and the bias b
+
+    def reset_parameters(self) -> None:
+        reset_children(self)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_value: torch.Tensor | None = None
                 ) -> torch.Tensor:
@@ -321,7 +339,19 @@ class ECConv(nn.Module):
 
 
 class ECCLayer(nn.Module):
-    """3 × [ECConv → ReLU → BatchNorm → Dropout(p)] (widths in→d, d→d, d→d)."""
+    r"""One ECC level: 3 × [ECConv → ReLU → BatchNorm → Dropout(p)] (widths in→d, d→d, d→d) on one graph:
+
+        x ← Dropout(BN(ReLU(ECConv_k(x, edge_index, edge_value))))      k = 1, 2, 3
+
+    Args:
+        dim_input: input width F.
+        dim_embedding: width d of the three convolutions.
+        dropout: dropout probability after each convolution.
+
+    Shapes:
+        - input: node features (N, F), edge indices (2, E), edge values (E,) or None (every edge valued 1).
+        - output: node features (N, d).
+    """
 
     def __init__(self, dim_input: int, dim_embedding: int, dropout: float = 0.0) -> None:
         super().__init__()
@@ -333,7 +363,11 @@ class ECCLayer(nn.Module):
         self.bn3 = nn.BatchNorm1d(dim_embedding)
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_value: torch.Tensor | None) -> torch.Tensor:
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_value: torch.Tensor | None = None
+                ) -> torch.Tensor:
         for conv, bn in ((self.conv1, self.bn1), (self.conv2, self.bn2), (self.conv3, self.bn3)):
             x = F.dropout(bn(F.relu(conv(x, edge_index, edge_value))), p=self.dropout, training=self.training)
         return x

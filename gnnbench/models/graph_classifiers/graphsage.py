@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.blocks import cached_structure
 from gnnbench.models.graph_classifiers.base import GraphClassifier
 from gnnbench.models.sparse import InEdges, MaxPlan, SparseAdjacency, degree, scatter_max, unit_adjacency
 
@@ -66,6 +68,40 @@ class _ClosedNeighbourhood:
         return self.plan.max(x)
 
 
+class ClosedSAGEConv(nn.Linear):
+    r"""PyG-1.4 ``SAGEConv(normalize=False, concat=False)``: one weight matrix applied after aggregating over the
+    closed neighbourhood (existing self loops dropped, exactly one added per node):
+
+        x'_i = W · AGG_{j ∈ N(i) ∪ {i}} x_j + b          AGG = add, mean or max (over in-edges j→i)
+
+    An ``nn.Linear`` (``weight``, ``bias``; PyTorch's default U(±1/√F) initialisation, PyG 1.4's law).
+
+    Args:
+        in_features: input width F.
+        out_features: output width F'.
+        aggregation: AGG of a plain ``(x, edge_index)`` call ("add", "mean" or "max"; a batch's neighbourhood
+            brings its own).
+
+    Shapes:
+        - input: node features (N, F); edge indices (2, E) (the closed neighbourhood is built once and cached for
+          that tensor), or the batch's ``_ClosedNeighbourhood`` (shared by all layers).
+        - output: node features (N, F').
+    """
+
+    def __init__(self, in_features: int, out_features: int, aggregation: str = "add") -> None:
+        super().__init__(in_features, out_features)
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"GraphSAGE aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}")
+        self.aggregation = aggregation
+
+    def forward(self, x: torch.Tensor, aggregate: _ClosedNeighbourhood | torch.Tensor) -> torch.Tensor:
+        if isinstance(aggregate, torch.Tensor):
+            edge_index, num_nodes, dtype = aggregate, x.shape[0], x.dtype
+            aggregate = cached_structure(self, edge_index, (num_nodes, dtype),
+                                         lambda: _ClosedNeighbourhood(edge_index, num_nodes, self.aggregation, dtype))
+        return F.linear(aggregate(x), self.weight, self.bias)
+
+
 class GraphSAGE(GraphClassifier):
     required = ("num_layers", "dim_embedding", "aggregation")
 
@@ -78,7 +114,7 @@ class GraphSAGE(GraphClassifier):
                              f"{dim_embedding}")
         self.aggregation = aggregation
         self.fc_max = nn.Linear(dim_embedding, dim_embedding) if aggregation == "max" else None
-        self.layers = nn.ModuleList(nn.Linear(in_dim if i == 0 else dim_embedding, dim_embedding)
+        self.layers = nn.ModuleList(ClosedSAGEConv(in_dim if i == 0 else dim_embedding, dim_embedding, aggregation)
                                     for i in range(num_layers))
         self.fc1 = nn.Linear(num_layers * dim_embedding, dim_embedding)
         self.fc2 = nn.Linear(dim_embedding, num_classes)
@@ -93,7 +129,7 @@ class GraphSAGE(GraphClassifier):
         aggregate = _ClosedNeighbourhood(batch.edge_index, batch.num_nodes, self.aggregation, x.dtype)
         x_all = []
         for conv in self.layers:
-            x = conv(aggregate(x))
+            x = conv(x, aggregate)
             if self.fc_max is not None:
                 x = torch.relu(self.fc_max(x))
             x_all.append(x)
