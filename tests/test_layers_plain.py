@@ -506,3 +506,68 @@ def test_diffpool_layers_plain_call():
     for got, want in zip(layer(x, EDGE_INDEX), layer(x.unsqueeze(0), adj), strict=True):
         assert torch.equal(got, want)
     assert_reset_restores(lambda: DiffPoolLayer(4, 3, 2, 2))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dense WL-GNN layers (RingGNN, 3WLGNN): the plain call builds the network's dense input [Â ‖ diag(x)]
+
+
+def dense_reference_input(x: torch.Tensor) -> torch.Tensor:
+    """(1, 1 + F, N, N): Â[u, v] = #edges u→v · d_in(u)^-1/2 · d_in(v)^-1/2 (0 for d_in = 0), x on the diagonal."""
+    a = dense_adjacency().t()  # row u: the edges u→v
+    d = a.sum(0)
+    scale = torch.where(d > 0, d.clamp(min=1).rsqrt(), torch.zeros_like(d))
+    channels = [scale.unsqueeze(1) * a * scale.unsqueeze(0)] + [torch.diag(x[:, f]) for f in range(x.shape[1])]
+    return torch.stack(channels).unsqueeze(0)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_ring_gnn_layer_plain_call(residual):
+    from gnnbench.data.meta import FeatureSpec
+    from gnnbench.models.dense import DenseLayout, to_dense
+    from gnnbench.models.ring_gnn import RingGNNEquivLayer, ring_basis_ops
+
+    torch.manual_seed(0)
+    layer = RingGNNEquivLayer(3, 4, layer_norm=False, residual=residual, dropout=0.5, k2_init=0.3).eval()
+    with torch.no_grad():
+        for p in (*layer.diag_bias_list, layer.all_bias):
+            p.normal_()
+    x = features(2)
+    plain = layer(x, EDGE_INDEX)
+    dense = to_dense(one_graph_batch(x), DenseLayout(FeatureSpec("continuous", 2), None))
+    torch.testing.assert_close(dense.x, dense_reference_input(x))
+    assert torch.equal(plain, layer(dense.x, dense.mask))
+    ops = ring_basis_ops(dense.x, dense.mask)  # (1, D, 15, N, N)
+    y = [torch.einsum("dsb,zdbij->zsij", c, ops) for c in layer.coeffs_list]
+    eye = torch.eye(N)
+    out = layer.switch[0] * (y[0] + eye * layer.diag_bias_list[0]) \
+        + layer.switch[1] * (y[2] @ (y[1] + eye * layer.diag_bias_list[1])) + layer.all_bias
+    out = torch.relu(out)
+    if residual:
+        out = out + torch.einsum("sd,zdij->zsij", layer.res_x.weight, dense.x) + layer.res_x.bias.view(1, -1, 1, 1)
+    torch.testing.assert_close(plain, out)
+    assert_reset_restores(lambda: RingGNNEquivLayer(3, 4, True, residual, 0.5, k2_init=0.3))
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_three_wl_regular_block_plain_call(residual):
+    from gnnbench.models.three_wl_gnn import RegularBlock
+
+    torch.manual_seed(0)
+    block = RegularBlock(2, 3, 4, residual=residual)
+    x = features(2)
+    plain = block(x, EDGE_INDEX)
+    inp = dense_reference_input(x)
+    assert torch.equal(plain, block(inp, torch.ones(1, 1, N, N)))
+
+    def mlp(module, h):
+        for conv in module.convs:
+            h = torch.relu(F.conv2d(h, conv.weight, conv.bias))
+        return h
+
+    mult = mlp(block.mlp1, inp) @ mlp(block.mlp2, inp)
+    out = F.conv2d(torch.cat([inp, mult], dim=1), block.skip.conv.weight, block.skip.conv.bias)
+    if residual:
+        out = out + torch.einsum("sd,zdij->zsij", block.res_x.weight, inp) + block.res_x.bias.view(1, -1, 1, 1)
+    torch.testing.assert_close(plain, out)
+    assert_reset_restores(lambda: RegularBlock(2, 3, 4, residual))

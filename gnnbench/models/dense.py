@@ -153,6 +153,16 @@ def to_dense(batch: GraphBatch, layout: DenseLayout, dtype: torch.dtype = torch.
     return DenseBatch(x, mask, counts, graph, local)
 
 
+def dense_input(x: torch.Tensor, edge_index: torch.Tensor) -> DenseBatch:
+    """The dense input of one graph for a plain ``(x, edge_index)`` call of a WL-GNN layer: channel 0 = Â as
+    :func:`to_dense` builds it, then the F columns of x (N, F) as continuous values on the diagonal →
+    x (1, 1 + F, N, N). Rebuilt on every call: it holds x itself."""
+    n = x.shape[0]
+    batch = GraphBatch(edge_index=edge_index, batch=torch.zeros(n, dtype=torch.int64, device=x.device),
+                       ptr=torch.tensor([0, n], device=x.device), num_graphs=1, x=x)
+    return to_dense(batch, DenseLayout(FeatureSpec("continuous", x.shape[1]), None), x.dtype)
+
+
 DENSE_TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification")
 DENSE_UNSUPPORTED = ("link prediction would need the dense n×n tensor of COLLAB's one 235k-node graph (infeasible) "
                      "and the benchmark never ran dense WL-GNNs on link prediction or multitask regression")

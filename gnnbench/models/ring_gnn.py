@@ -51,7 +51,8 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.dense import DENSE_TASKS, DENSE_UNSUPPORTED, DenseLayout, to_dense
+from gnnbench.models.blocks import is_edge_index
+from gnnbench.models.dense import DENSE_TASKS, DENSE_UNSUPPORTED, DenseLayout, dense_input, to_dense
 
 BASIS = 15
 # op index (0-based) of each basis op, by the part of the output it fills:
@@ -120,12 +121,38 @@ def _bmm(weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 
 
 class RingGNNEquivLayer(nn.Module):
+    r"""The benchmark's ``RingGNNEquivLayer`` on dense pair tensors (the 15 linear-equivariant basis ops of the
+    module docstring, ``inf`` normalisation by the true node count m):
+
+        Y_k = Σ_{d,b} c_k[d, ·, b] · op_b(X)[d]                              (k = 00, 10, 11)
+        out = s_0 (Y_00 + I b_0) + s_1 Y_11 @ (Y_10 + I b_1) + all_bias        (matrix product per channel)
+        X'  = Dropout(ReLU(LN(out)) [+ Linear_res(X) per position])           (LN if layer_norm, res if residual)
+
+    Coefficients randn·√(2/(d_in + d_out)), biases 0, switch [1, k2_init]; ``diag_bias_list[2]`` exists unused.
+
+    Args:
+        d_in: input channels (the network's first layer: 1 + node channels).
+        d_out: output channels.
+        layer_norm: apply the original's per-channel LayerNorm.
+        residual: add a Linear of the input per position.
+        dropout: dropout probability on the output.
+        radius: 1 or 2 (factors per output).
+        k2_init: initial ``switch[1]``.
+
+    Shapes:
+        - input: zero-padded X (B, d_in, n, n) and the node mask (B, n); or plain ``(x, edge_index)`` of one graph
+          with node features x (N, d_in − 1), whose dense input [Â ‖ diag(x)] is built as the network builds it
+          (:func:`~gnnbench.models.dense.dense_input`).
+        - output: (B, d_out, n, n) zero-padded; (1, d_out, N, N) for the plain call.
+    """
+
     def __init__(self, d_in: int, d_out: int, layer_norm: bool, residual: bool, dropout: float, radius: int = 2,
                  k2_init: float = 0.1) -> None:
         super().__init__()
         if radius not in (1, 2):
             raise ValueError(f"radius must be 1 or 2 (the learnable switch has two entries), got {radius}")
         self.radius, self.dropout, self.d_out = radius, dropout, d_out
+        self.k2_init, self.coeff_scale = float(k2_init), math.sqrt(2.0 / (d_in + d_out))
         levels = radius * (radius + 1) // 2
         self.diag_bias_list = nn.ParameterList(nn.Parameter(torch.zeros(1, d_out, 1, 1)) for _ in range(levels))
         self.all_bias = nn.Parameter(torch.zeros(1, d_out, 1, 1))
@@ -135,6 +162,21 @@ class RingGNNEquivLayer(nn.Module):
         self.switch = nn.ParameterList([nn.Parameter(torch.tensor([1.0])), nn.Parameter(torch.tensor([k2_init]))])
         self.ln_x = _LayerNorm(d_out) if layer_norm else None
         self.res_x = nn.Linear(d_in, d_out) if residual else None
+
+    def reset_parameters(self) -> None:
+        """The constructor's initialisation, in its order of random draws (coefficients, then the residual)."""
+        with torch.no_grad():
+            for bias in (*self.diag_bias_list, self.all_bias):
+                bias.zero_()
+            for coeffs in self.coeffs_list:
+                coeffs.normal_().mul_(self.coeff_scale)
+            self.switch[0].fill_(1.0)
+            self.switch[1].fill_(self.k2_init)
+            if self.ln_x is not None:
+                self.ln_x.a.fill_(1.0)
+                self.ln_x.b.zero_()
+        if self.res_x is not None:
+            self.res_x.reset_parameters()
 
     def _factors(self) -> list[tuple[int, int, torch.Tensor, torch.Tensor | None]]:
         """(level i, position j, coefficients (D, S, 15), diagonal bias (S,) or None) of every factor, with the
@@ -152,12 +194,16 @@ class RingGNNEquivLayer(nn.Module):
         return factors
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x (B, d_in, n, n) zero-padded, mask (B, n) → (B, d_out, n, n) zero-padded.
+        """x (B, d_in, n, n) zero-padded, mask (B, n) → (B, d_out, n, n) zero-padded; or the plain
+        ``(x, edge_index)`` (class docstring).
 
         Each factor Y = Σ_b c[·, ·, b] op_b(X) is assembled without materialising the 15 ops: one product mixes
         the channels of [X ‖ Xᵀ] (ops 10, 11); the diagonal ops (1–5) add a vector on the diagonal; the row,
         column and constant broadcasts (6–9, 12–15) form the rank-2 matrix r_i·1_j + 1_i·c_j over real nodes,
         added by the same ``baddbmm``."""
+        if is_edge_index(mask):
+            dense = dense_input(x, mask)
+            x, mask = dense.x, dense.mask
         bsz, d, n, _ = x.shape
         s = self.d_out
         fm = mask.to(x.dtype)  # (B, n)

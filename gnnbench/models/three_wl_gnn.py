@@ -42,7 +42,8 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.dense import DENSE_TASKS, DENSE_UNSUPPORTED, DenseLayout, to_dense
+from gnnbench.models.blocks import is_edge_index, reset_children
+from gnnbench.models.dense import DENSE_TASKS, DENSE_UNSUPPORTED, DenseLayout, dense_input, to_dense
 
 
 def _xavier_conv(d_in: int, d_out: int) -> nn.Conv2d:
@@ -61,10 +62,21 @@ def _bmm(weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return torch.bmm(weight.expand(x.shape[0], -1, -1), x)
 
 
+def _reset_xavier_conv(conv: nn.Conv2d) -> None:
+    """:func:`_xavier_conv`'s draws again: the Conv2d default (as its constructor), then Xavier-uniform, bias 0."""
+    conv.reset_parameters()
+    nn.init.xavier_uniform_(conv.weight)
+    nn.init.zeros_(conv.bias)
+
+
 class MlpBlock(nn.Module):
     def __init__(self, d_in: int, d_out: int, depth_of_mlp: int) -> None:
         super().__init__()
         self.convs = nn.ModuleList(_xavier_conv(d_in if i == 0 else d_out, d_out) for i in range(depth_of_mlp))
+
+    def reset_parameters(self) -> None:
+        for conv in self.convs:
+            _reset_xavier_conv(conv)
 
     def forward(self, inp: torch.Tensor) -> torch.Tensor:
         """(B, D + 1, P) input whose last channel is the pair mask → (B, S, P); the mask channel is carried
@@ -86,9 +98,31 @@ class SkipConnection(nn.Module):
         super().__init__()
         self.conv = _xavier_conv(d_in, d_out)
 
+    def reset_parameters(self) -> None:
+        _reset_xavier_conv(self.conv)
+
 
 class RegularBlock(nn.Module):
-    """Parameters as in the original; the forward pass fuses them (see :meth:`forward`)."""
+    r"""The benchmark's 3WLGNN ``RegularBlock`` (Maron et al.'s provably powerful layer) on dense pair tensors:
+
+        M₁ = MLP₁(X),  M₂ = MLP₂(X)                      (1×1 convolutions with ReLU, per position)
+        X' = Conv_skip([X ‖ M₁ @ M₂]) [+ Linear_res(X)]   (matrix product per channel; res if residual)
+
+    Parameters as in the original (1×1 convolutions Xavier-uniform with zero bias, ``res_x`` PyTorch's default);
+    the forward pass fuses them (see :meth:`forward`).
+
+    Args:
+        depth_of_mlp: 1×1 convolutions per MLP.
+        d_in: input channels (the network's first block: 1 + node channels).
+        d_out: output channels.
+        residual: add a Linear of the input per position.
+
+    Shapes:
+        - input: zero-padded X (B, d_in, n, n) and the pair mask (B, 1, n, n); or plain ``(x, edge_index)`` of one
+          graph with node features x (N, d_in − 1), whose dense input [Â ‖ diag(x)] is built as the network builds
+          it (:func:`~gnnbench.models.dense.dense_input`).
+        - output: (B, d_out, n, n) zero-padded; (1, d_out, N, N) for the plain call.
+    """
 
     def __init__(self, depth_of_mlp: int, d_in: int, d_out: int, residual: bool = False) -> None:
         super().__init__()
@@ -97,12 +131,18 @@ class RegularBlock(nn.Module):
         self.skip = SkipConnection(d_in + d_out, d_out)
         self.res_x = nn.Linear(d_in, d_out) if residual else None  # PyTorch default init, as in the original
 
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
     def forward(self, x: torch.Tensor, pair_mask: torch.Tensor) -> torch.Tensor:
         """x (B, d_in, n, n) zero-padded, pair_mask (B, 1, n, n) → (B, d_out, n, n) zero-padded.
 
         The pair mask rides along as an extra input channel and every bias becomes the weight of that
         channel, so biases reach real positions only and padded ones stay exactly 0 without masking
         passes. The residual Linear is linear in X like the skip convolution's X part: one product."""
+        if is_edge_index(pair_mask):
+            dense = dense_input(x, pair_mask)
+            x, pair_mask = dense.x, dense.pair_mask()
         bsz, d, n, _ = x.shape
         s = self.skip.conv.out_channels
         inp = torch.cat([x, pair_mask], dim=1).view(bsz, d + 1, n * n)
