@@ -571,3 +571,11 @@ def test_three_wl_regular_block_plain_call(residual):
         out = out + torch.einsum("sd,zdij->zsij", block.res_x.weight, inp) + block.res_x.bias.view(1, -1, 1, 1)
     torch.testing.assert_close(plain, out)
     assert_reset_restores(lambda: RegularBlock(2, 3, 4, residual))
+
+
+def test_only_integer_pairs_count_as_edge_index():
+    from gnnbench.models.blocks import is_edge_index
+
+    assert is_edge_index(EDGE_INDEX) and is_edge_index(EDGE_INDEX.int())
+    assert not is_edge_index(torch.ones(2, 5, dtype=torch.bool))  # a node mask of two graphs
+    assert not is_edge_index(torch.ones(2, 5)) and not is_edge_index(EDGE_INDEX[0]) and not is_edge_index(None)

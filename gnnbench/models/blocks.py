@@ -39,10 +39,11 @@ def gru_update(gru: nn.GRU, h_prev: torch.Tensor, h_layer: torch.Tensor) -> torc
 
 
 def is_edge_index(value: Any) -> bool:
-    """True for a (2, E) integer tensor: how a layer whose internal call passes edge features second tells a
-    plain PyG-order call ``layer(x, edge_index, edge_attr)`` from ``layer(h, e, structure)``."""
+    """True for a (2, E) int64/int32 tensor (not a bool mask): how a layer tells a plain PyG-order call
+    ``layer(x, edge_index, …)`` from its internal call with a float or bool tensor in that place (edge features,
+    pseudo-coordinates, a dense adjacency or node mask)."""
     return (isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape[0] == 2
-            and not value.is_floating_point() and not value.is_complex())
+            and value.dtype in (torch.int64, torch.int32))
 
 
 class _StructureCache:
