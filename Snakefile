@@ -1,6 +1,7 @@
 """gnnbench workflow: dataset → positional encodings → splits → training runs → tables, figures.
 
     snakemake --cores 2                                   # the suite in config/config.yaml
+    python -c 'import pandas; print(pandas.read_parquet("results/records"))'   # every run, one table
     snakemake --cores 2 results/runs/CSL/GCN-PE/seed41/fold0/metrics.json   # one run and what it needs
     snakemake --cores 2 --configfile config/suites/pitfalls.yaml            # another suite (replaces the default)
     snakemake --report report.html                        # after a run: the HTML report of its results
@@ -39,6 +40,9 @@ try:
     SUITE = load_suite(config)
 except GnnbenchError as exc:
     sys.exit(f"gnnbench: error: {exc}")
+# the report (workflow/report/workflow.rst) names each benchmark's protocol as resolved, default included
+for name, benchmark in SUITE.benchmarks.items():
+    config["benchmarks"][name].setdefault("protocol", benchmark.protocol)
 
 
 include: "workflow/rules/common.smk"
@@ -68,3 +72,4 @@ rule all:
         SUITE.table_files(),
         SUITE.significance_files(),
         SUITE.report_files(),
+        SUITE.record_files(),

@@ -10,7 +10,7 @@ Builds the standardised dataset (spec §1.3) from a folder holding the original 
     runs) trains ``--inits`` initialisations of every split in ``--split-ids`` at once; its runs per minute include
     loading the data and writing the outputs, not the Python start-up (a job pays that once);
 (b) **one run per process**: ``--single`` runs (split ``--split-ids[0]``, initialisations 0, 1, ...), each through
-    ``gnnbench train --protocol pitfalls --init-ids i`` in a fresh Python process — start-up, imports, data loading
+    ``gnnbench train pitfalls --init-ids i`` in a fresh Python process — start-up, imports, data loading
     and one run, as a naive job runner would do.
 
 It prints runs per minute of both, their ratio, and the mean test accuracy of the same (split, initialisation) runs
@@ -87,7 +87,7 @@ def main() -> None:
             accuracies, start = [], time.perf_counter()
             for init in range(singles):
                 single_out = work / "single" / preset / str(init)
-                subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "--protocol", "pitfalls", "--dataset",
+                subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "pitfalls", "--dataset",
                                 str(dataset), "--splits", str(splits), "--fold", str(args.split_ids[0]), "--preset",
                                 preset, "--inits", str(args.inits), "--init-ids", str(init), "--threads",
                                 str(args.threads), "--out", str(single_out)], check=True, capture_output=True)

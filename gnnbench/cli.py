@@ -5,18 +5,22 @@
     gnnbench splits results/datasets/CSL --scheme stratified_kfold --folds 5 --out results/splits/CSL/splits.json
     gnnbench splits results/datasets/Cora --scheme random_per_class --splits 100 --out results/splits/Cora/splits.json
     gnnbench splits results/datasets/ENZYMES --scheme published --published ENZYMES_splits.json --out ...
-    gnnbench train --dataset results/datasets/CSL --splits results/splits/CSL/splits.json --fold 0 \\
-        --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
-    gnnbench train --protocol pitfalls --dataset results/datasets/Cora --splits results/splits/Cora/splits.json \\
+    gnnbench train benchmarking-gnns --dataset results/datasets/CSL --splits results/splits/CSL/splits.json \\
+        --fold 0 --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
+    gnnbench train pitfalls --dataset results/datasets/Cora --splits results/splits/Cora/splits.json \\
         --fold 0 1 2 --inits 20 --preset pitfalls_GCN --out results/runs/Cora/GCN/chunk0
-    gnnbench train --protocol fair-comparison --dataset results/datasets/ENZYMES --splits ... --fold 0 \\
+    gnnbench train fair-comparison --dataset results/datasets/ENZYMES --splits ... --fold 0 \\
         --preset fair_Baseline_ENZYMES --set epochs=100 --out results/runs/ENZYMES/Baseline/fold0
-    gnnbench aggregate results/runs/CSL/*/*/*/metrics.json --out results/tables/CSL
-    gnnbench aggregate --protocol pitfalls results/runs/Cora/*/*/runs.parquet --out results/tables/Cora
+    gnnbench train pitfalls --help                      # the options of one protocol
+    gnnbench aggregate benchmarking-gnns results/runs/CSL/*/*/*/metrics.json --out results/tables/CSL
+    gnnbench aggregate pitfalls results/runs/Cora/*/*/runs.parquet --out results/tables/Cora
     gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
     gnnbench fit-budget --dataset ZINC --model GAT --layers 4 --budget 100000
     gnnbench presets
     gnnbench tsp solve eil51.tsp --runs 1
+
+``gnnbench train PROTOCOL`` takes the protocol's own options (``gnnbench train PROTOCOL --help``); every job also
+writes its run records (:mod:`gnnbench.records`) under ``--records`` (default ``OUT/records``).
 
 Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1: bad values (seeds
 outside [0, 2**32 − 1], hyper-parameters out of range, labels that cannot be folder names), ``--out`` where a file
@@ -30,6 +34,7 @@ import argparse
 import logging
 import math
 import sys
+from pathlib import Path
 
 import yaml
 
@@ -75,7 +80,31 @@ def _generators_epilog() -> str:
     return "generators (parameters and defaults: README, \"Changing the suite\"):\n" + "\n".join(lines)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _train_parsers(train: argparse.ArgumentParser) -> None:
+    """``gnnbench train PROTOCOL``: one subcommand per protocol, with the common options and the protocol's own
+    (:meth:`gnnbench.protocols.base.Protocol.add_train_arguments`)."""
+    from gnnbench.protocols import get_protocol, protocol_names
+
+    sub = train.add_subparsers(dest="protocol", required=True, metavar="PROTOCOL")
+    for name in protocol_names():
+        protocol = get_protocol(name)
+        p = sub.add_parser(name, help=protocol.title, description=f"One job of protocol {name}: {protocol.title}.")
+        p.add_argument("--dataset", required=True, help="dataset folder")
+        p.add_argument("--splits", required=True, help="split file")
+        protocol.add_train_arguments(p)
+        p.add_argument("--preset", help="published config to start from")
+        p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
+        p.add_argument("--seed", type=int, help="overrides the config's seed (or the protocol's job seed)")
+        p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+        p.add_argument("--threads", type=int)
+        p.add_argument("--label", help="model label recorded with the runs")
+        p.add_argument("--out", required=True, help="job folder")
+        p.add_argument("--records", help="folder of the job's run records (default: OUT/records)")
+
+
+def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command's parser; the protocols' ``train`` options are added only for ``gnnbench train`` (building them
+    imports the protocols, and with them torch)."""
     parser = _Parser(prog="gnnbench", description="Reproducible GNN benchmarking.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -107,31 +136,15 @@ def _parser() -> argparse.ArgumentParser:
                    "fair-comparison)")
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("train", help="train one run (model × seed × fold), or with --protocol pitfalls every "
-                                     "initialisation of the given splits")
-    p.add_argument("--protocol", default="benchmarking-gnns",
-                   help="benchmarking-gnns (default), pitfalls, or fair-comparison (one outer fold: grid search, "
-                        "selection, final runs)")
-    p.add_argument("--dataset", required=True, help="dataset folder")
-    p.add_argument("--splits", required=True, help="split file")
-    p.add_argument("--fold", type=int, nargs="+", default=[0], help="fold (pitfalls: one or more splits)")
-    p.add_argument("--inits", type=int, default=20, help="pitfalls: initialisations per split")
-    p.add_argument("--init-ids", type=int, nargs="+", help="pitfalls: train only these initialisations")
-    p.add_argument("--final-runs", type=int, default=3, help="fair-comparison: final runs of the chosen config")
-    p.add_argument("--final-holdout", default="fresh", choices=["fresh", "selection"],
-                   help="fair-comparison: early-stopping hold-out of the final runs")
-    p.add_argument("--pe", help="positional-encoding file (needed when pos_enc is true)")
-    p.add_argument("--preset", help="published config to start from")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
-    p.add_argument("--seed", type=int, help="overrides the config's seed (pitfalls: seed of the initialisations)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--threads", type=int)
-    p.add_argument("--label", help="model label recorded in metrics.json")
-    p.add_argument("--out", required=True, help="run folder")
+    p = sub.add_parser("train", help="train one job of a protocol: gnnbench train PROTOCOL ... (gnnbench train "
+                                     "PROTOCOL --help: its options)")
+    if _command(argv) == "train":
+        _train_parsers(p)
 
-    p = sub.add_parser("aggregate", help="summary tables from runs' metrics.json (pitfalls: runs.parquet) files")
-    p.add_argument("metrics", nargs="+")
-    p.add_argument("--protocol", default="benchmarking-gnns", help="benchmarking-gnns (default) or pitfalls")
+    p = sub.add_parser("aggregate", help="the dataset table of a protocol's job outputs (benchmarking-gnns: runs' "
+                                         "metrics.json; pitfalls: jobs' runs.parquet)")
+    p.add_argument("protocol", metavar="PROTOCOL", help="the protocol that trained the runs")
+    p.add_argument("metrics", nargs="+", metavar="FILE")
     p.add_argument("--out", required=True, help="output prefix: writes PREFIX.csv, .md and .parquet (pitfalls: "
                                                 "also the box plot PREFIX.png and .svg)")
 
@@ -156,6 +169,12 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("file", help="TSPLIB file (.tsp, EDGE_WEIGHT_TYPE EUC_2D)")
     q.add_argument("--runs", type=int, default=1, help="LKH runs (more: surer of the optimum, slower)")
     return parser
+
+
+def _command(argv: list[str] | None) -> str | None:
+    """The subcommand named in ``argv`` (default: this process's arguments), or None."""
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), None)
 
 
 OUT_KINDS = {"generate": "folder", "train": "folder", "pe": "file", "splits": "file", "aggregate": "prefix"}
@@ -215,19 +234,14 @@ def _run(args: argparse.Namespace) -> None:
         split = resolve_split({"scheme": args.scheme, **given}, "splits")
         make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published)
     elif args.command == "train":
-        _train(args)
+        from gnnbench.protocols import get_protocol
+
+        args.records = args.records or str(Path(args.out) / "records")
+        print(get_protocol(args.protocol).train_command(args, _key_values(args.set)))
     elif args.command == "aggregate":
         from gnnbench.protocols import get_protocol
 
-        out = args.out
-        if get_protocol(args.protocol, "--protocol").name == "pitfalls":
-            from gnnbench.protocols.pitfalls import dataset_report
-
-            dataset_report(args.metrics, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
-        else:
-            from gnnbench.protocols.benchmarking_gnns import aggregate_tables
-
-            aggregate_tables(args.metrics, f"{out}.csv", f"{out}.md", f"{out}.parquet")
+        get_protocol(args.protocol, "aggregate").aggregate_command(args.metrics, args.out)
     elif args.command == "params":
         from gnnbench.config.presets import get_preset, preset_protocol, run_config
         from gnnbench.data.catalog import describe_dataset
@@ -271,77 +285,12 @@ def _run(args: argparse.Namespace) -> None:
         print(length)  # last line: the tour length alone, in TSPLIB integer units
 
 
-def _train(args: argparse.Namespace) -> None:
-    from gnnbench.config.presets import run_config
-    from gnnbench.protocols import get_protocol
-
-    protocol = get_protocol(args.protocol, "--protocol").name
-    overrides = _key_values(args.set)
-    if protocol == "pitfalls":
-        from gnnbench.protocols.pitfalls import run_chunk
-
-        config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=protocol)
-        metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
-                            inits=args.inits, seed=args.seed or 0, out_dir=args.out, device=args.device,
-                            threads=args.threads, label=args.label, init_ids=args.init_ids)
-        mean, diverged = metrics["test_accuracy_mean"], metrics.get("diverged", 0)
-        print(f"{metrics['runs']} runs" + (f" ({diverged} diverged: NaN or infinite loss)" if diverged else "")
-              + ", mean test accuracy: " + ("none (every run diverged)" if mean is None else f"{mean:.2f}"))
-        return
-    if protocol == "fair-comparison":
-        _fair_comparison(args, overrides)
-        return
-    from gnnbench.protocols.benchmarking_gnns import train
-
-    if len(args.fold) != 1:
-        raise ConfigError(f"--fold: protocol {protocol} trains one fold per run, got {len(args.fold)}")
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=protocol)
-    results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold[0], config=config,
-                    out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads, label=args.label)
-    if results.get("status") == "diverged":
-        print(f"diverged at epoch {results['diverged_epoch']} (NaN or infinite loss): no test {results['metric']}")
-    else:
-        print(f"test {results['metric']}: {results['test']['metric']:.4f}")
-
-
-def _fair_comparison(args: argparse.Namespace, overrides: dict) -> None:
-    """One outer fold of the nested cross-validation: every grid point of the preset (``--set`` fixes values and
-    removes their dimensions), the selection, the final runs — the workflow's files, under ``--out``."""
-    from pathlib import Path
-
-    from gnnbench.protocols import fair_comparison as fc
-
-    if len(args.fold) != 1:
-        raise ConfigError(f"--fold: protocol fair-comparison runs one outer fold per command, got {len(args.fold)}")
-    if not args.preset:
-        raise ConfigError("--preset: protocol fair-comparison starts from a grid; name a fair_* preset "
-                          "(`gnnbench presets`)")
-    base, grid = fc.model_grid({"preset": args.preset}, overrides, "--preset")
-    configs = fc.expand_grid(base, grid)
-    out, fold, seed = Path(args.out), args.fold[0], args.seed or 0
-    common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": seed,
-              "device": args.device, "threads": args.threads}
-    fc.run_inner(configs=configs, positions=list(range(len(configs))), out=out / "inner" / "part0.parquet",
-                 **common)
-    chosen = fc.select([out / "inner" / "part0.parquet"], out / "selection.json", dataset=Path(args.dataset).name,
-                       model=args.label or base["model"], fold=fold)["chosen"]
-    fc.run_final(selection_path=out / "selection.json", runs=args.final_runs, holdout=args.final_holdout,
-                 out=out / "final.parquet", history_out=out / "final_history.parquet", **common)
-    import pyarrow.parquet as pq
-
-    test = pq.read_table(out / "final.parquet").column("test_accuracy").to_pylist()
-    print(f"fold {fold}: {len(configs)} configurations, chosen validation accuracy {chosen['val_accuracy']:.2f}, "
-          f"test accuracy {sum(test) / len(test):.2f} (mean of {len(test)} final runs)")
-
-
 def main(argv: list[str] | None = None) -> int:
     """The ``gnnbench`` command; ``argv`` None means this process is the command (then malloc keeps freed memory for
     reuse, :mod:`gnnbench.allocator`; a caller passing ``argv`` keeps its own settings)."""
     if argv is None:
         keep_freed_memory()
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:

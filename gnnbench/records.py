@@ -110,24 +110,30 @@ def write_records(path: str | os.PathLike, rows: list[dict]) -> None:
         pq.write_table(pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA), tmp)
 
 
+def read_tables(files: list[str | os.PathLike], what: str = "run-record", schema: pa.Schema | None = None):
+    """The Parquet files of jobs (``what`` names them in errors: "run-record", "runs", "final-runs"), concatenated in
+    the given order as one DataFrame; a missing or unreadable file is a one-line DataError naming it."""
+    tables = []
+    for path in map(Path, files):
+        if not path.is_file():
+            raise DataError(f"{what} file {path} does not exist; run snakemake for it")
+        try:
+            tables.append(pq.read_table(path, schema=schema))
+        except (pa.ArrowException, OSError) as exc:
+            raise DataError(f"{what} file {path} is corrupt ({str(exc).splitlines()[0]}); delete it and rerun "
+                            "snakemake for that job") from None
+    if not tables:
+        import pandas as pd
+
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in (schema.names if schema else ())})
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
 def read_runs(source: str | os.PathLike | list[str | os.PathLike]):
     """Every run record under a folder (e.g. ``results/records``: all of them), or of the given record files in
     their order, as one DataFrame with the :data:`SCHEMA` columns."""
-    import pandas as pd
-
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         files = sorted(p for p in Path(source).rglob("*.parquet") if not p.name.startswith((".", "_")))
     else:
-        files = [Path(source)] if isinstance(source, (str, os.PathLike)) else [Path(p) for p in source]
-    tables = []
-    for path in files:
-        if not path.is_file():
-            raise DataError(f"run-record file {path} does not exist; run snakemake for it")
-        try:
-            tables.append(pq.read_table(path, schema=SCHEMA))
-        except (pa.ArrowException, OSError) as exc:
-            raise DataError(f"run-record file {path} is corrupt ({str(exc).splitlines()[0]}); delete it and rerun "
-                            "snakemake for that job") from None
-    if not tables:
-        return pd.DataFrame({name: pd.Series(dtype=object) for name in COLUMNS})
-    return pa.concat_tables(tables).to_pandas()
+        files = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    return read_tables(files, "run-record", SCHEMA)

@@ -386,7 +386,7 @@ def test_one_outer_fold_from_the_command_line(families, tmp_path, capsys):
     from gnnbench.cli import main
 
     out = tmp_path / "fold1"
-    args = ["train", "--protocol", "fair-comparison", "--dataset", str(families / "ds"), "--splits",
+    args = ["train", "fair-comparison", "--dataset", str(families / "ds"), "--splits",
             str(families / "s.json"), "--fold", "1", "--device", "cpu", "--final-runs", "2", "--out", str(out)]
     sets = ["epochs=4", "patience=2", "learning_rate=0.01", "l2=0.0001", "hidden_units=16"]
     assert main(args + ["--preset", "fair_Baseline_social"] + [x for s in sets for x in ("--set", s)]) == 0

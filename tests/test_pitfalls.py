@@ -203,7 +203,7 @@ def test_a_huge_learning_rate_diverges_every_initialisation_and_the_table_says_s
 def test_the_command_counts_diverged_runs(csbm, tmp_path, capsys):
     from gnnbench.cli import main
 
-    args = ["train", "--protocol", "pitfalls", "--dataset", str(csbm / "CSBM"), "--splits", str(csbm / "splits.json"),
+    args = ["train", "pitfalls", "--dataset", str(csbm / "CSBM"), "--splits", str(csbm / "splits.json"),
             "--fold", "0", "--inits", "2", "--preset", "pitfalls_GCN", "--threads", "1"]
     assert main(args + ["--set", "learning_rate=1e30", "--out", str(tmp_path / "huge")]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == (
@@ -243,7 +243,7 @@ def test_bad_inputs_are_one_line_errors_and_write_nothing(csbm, tmp_path):
         run_chunk(dataset_dir=other, splits_path=csbm / "splits.json", splits=[0],
                   config=run_config("pitfalls_GCN"), inits=2, seed=0, out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    result = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "--protocol", "pitfalls", "--dataset",
+    result = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "pitfalls", "--dataset",
                              str(csbm / "CSBM"), "--splits", str(csbm / "splits.json"), "--fold", "0",
                              "--preset", "CSL_graph_classification_GCN_CSL_100k", "--out", str(tmp_path / "o")],
                             capture_output=True, text=True)

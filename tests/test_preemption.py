@@ -36,8 +36,8 @@ def train_command(dataset, splits, out, preset, overrides, pe=None, sigterm_insi
     command = [sys.executable, "-m", "gnnbench.cli"]
     if sigterm_inside_epoch is not None:
         command = [sys.executable, str(STOP_AT), "--signal", "TERM", "--inside-epoch", str(sigterm_inside_epoch), "--"]
-    command += ["train", "--dataset", str(dataset), "--splits", str(splits), "--fold", "0", "--preset", preset,
-                "--threads", "1", "--label", "run", "--out", str(out)]
+    command += ["train", "benchmarking-gnns", "--dataset", str(dataset), "--splits", str(splits), "--fold", "0",
+                "--preset", preset, "--threads", "1", "--label", "run", "--out", str(out)]
     if pe is not None:
         command += ["--pe", str(pe)]
     return command + [f"--set={k}={v}" for k, v in overrides.items()]

@@ -136,10 +136,10 @@ def test_setting_is_reduced_when_data_or_training_shrink():
     gcn = {**P2_TRAINING, **run_config("pitfalls_GCN")}
     split = {"scheme": "random_per_class", "splits": 100, "train_per_class": 20, "val_per_class": 30}
     p2 = pub.match_pitfalls(cora, "random_per_class", gcn)
-    assert pub.pitfalls_setting(cora, split, gcn, "pitfalls_GCN", 2000, p2) == "published"
+    assert pub.pitfalls_setting(cora, split, gcn, "pitfalls_GCN", 2000, p2, P2_TRAINING) == "published"
     assert pub.pitfalls_setting(cora, {**split, "train_per_class": 10}, {**gcn, "num_epochs": 50}, "pitfalls_GCN", 40,
-                                p2) == ("reduced: split train_per_class 10 (paper 20), num_epochs 50 (paper 100000), "
-                                        "40 of 2,000 runs")
+                                p2, P2_TRAINING) == (
+        "reduced: split train_per_class 10 (paper 20), num_epochs 50 (paper 100000), 40 of 2,000 runs")
     assert pub.fair_comparison_setting([{"epochs": 5, "patience": 500}], "fair_GIN", 3, 2) == (
         "reduced: 3 of 10 outer folds, 2 of 3 final runs per fold, epochs 5 (paper 1000)")
 

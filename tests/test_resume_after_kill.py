@@ -83,9 +83,9 @@ def saves(result: subprocess.CompletedProcess) -> int:
 
 def p1_args(data, out: Path, epochs: int = 6) -> list[str]:
     sets = {**SMALL, "epochs": epochs, "seed": 11, "lr_schedule_patience": 1000}
-    return ["train", "--dataset", str(data["CSL"]), "--splits", str(data["CSL_splits"]), "--fold", "0", "--pe",
-            str(data["CSL_pe"]), "--preset", GCN_PE, "--threads", "1", "--device", "cpu", "--label", "run", "--out",
-            str(out), *[f"--set={k}={v}" for k, v in sets.items()]]
+    return ["train", "benchmarking-gnns", "--dataset", str(data["CSL"]), "--splits", str(data["CSL_splits"]),
+            "--fold", "0", "--pe", str(data["CSL_pe"]), "--preset", GCN_PE, "--threads", "1", "--device", "cpu",
+            "--label", "run", "--out", str(out), *[f"--set={k}={v}" for k, v in sets.items()]]
 
 
 def without_seconds(frame: pd.DataFrame) -> pd.DataFrame:
@@ -118,7 +118,7 @@ def test_a_killed_benchmarking_gnns_run_resumes_after_its_last_epoch(data, tmp_p
 
 def p2_args(data, out: Path) -> list[str]:
     # 20 epochs per split exactly (no early stop before), 2 initialisations per split
-    return ["train", "--protocol", "pitfalls", "--dataset", str(data["CSBM"]), "--splits", str(data["CSBM_splits"]),
+    return ["train", "pitfalls", "--dataset", str(data["CSBM"]), "--splits", str(data["CSBM_splits"]),
             "--fold", "0", "1", "2", "--preset", "pitfalls_GCN", "--inits", "2", "--seed", "5", "--threads", "1",
             "--device", "cpu", "--label", "GCN", "--set", "num_epochs=20", "--set", "early_stopping_tolerance=1000",
             "--out", str(out)]
@@ -150,7 +150,7 @@ def test_a_killed_pitfalls_chunk_keeps_its_finished_splits_and_resumes_inside_th
 def p3_args(data, out: Path) -> list[str]:
     # every dimension of the grid but early_stopping fixed: two configurations, 6 epochs each, then one final run
     sets = ["epochs=6", "patience=100", "learning_rate=0.01", "l2=0.0001", "hidden_units=16", "batch_size=32"]
-    return ["train", "--protocol", "fair-comparison", "--dataset", str(data["GF"]), "--splits", str(data["GF_splits"]),
+    return ["train", "fair-comparison", "--dataset", str(data["GF"]), "--splits", str(data["GF_splits"]),
             "--fold", "1", "--preset", "fair_Baseline_social", "--final-runs", "1", "--seed", "3", "--threads", "1",
             "--device", "cpu", "--out", str(out), *[x for s in sets for x in ("--set", s)]]
 

@@ -134,11 +134,11 @@ def test_a_diverged_unit_is_no_score_and_is_counted(tmp_path):
     x, y = np.array([a[u] for u in kept]), np.array([b[u] for u in kept])
     assert row["mean_a"] == pytest.approx(x.mean()) and row["mean_b"] == pytest.approx(y.mean())
     assert row["wilcoxon_p"] == pytest.approx(wilcoxon(x - y).pvalue) and not np.isnan(row["ttest_p"])
-    text = S.markdown("D", S.paired_tests(scores(A=a, B=b), True), "benchmarking-gnns", "accuracy", True)
+    text = S.markdown("D", S.paired_tests(scores(A=a, B=b), True), "(seed, fold) runs", "accuracy", True)
     assert "| A | B | 6 | 0 | 2 |" in text and "diverged" in text.splitlines()[2]
     none = S.paired_tests(scores(A=a, C={u: np.nan for u in range(8)}), True)  # every run of C diverged
     assert (none["pairs"].iloc[0], none["diverged_units"].iloc[0]) == (0, 8)
-    line = S.markdown("D", none, "benchmarking-gnns", "accuracy", True).splitlines()[4]
+    line = S.markdown("D", none, "(seed, fold) runs", "accuracy", True).splitlines()[4]
     assert line.startswith("| A | C | 0 | 0 | 8 |") and "nan" not in line
 
     # the run files: a diverged P1 run has null scores; P2 splits average their completed inits; P3 folds their

@@ -316,9 +316,10 @@ def test_training_on_a_hand_edited_split_fails_in_one_line(csl_split_file, tmp_p
 
     path, _ = csl_split_file
     edited = hand_edited(path, tmp_path, _overlap)
-    result = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "--dataset", str(path.parent / "CSL"),
-                             "--splits", str(edited), "--preset", "CSL_graph_classification_MLP_CSL_100k",
-                             "--set", "epochs=1", "--out", str(tmp_path / "run")],
+    result = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "benchmarking-gnns", "--dataset",
+                             str(path.parent / "CSL"), "--splits", str(edited), "--preset",
+                             "CSL_graph_classification_MLP_CSL_100k", "--set", "epochs=1", "--out",
+                             str(tmp_path / "run")],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith(f"gnnbench: error: split file {edited}: fold 2: graph ")

@@ -180,8 +180,8 @@ def test_a_diverged_run_killed_before_its_outputs_resumes_as_diverged(datasets, 
 def test_the_command_says_a_run_diverged_instead_of_printing_a_score(datasets, tmp_path, capsys):
     from gnnbench.cli import main
 
-    args = ["train", "--dataset", str(datasets["CSL"]), "--splits", str(datasets["CSL_splits"]), "--fold", "0",
-            "--preset", "CSL_graph_classification_GCN_CSL_100k", "--threads", "1",
+    args = ["train", "benchmarking-gnns", "--dataset", str(datasets["CSL"]), "--splits", str(datasets["CSL_splits"]),
+            "--fold", "0", "--preset", "CSL_graph_classification_GCN_CSL_100k", "--threads", "1",
             *[x for s in ("L=2", "hidden_dim=8", "out_dim=8", "epochs=20") for x in ("--set", s)]]
     assert main(args + ["--set", "init_lr=1e30", "--out", str(tmp_path / "huge")]) == 0
     m = json.loads((tmp_path / "huge" / "metrics.json").read_text())
@@ -228,8 +228,8 @@ def test_cli_reports_a_corrupt_dataset_in_one_line(datasets, tmp_path):
     (broken / "meta.json").write_bytes((datasets["CSL"] / "meta.json").read_bytes())
     data = (datasets["CSL"] / "graphs.parquet").read_bytes()
     (broken / "graphs.parquet").write_bytes(data[: len(data) // 2])
-    out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "--dataset", str(broken), "--splits",
-                          str(datasets["CSL_splits"]), "--preset", "CSL_graph_classification_GCN_CSL_100k",
+    out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "benchmarking-gnns", "--dataset", str(broken),
+                          "--splits", str(datasets["CSL_splits"]), "--preset", "CSL_graph_classification_GCN_CSL_100k",
                           "--out", str(tmp_path / "run")], capture_output=True, text=True)
     assert out.returncode == 1
     errors = [line for line in out.stderr.splitlines() if "error" in line.lower()]

@@ -61,8 +61,8 @@ def assert_one_line(result: subprocess.CompletedProcess, message: str, status: i
 
 def train_args(csl, out, *extra) -> list:
     dataset, splits = csl
-    return ["train", "--dataset", dataset, "--splits", splits, "--preset", MLP, "--set", "epochs=1", *extra,
-            "--out", out]
+    return ["train", "benchmarking-gnns", "--dataset", dataset, "--splits", splits, "--preset", MLP, "--set",
+            "epochs=1", *extra, "--out", out]
 
 
 # ------------------------------------------------------------------------------------------------------- seeds
@@ -75,7 +75,7 @@ def test_cli_seed_outside_32_bits_is_refused_before_anything_runs(csl, tmp_path,
     args = {"generate": ["generate", "csl", "--name", "CSL", "--seed", seed, "--out", out],
             "splits": ["splits", csl[0], "--scheme", "stratified_kfold", "--seed", seed, "--out", out],
             "train": train_args(csl, out, "--seed", seed),
-            "train-pitfalls": ["train", "--protocol", "pitfalls", "--dataset", csl[0], "--splits", csl[1],
+            "train-pitfalls": ["train", "pitfalls", "--dataset", csl[0], "--splits", csl[1],
                                "--preset", "pitfalls_GCN", "--seed", seed, "--out", out]}[command]
     assert_one_line(gnnbench(*args), f"--seed: {SEED_RANGE.format(seed)}")
     assert not out.exists()
@@ -134,7 +134,7 @@ def test_out_naming_a_file_where_a_folder_is_written_leaves_the_file_alone(csl, 
         (["splits", csl[0], "--scheme", "stratified_kfold", "--out", precious / "splits.json"],
          f"--out {precious / 'splits.json'}: {precious} is a file, not a folder; move it away or choose another "
          "--out"),
-        (["aggregate", tmp_path / "metrics.json", "--out", precious / "CSL"],
+        (["aggregate", "benchmarking-gnns", tmp_path / "metrics.json", "--out", precious / "CSL"],
          f"--out {precious / 'CSL'}: {precious} is a file, not a folder; move it away or choose another --out"),
         (["pe", csl[0], "--k", "3", "--out", csl[0]],
          f"--out {csl[0]} is a folder, but pe writes a file there; give a file name (the folder was left as it is)"),
@@ -149,7 +149,8 @@ def test_out_naming_a_file_where_a_folder_is_written_leaves_the_file_alone(csl, 
 
 def test_aggregate_prefix_whose_table_is_a_folder_is_refused(tmp_path, capsys):
     (tmp_path / "CSL.md").mkdir()
-    assert_one_line(gnnbench_here(capsys, "aggregate", tmp_path / "metrics.json", "--out", tmp_path / "CSL"),
+    assert_one_line(gnnbench_here(capsys, "aggregate", "benchmarking-gnns", tmp_path / "metrics.json", "--out",
+                                  tmp_path / "CSL"),
                     f"--out {tmp_path / 'CSL'}: {tmp_path / 'CSL.md'} is a folder, but aggregate writes a file there; "
                     "give a file name (the folder was left as it is)")
 

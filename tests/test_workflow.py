@@ -55,6 +55,11 @@ def test_full_run_writes_every_stage(full_run):
     gcn_pe = [json.loads((results / "runs" / r / "metrics.json").read_text())["test"]["metric"] for r in RUNS[:2]]
     assert csl.set_index("model").loc["GCN-PE", "test_metric_mean"] == pytest.approx(sum(gcn_pe) / 2)
     assert (results / "tables" / "PATTERN.md").read_text().startswith("## PATTERN")
+    # every run of the results folder in one call: one record per run, in one schema (gnnbench.records)
+    records = pd.read_parquet(results / "records")
+    assert len(records) == len(RUNS) and set(records["protocol"]) == {"benchmarking-gnns"}
+    assert sorted(f"{r.dataset}/{r.model}/seed{r.seed}/fold{r.split}" for r in records.itertuples()) == sorted(RUNS)
+    assert records["test_score"].notna().all() and records["run_id"].is_unique
 
 
 def test_second_run_has_nothing_to_do(full_run):

@@ -19,6 +19,7 @@ Output layout (paths relative to the working directory)::
     results/features/{dataset}/laplacian_pe_k{k}.parquet
     results/splits/{dataset}/splits.json
     results/runs/...                                            (per protocol, see gnnbench/protocols/)
+    results/records/{protocol}/{dataset}/{model}/{job}.parquet  (every run, one schema: gnnbench.records)
     results/baselines/{dataset}/knn_k2.json                    (TSP: the k-NN heuristic, scored like a run)
     results/tables/{dataset}.csv, .md, .parquet                 (+ results/plots/, suite-wide tables per protocol)
     results/tables/{dataset}_significance.csv, .md, .parquet    (paired tests between the models)
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import yaml
 
+from gnnbench import paths
 from gnnbench.config.keys import SEED_MAX
 from gnnbench.config.yamlfile import load_yaml
 from gnnbench.data.generators import get_generator, resolve_params
@@ -41,22 +43,15 @@ from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
 from gnnbench.protocols.base import Benchmark
-from gnnbench.protocols.benchmarking_gnns import BenchmarkingGNNsBenchmark
 from gnnbench.splits import resolve_split
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
-DATASET_DIR = "results/datasets/{dataset}"
-PE_FILE = "results/features/{dataset}/laplacian_pe_k{k}.parquet"
-SPLITS_FILE = "results/splits/{dataset}/splits.json"
-RAW_DIR = "resources/raw"  # downloads (raw files), shared by all suites run in this directory
-LABEL_SHARD_FILE = "results/datasets/{dataset}/label_shards/{shard}.parquet"
-KNN_BASELINE_FILE = "results/baselines/{dataset}/knn_k{k}.json"
-SIGNIFICANCE_FILE = "results/tables/{dataset}_significance.{ext}"
+# the workflow's paths: gnnbench.paths (names kept here for callers of this module)
+DATASET_DIR, PE_FILE, SPLITS_FILE, RAW_DIR = paths.DATASET_DIR, paths.PE_FILE, paths.SPLITS_FILE, paths.RAW_DIR
+LABEL_SHARD_FILE, KNN_BASELINE_FILE = paths.LABEL_SHARD_FILE, paths.KNN_BASELINE_FILE
+SIGNIFICANCE_FILE, PLOT_FILE, PLOT_FORMATS = paths.SIGNIFICANCE_FILE, paths.PLOT_FILE, paths.PLOT_FORMATS
+TABLE_PAGE, SUITE_REPORT = paths.TABLE_PAGE, paths.SUITE_REPORT
 KNN_BASELINE_K = 2  # the paper's TSP k-NN heuristic (F1 0.693)
-PLOT_FILE = "results/plots/{dataset}_{kind}.{ext}"  # kind: curves, bars, pe (the pitfalls box plot: {dataset}.*)
-PLOT_FORMATS = ("png", "svg")
-TABLE_PAGE = "results/report/tables/{table}.html"  # a Markdown table as an HTML page of the report
-SUITE_REPORT = "results/report/suite.{ext}"  # the suite's parameters (yaml, html)
 SHARDED_GENERATORS = ("tsp",)  # generators whose labelling runs as one job per shard
 DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
 # What each stage's jobs ask a scheduler for (config key `resources`; runtime in minutes). The `train` defaults
@@ -113,24 +108,23 @@ class Suite:
         return out
 
     def protocol_datasets(self, protocol: str) -> list[str]:
+        """The datasets whose benchmark runs under ``protocol`` (a protocol's name: the workflow's rules of that
+        protocol take these)."""
         return [name for name, b in self.benchmarks.items() if b.protocol == protocol]
 
-    def _p1(self, dataset: str) -> BenchmarkingGNNsBenchmark:
-        benchmark = self.benchmarks.get(dataset)
-        if not isinstance(benchmark, BenchmarkingGNNsBenchmark):
-            raise ValueError(f"dataset {dataset} has no benchmarking-gnns benchmark in this suite")
-        return benchmark
-
-    # benchmarking-gnns runs (model × seed × fold)
+    # single runs (benchmarking-gnns: model × seed × fold; the benchmark's own methods)
     def run_config(self, dataset: str, model: str, seed: int) -> dict:
-        return self._p1(dataset).run_config(model, seed)
+        return self.benchmarks[dataset].run_config(model, seed)
 
     def pe_dim(self, dataset: str, model: str) -> int | None:
-        return self._p1(dataset).pe_dim(model)
+        return self.benchmarks[dataset].pe_dim(model)
 
     def runs(self, dataset: str | None = None) -> list[dict]:
-        return [run for name, b in self.benchmarks.items() if dataset in (None, name)
-                and isinstance(b, BenchmarkingGNNsBenchmark) for run in b.runs()]
+        return [run for name, b in self.benchmarks.items() if dataset in (None, name) for run in b.runs()]
+
+    def record_files(self) -> list[str]:
+        """The run records every job writes (``results/records/...``, :mod:`gnnbench.records`)."""
+        return [f for b in self.benchmarks.values() for f in b.record_files()]
 
     def metrics_files(self, dataset: str) -> list[str]:
         return self.benchmarks[dataset].run_files()
@@ -211,29 +205,41 @@ class Suite:
         """The paired-test tables (:mod:`gnnbench.reporting.significance`) of every benchmark with two or more
         models: ``results/tables/{dataset}_significance.{csv,md,parquet}``."""
         return [SIGNIFICANCE_FILE.format(dataset=name, ext=ext) for name, b in self.benchmarks.items()
-                if len(b.models) >= 2 for ext in ("csv", "md", "parquet")]
-
+                if len(b.models) >= 2 for ext in paths.TABLE_FORMATS]
 
     # ------------------------------------------------------------------------------------------ report
 
     def pe_pairs(self, dataset: str) -> list[tuple[str, str, str]]:
-        """(architecture, label without PE, label with PE) of a benchmarking-gnns benchmark's models whose configs
-        differ by Laplacian positional encodings (:func:`gnnbench.reporting.plots.pe_pairs`); else none."""
-        from gnnbench.reporting.plots import pe_pairs
-
-        benchmark = self.benchmarks.get(dataset)
-        if not isinstance(benchmark, BenchmarkingGNNsBenchmark):
-            return []
-        return pe_pairs({label: model.config for label, model in benchmark.models.items()})
+        """(architecture, label without PE, label with PE) of a benchmark's models whose configs differ by Laplacian
+        positional encodings (:func:`gnnbench.reporting.plots.pe_pairs`), where its protocol draws that figure."""
+        return self.benchmarks[dataset].pe_pairs() if "pe" in self.plot_kinds(dataset) else []
 
     def plot_kinds(self, dataset: str) -> list[str]:
-        """Figures of a benchmark beside its tables: learning curves, score bars and — where models pair without /
-        with PE — the PE comparison (benchmarking-gnns); score bars (fair-comparison); none for pitfalls, whose
-        table rule draws the box plot."""
-        protocol = self.benchmarks[dataset].protocol
-        if protocol == "benchmarking-gnns":
-            return ["curves", "bars"] + (["pe"] if self.pe_pairs(dataset) else [])
-        return ["bars"] if protocol == "fair-comparison" else []
+        """Figures of a benchmark beside its tables, as its protocol draws them (:meth:`Benchmark.plot_kinds`)."""
+        return self.benchmarks[dataset].plot_kinds()
+
+    def table_protocol(self, table: str) -> tuple[str | None, str | None]:
+        """(protocol, dataset) of a table of :meth:`table_names`: a dataset's tables (``{dataset}``,
+        ``{dataset}_folds``, ``{dataset}_significance``) belong to its benchmark; a suite-wide table to the
+        protocol whose :meth:`~gnnbench.protocols.base.Protocol.suite_files` make it."""
+        for suffix in ("", "_folds", "_significance"):
+            base = table.removesuffix(suffix) if suffix else table
+            if (base != table or not suffix) and base in self.benchmarks:
+                return self.benchmarks[base].protocol, base
+        for protocol in dict.fromkeys(b.protocol for b in self.benchmarks.values()):
+            if any(Path(f).stem == table for f in self.suite_files(protocol)):
+                return protocol, None
+        return None, None
+
+    def table_caption(self, table: str) -> str:
+        """The report's caption of a table, from its protocol (:meth:`~gnnbench.protocols.base.Protocol.table_caption`);
+        the paired-test tables' caption is the report template's."""
+        protocol, dataset = self.table_protocol(table)
+        return "" if protocol is None else get_protocol(protocol).table_caption(table, dataset)
+
+    def figure_caption(self, kind: str, dataset: str) -> str:
+        """The report's caption of a figure of a benchmark, from its protocol."""
+        return get_protocol(self.benchmarks[dataset].protocol).figure_caption(kind, dataset)
 
     def plot_files(self) -> list[str]:
         """The figure files of every benchmark (``results/plots/{dataset}_{kind}.{png,svg}``)."""

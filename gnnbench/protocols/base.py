@@ -39,6 +39,27 @@ class Benchmark(ABC):
     def table_files(self) -> list[str]:
         """The per-dataset reports: tables (and plots)."""
 
+    @abstractmethod
+    def record_files(self) -> list[str]:
+        """The run-record files of every job (:mod:`gnnbench.records`, one per job)."""
+
+    def runs(self) -> list[dict]:
+        """Single runs planned one per job (benchmarking-gnns: model × seed × fold); none for protocols whose jobs
+        group runs (splits × initialisations, grid parts)."""
+        return []
+
+    def job_inputs(self, model: str) -> dict[str, str]:
+        """Files a training job of ``model`` needs beyond the dataset and its split file (none by default)."""
+        return {}
+
+    def plot_kinds(self) -> list[str]:
+        """Figures of the report beside the tables (kinds of :data:`gnnbench.paths.PLOT_FILE`; none by default)."""
+        return []
+
+    def significance_inputs(self):
+        """What :meth:`Protocol.significance_scores` reads: by default the run files of the table."""
+        return self.run_files()
+
 
 def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
     """For every model of a benchmark block: (label, its entry as a mapping, its config overrides — the block's
@@ -62,9 +83,17 @@ def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
 
 
 class Protocol(ABC):
+    """An evaluation protocol: the one place that knows its name. The suite asks it to resolve a benchmark block
+    (:meth:`benchmark`: the jobs to plan, their files); the command line asks it for the options of ``gnnbench train
+    <name>`` and to run one job (:meth:`add_train_arguments`, :meth:`train_command`) or to make a table
+    (:meth:`aggregate_command`); the workflow and the report ask it for the paired-test scores
+    (:meth:`significance_scores`), the units they pair over (:attr:`significance_units`) and the captions of its
+    tables and figures (:meth:`table_caption`, :meth:`figure_caption`)."""
+
     name: str
     title: str
     split_schemes: tuple[str, ...]  # split schemes this protocol evaluates on
+    significance_units: str = "shared units"  # what two models' scores are paired over
 
     @abstractmethod
     def default_split(self, dataset) -> dict:
@@ -91,3 +120,44 @@ class Protocol(ABC):
             raise ConfigError(f"{where}: protocol {self.name} evaluates on split schemes "
                               f"{', '.join(self.split_schemes)}, but dataset {dataset.name} is split by {scheme}; "
                               f"change datasets.{dataset.name}.split.scheme or the protocol")
+
+    # ------------------------------------------------------------------------------------ command line
+
+    def add_train_arguments(self, parser) -> None:  # noqa: B027
+        """The options of ``gnnbench train <name>`` beyond the common ones (dataset, splits, preset, set, seed,
+        device, threads, label, out, records)."""
+
+    @abstractmethod
+    def train_command(self, args, overrides: dict) -> str:
+        """Run one job from the parsed ``gnnbench train <name>`` arguments (``overrides``: the ``--set`` values);
+        returns the line to print."""
+
+    def aggregate_command(self, files: list[str], out: str) -> None:
+        """``gnnbench aggregate <name> FILES --out PREFIX``: the dataset table of the given job outputs."""
+        raise ConfigError(f"aggregate: protocol {self.name} makes its tables in the workflow (snakemake); "
+                          "`gnnbench aggregate` has none for it")
+
+    # ------------------------------------------------------------------------------------ reports
+
+    @abstractmethod
+    def significance_scores(self, inputs) -> tuple:
+        """(scores per (model, unit), metric, higher_is_better) for the paired tests
+        (:func:`gnnbench.reporting.significance.paired_tests`), from a benchmark's
+        :meth:`Benchmark.significance_inputs`."""
+
+    def significance_report(self, *, dataset: str, inputs, csv, md, parquet) -> None:
+        """The paired tests of one benchmark, written as CSV, Markdown and Parquet."""
+        from gnnbench.reporting.significance import significance_report
+
+        scores, metric, higher = self.significance_scores(inputs)
+        significance_report(dataset=dataset, scores=scores, metric=metric, higher_is_better=higher,
+                            units=self.significance_units, csv=csv, md=md, parquet=parquet)
+
+    def table_caption(self, table: str, dataset: str | None) -> str:
+        """The report's caption of a table of this protocol (``dataset``: the benchmark it belongs to; None for a
+        suite-wide table)."""
+        return f"Table of **{table}** (protocol {self.name})."
+
+    def figure_caption(self, kind: str, dataset: str) -> str:
+        """The report's caption of a figure (:meth:`Benchmark.plot_kinds`) of this protocol."""
+        return f"Figure {kind} of **{dataset}** (protocol {self.name})."

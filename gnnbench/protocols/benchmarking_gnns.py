@@ -21,15 +21,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from gnnbench import paths
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
 from gnnbench.splits import GRAPH_SCHEMES
 
 NAME = "benchmarking-gnns"
-RUN_DIR = "results/runs/{dataset}/{model}/seed{seed}/fold{fold}"
-TABLE_FILE = "results/tables/{dataset}.{ext}"
-TABLE_FORMATS = ("csv", "md", "parquet")
+RUN_DIR = paths.P1_RUN_DIR
+RECORD_JOB = "seed{seed}_fold{fold}"  # a job's run-record file: paths.RECORD_FILE with this job name
+TABLE_FILE = paths.DATASET_TABLE
+TABLE_FORMATS = paths.TABLE_FORMATS
 FOLD_TIME_DIVISOR = 10  # the original's per-fold time budget under cross-validation: max_time / 10
 SPLIT_TIME_DIVISOR = 20  # ... and per node split of WikiCS: max_time / 20
 
@@ -50,6 +52,25 @@ class BenchmarkingGNNsBenchmark(Benchmark):
     def table_files(self) -> list[str]:
         return [TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
 
+    def record_files(self) -> list[str]:
+        return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=run["model"],
+                                         job=RECORD_JOB.format(**run)) for run in self.runs()]
+
+    def job_inputs(self, model: str) -> dict[str, str]:
+        k = self.pe_dim(model)
+        return {"pe": paths.PE_FILE.format(dataset=self.dataset, k=k)} if k else {}
+
+    def pe_pairs(self) -> list[tuple[str, str, str]]:
+        """(architecture, label without PE, label with PE) of the models whose configs differ by Laplacian
+        positional encodings (:func:`gnnbench.reporting.plots.pe_pairs`)."""
+        from gnnbench.reporting.plots import pe_pairs
+
+        return pe_pairs({label: model.config for label, model in self.models.items()})
+
+    def plot_kinds(self) -> list[str]:
+        """Learning curves, score bars and, where models pair without / with PE, the PE comparison."""
+        return ["curves", "bars"] + (["pe"] if self.pe_pairs() else [])
+
     def run_config(self, model: str, seed: int) -> dict:
         return {**self.models[model].config, "seed": int(seed)}
 
@@ -62,6 +83,48 @@ class BenchmarkingGNNs(Protocol):
     name = NAME
     title = "Benchmarking Graph Neural Networks (Dwivedi et al.)"
     split_schemes = GRAPH_SCHEMES
+    significance_units = "(seed, fold) runs"
+
+    def add_train_arguments(self, parser) -> None:
+        parser.add_argument("--fold", type=int, default=0, help="fold of the split file (default 0)")
+        parser.add_argument("--pe", help="positional-encoding file (needed when pos_enc is true)")
+
+    def train_command(self, args, overrides: dict) -> str:
+        if args.seed is not None:
+            overrides["seed"] = args.seed
+        config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
+        results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold, config=config,
+                        out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads,
+                        label=args.label, records_out=os.path.join(args.records, "run.parquet"))
+        if results.get("status") == "diverged":
+            return f"diverged at epoch {results['diverged_epoch']} (NaN or infinite loss): no test {results['metric']}"
+        return f"test {results['metric']}: {results['test']['metric']:.4f}"
+
+    def aggregate_command(self, files: list[str], out: str) -> None:
+        aggregate_tables(files, f"{out}.csv", f"{out}.md", f"{out}.parquet")
+
+    def significance_scores(self, inputs) -> tuple:
+        from gnnbench.reporting.significance import benchmarking_gnns_scores
+
+        return benchmarking_gnns_scores(inputs)
+
+    def table_caption(self, table: str, dataset: str | None) -> str:
+        return (f"Table of **{table}** (protocol {self.name}): one row per model — runs, parameters, test and train "
+                "score as mean ± std (population std) over seeds (and folds) of the last epoch, epochs, seconds per "
+                "epoch and total hours; under cross-validation also the minimum and maximum test score. Where a row "
+                "matches a configuration of the paper, \"Paper\" is the published mean ± std and \"vs paper\" the "
+                "verdict (z = difference over the combined standard error; † marks a reduced setting — smaller data "
+                "or fewer epochs — not a like-for-like comparison).")
+
+    def figure_caption(self, kind: str, dataset: str) -> str:
+        if kind != "bars":
+            return super().figure_caption(kind, dataset)
+        return (f"Test score of every model on **{dataset}** (protocol {self.name}): bar = mean over the model's "
+                "runs (seeds × folds) of the last epoch's test score, error bar = ± one standard deviation "
+                f"(population std). The numbers are in the dataset's table (category **{dataset}**, *Tables*). "
+                "Check the axis label for the metric and its direction (accuracy and F1: higher is better; MAE and "
+                "MSE: lower is better).")
+
 
     def default_split(self, dataset) -> dict:
         return dict(dataset.generator_split)

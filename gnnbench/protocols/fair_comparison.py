@@ -57,6 +57,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from gnnbench import paths
 from gnnbench.config.keys import FAIR_COMPARISON_KEY_TYPES, coerce, coerce_all
 from gnnbench.config.presets import get_preset, preset_protocol, run_config
 from gnnbench.errors import ConfigError, DataError
@@ -66,14 +67,15 @@ from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entrie
 log = logging.getLogger(__name__)
 
 NAME = "fair-comparison"
-FOLD_DIR = "results/runs/{dataset}/{model}/fold{fold}"
-INNER_FILE = FOLD_DIR + "/inner/part{part}.parquet"
-SELECTION_FILE = FOLD_DIR + "/selection.json"
-FINAL_FILE = FOLD_DIR + "/final.parquet"
-FINAL_HISTORY_FILE = FOLD_DIR + "/final_history.parquet"
-TABLE_FILE = "results/tables/{dataset}.{ext}"
-FOLDS_TABLE_FILE = "results/tables/{dataset}_folds.{ext}"
-TABLE_FORMATS = ("csv", "md", "parquet")
+FOLD_DIR = paths.FOLD_DIR
+INNER_FILE = paths.INNER_FILE
+SELECTION_FILE = paths.SELECTION_FILE
+FINAL_FILE = paths.FINAL_FILE
+FINAL_HISTORY_FILE = paths.FINAL_HISTORY_FILE
+INNER_RECORD_JOB, FINAL_RECORD_JOB = "fold{fold}_inner{part}", "fold{fold}_final"  # run-record files' job names
+TABLE_FILE = paths.DATASET_TABLE
+FOLDS_TABLE_FILE = paths.FOLDS_TABLE
+TABLE_FORMATS = paths.TABLE_FORMATS
 CHECKPOINT_SECONDS = 30.0
 # training keys every run needs (the rest are the model's own, checked when it is built)
 TRAINING_DEFAULTS = {"optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0,
@@ -125,11 +127,84 @@ class FairComparisonBenchmark(Benchmark):
         return ([TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
                 + [FOLDS_TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS])
 
+    def record_files(self) -> list[str]:
+        return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=m, job=job)
+                for m in self.models for f in self.folds
+                for job in [INNER_RECORD_JOB.format(fold=f, part=p) for p in range(self.num_parts(m))]
+                + [FINAL_RECORD_JOB.format(fold=f)]]
+
+    def plot_kinds(self) -> list[str]:
+        """Score bars: outer-fold test accuracy beside the selected configurations' validation accuracy."""
+        return ["bars"]
+
+    def significance_inputs(self) -> dict[str, list[tuple[int, str]]]:
+        """Label -> [(outer fold, final.parquet), ...]: a fold's score is the mean of its final runs."""
+        return {label: list(zip(self.folds, files["finals"], strict=True))
+                for label, files in self.report_inputs().items()}
+
 
 class FairComparison(Protocol):
     name = NAME
     title = "A Fair Comparison of Graph Neural Networks for Graph Classification (Errica et al.)"
     split_schemes = ("stratified_kfold", "published")
+    significance_units = "outer folds (mean of the final runs)"
+
+    def add_train_arguments(self, parser) -> None:
+        parser.add_argument("--fold", type=int, default=0, help="the outer fold (default 0)")
+        parser.add_argument("--final-runs", type=int, default=DEFAULT_FINAL_RUNS,
+                            help="final runs of the chosen config")
+        parser.add_argument("--final-holdout", default="fresh", choices=HOLDOUTS,
+                            help="early-stopping hold-out of the final runs")
+
+    def train_command(self, args, overrides: dict) -> str:
+        """One outer fold of the nested cross-validation: every grid point of the preset (``--set`` fixes values
+        and removes their dimensions), the selection, the final runs — the workflow's files, under ``--out``."""
+        if not args.preset:
+            raise ConfigError(f"--preset: protocol {self.name} starts from a grid; name a fair_* preset "
+                              "(`gnnbench presets`)")
+        base, grid = model_grid({"preset": args.preset}, overrides, "--preset")
+        configs = expand_grid(base, grid)
+        out, fold, records = Path(args.out), args.fold, Path(args.records)
+        label = args.label or base["model"]
+        common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": args.seed or 0,
+                  "device": args.device, "threads": args.threads, "label": label}
+        run_inner(configs=configs, positions=list(range(len(configs))), out=out / "inner" / "part0.parquet",
+                  records_out=records / "inner.parquet", **common)
+        chosen = select([out / "inner" / "part0.parquet"], out / "selection.json",
+                        dataset=Path(args.dataset).name, model=label, fold=fold)["chosen"]
+        run_final(selection_path=out / "selection.json", runs=args.final_runs, holdout=args.final_holdout,
+                  out=out / "final.parquet", history_out=out / "final_history.parquet",
+                  records_out=records / "final.parquet", **common)
+        test = pq.read_table(out / "final.parquet").column("test_accuracy").to_pylist()
+        return (f"fold {fold}: {len(configs)} configurations, chosen validation accuracy "
+                f"{chosen['val_accuracy']:.2f}, test accuracy {sum(test) / len(test):.2f} (mean of {len(test)} "
+                "final runs)")
+
+    def significance_scores(self, inputs) -> tuple:
+        from gnnbench.reporting.significance import fair_comparison_scores
+
+        return fair_comparison_scores(inputs)
+
+    def table_caption(self, table: str, dataset: str | None) -> str:
+        if dataset is not None and table == f"{dataset}_folds":
+            what = ("per model and outer fold, the configuration selected on the inner hold-out, its validation "
+                    "accuracy, and the test accuracies of its final runs.")
+        else:
+            what = ("one row per model — test accuracy mean ± std over the outer folds, the validation accuracy of "
+                    "the selected configurations, training accuracy, median number of layers selected, grid size, "
+                    "and the paper's number with the difference ours − paper.")
+        return f"Table of **{table}** (protocol {self.name}): {what}"
+
+    def figure_caption(self, kind: str, dataset: str) -> str:
+        if kind != "bars":
+            return super().figure_caption(kind, dataset)
+        return (f"Test accuracy of every model on **{dataset}** (protocol {self.name}), mean ± std (population std) "
+                "over the outer folds of the nested cross-validation (blue), beside the mean validation accuracy of "
+                "the configurations that model selection chose on the inner hold-out (orange); black diamonds, "
+                "where present, are the paper's test accuracy ± std for the same dataset and model family. The "
+                "validation bar is usually the higher one: it is the best of the grid on the data it was selected "
+                "on, so it overestimates the test score — the reason the protocol reports the outer-fold test "
+                "accuracy only.")
 
     def default_split(self, dataset) -> dict:
         return {"scheme": "stratified_kfold", "folds": 10, "val_fraction": 0.1, "seed": 0}
@@ -510,6 +585,7 @@ def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], output
     [...], "finals": [...]} in fold order; ``presets``: label → the suite's preset, for the comparison with the
     paper)."""
     from gnnbench.data.meta import read_meta
+    from gnnbench.records import read_tables
     from gnnbench.reporting import fair_comparison as report
 
     meta = read_meta(dataset_dir)
@@ -517,11 +593,7 @@ def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], output
     for label, files in models.items():
         for sel_path, final_path in zip(files["selections"], files["finals"], strict=True):
             selection = read_selection(sel_path)
-            try:
-                finals = pq.read_table(final_path).to_pylist()
-            except (pa.ArrowException, OSError) as exc:
-                raise DataError(f"final-runs file {final_path} is corrupt ({str(exc).splitlines()[0]}); delete it "
-                                "and rerun snakemake") from None
+            finals = read_tables([final_path], "final-runs").to_dict("records")
             chosen = selection["chosen"]
             scored = [f for f in finals if f.get("status") != "diverged"]  # a diverged final run has no score
             folds.append({"model": label, "architecture": chosen["config"]["model"], "fold": selection["fold"],

@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from gnnbench import paths
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
 from gnnbench.io import atomic_path, sha256_json, write_json
@@ -55,14 +56,16 @@ from gnnbench.splits import NODE_SCHEMES
 log = logging.getLogger(__name__)
 
 NAME = "pitfalls"
-RUN_DIR = "results/runs/{dataset}/{model}/chunk{chunk}"
+RUN_DIR = paths.CHUNK_DIR
 RUN_OUTPUTS = ("runs.parquet", "history.parquet", "metrics.json")
-TABLE_FILE = "results/tables/{dataset}.{ext}"
-PLOT_FILE = "results/plots/{dataset}.{ext}"
-SUITE_TABLE = "results/tables/pitfalls.{ext}"
-RANKING_TABLE = "results/tables/pitfalls_split_ranking.{ext}"
-TABLE_FORMATS = ("csv", "md", "parquet")
-PLOT_FORMATS = ("png", "svg")
+RECORD_JOB = "chunk{chunk}"  # a job's run-record file: paths.RECORD_FILE with this job name
+TABLE_FILE = paths.DATASET_TABLE
+PLOT_FILE = paths.BOX_PLOT
+SUITE_TABLE_NAME, RANKING_TABLE_NAME = NAME, f"{NAME}_split_ranking"  # the suite-wide tables
+SUITE_TABLE = paths.TABLE_FILE.replace("{table}", SUITE_TABLE_NAME)
+RANKING_TABLE = paths.TABLE_FILE.replace("{table}", RANKING_TABLE_NAME)
+TABLE_FORMATS = paths.TABLE_FORMATS
+PLOT_FORMATS = paths.PLOT_FORMATS
 CHECKPOINT_FILE = "checkpoint.pt"
 CHECKPOINT_SECONDS = 30.0
 # config/train.conf.yaml of gnn-benchmark: the training procedure shared by every model
@@ -103,11 +106,53 @@ class PitfallsBenchmark(Benchmark):
         return ([TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
                 + [PLOT_FILE.format(dataset=self.dataset, ext=ext) for ext in PLOT_FORMATS])
 
+    def record_files(self) -> list[str]:
+        return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=label,
+                                         job=RECORD_JOB.format(chunk=c))
+                for label in self.models for c in range(self.num_chunks)]
+
 
 class Pitfalls(Protocol):
     name = NAME
     title = "Pitfalls of Graph Neural Network Evaluation (Shchur et al.)"
     split_schemes = NODE_SCHEMES
+    significance_units = "random splits (mean over inits)"
+
+    def add_train_arguments(self, parser) -> None:
+        parser.add_argument("--fold", type=int, nargs="+", default=[0], help="the splits to train (default 0)")
+        parser.add_argument("--inits", type=int, default=DEFAULT_INITS, help="initialisations per split")
+        parser.add_argument("--init-ids", type=int, nargs="+", help="train only these initialisations")
+
+    def train_command(self, args, overrides: dict) -> str:
+        config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
+        metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
+                            inits=args.inits, seed=args.seed or 0, out_dir=args.out, device=args.device,
+                            threads=args.threads, label=args.label, init_ids=args.init_ids,
+                            records_out=os.path.join(args.records, "chunk.parquet"))
+        mean, diverged = metrics["test_accuracy_mean"], metrics.get("diverged", 0)
+        return (f"{metrics['runs']} runs" + (f" ({diverged} diverged: NaN or infinite loss)" if diverged else "")
+                + ", mean test accuracy: " + ("none (every run diverged)" if mean is None else f"{mean:.2f}"))
+
+    def aggregate_command(self, files: list[str], out: str) -> None:
+        dataset_report(files, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
+
+    def significance_scores(self, inputs) -> tuple:
+        from gnnbench.reporting.significance import pitfalls_scores
+
+        return pitfalls_scores(inputs)
+
+    def table_caption(self, table: str, dataset: str | None) -> str:
+        if table == SUITE_TABLE_NAME:
+            return ("Pitfalls summary over all random-split benchmarks: test accuracy per model and dataset (mean ± "
+                    "std over all runs), relative accuracy (score over the best model's on each split, averaged) "
+                    "and average rank (1 = best).")
+        if table == RANKING_TABLE_NAME:
+            return ("Pitfalls: the ranking of the models on one fixed split against their ranking on random splits, "
+                    "with Kendall's tau between the two rankings.")
+        return (f"Table of **{table}** (protocol {self.name}): one row per model — test accuracy mean ± std (sample "
+                "std) over all runs (splits × initialisations), median and quartiles, minimum and maximum, "
+                "validation and train accuracy, epochs.")
+
 
     def default_split(self, dataset) -> dict:
         return {"scheme": "random_per_class"}
@@ -427,21 +472,11 @@ def _percent(value: float | None) -> str:
 
 def read_runs(files: list[str | os.PathLike]):
     """One DataFrame of the runs in ``files`` (``runs.parquet`` of jobs), in the given order."""
-    import pandas as pd
+    from gnnbench.records import read_tables
 
-    frames = []
-    for path in files:
-        path = Path(path)
-        if not path.is_file():
-            raise DataError(f"runs file {path} does not exist; run snakemake for it")
-        try:
-            frames.append(pq.read_table(path).to_pandas())
-        except (pa.ArrowException, OSError) as exc:
-            raise DataError(f"runs file {path} is corrupt ({str(exc).splitlines()[0]}); delete it and rerun "
-                            "snakemake for that job") from None
-    if not frames:
+    if not files:
         raise DataError("no runs to aggregate; check the benchmark's models in the config")
-    return pd.concat(frames, ignore_index=True)
+    return read_tables(files, "runs")
 
 
 def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, png, svg, dataset_dir=None,
@@ -462,7 +497,7 @@ def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, 
         for path in runs_files:
             metrics = read_json(Path(path).parent / "metrics.json", "job metrics file")
             configs.setdefault(metrics["label"], metrics["config"])
-        table = report.with_paper(table, read_meta(dataset_dir), split or {}, configs, presets)
+        table = report.with_paper(table, read_meta(dataset_dir), split or {}, configs, presets, TRAINING_DEFAULTS)
     report.write_table(table, f"## {dataset}\n\n" + report.dataset_markdown(table), csv, markdown, parquet)
     report.box_plot(runs, f"{dataset}: test accuracy of every run", png, svg)
 

@@ -205,10 +205,11 @@ def dataset_markdown(table: pd.DataFrame) -> str:
 
 
 def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
-               presets: dict[str, str | None] | None = None) -> pd.DataFrame:
+               presets: dict[str, str | None] | None = None, training_defaults: dict | None = None) -> pd.DataFrame:
     """``dataset_table`` with the comparison columns of :mod:`gnnbench.reporting.published`: the paper's Table 1
     (or 2b) number of the model's family on this dataset. ``split``: the dataset's split config (the suite's);
-    ``configs``: label → run config (the jobs' ``metrics.json``); ``presets``: label → the suite's preset."""
+    ``configs``: label → run config (the jobs' ``metrics.json``); ``presets``: label → the suite's preset;
+    ``training_defaults``: the protocol's training procedure (:func:`gnnbench.reporting.published.pitfalls_setting`)."""
     from gnnbench.reporting import published as pub
 
     out = []
@@ -216,7 +217,8 @@ def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
         config = configs[row["model"]]
         paper = pub.match_pitfalls(meta, split.get("scheme", ""), config)
         preset = (presets or {}).get(row["model"])
-        setting = "" if paper is None else pub.pitfalls_setting(meta, split, config, preset, int(row["runs"]), paper)
+        setting = "" if paper is None else pub.pitfalls_setting(meta, split, config, preset, int(row["runs"]), paper,
+                                                                training_defaults)
         scored = int(row["runs"]) - int(row.get("diverged", 0))  # the mean is over the completed runs
         out.append(pub.compare(row["test_mean"], row["test_std"], scored, paper, True, setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)

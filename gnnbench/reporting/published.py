@@ -418,9 +418,11 @@ def match_pitfalls(meta, split_scheme: str, config: dict) -> Paper | None:
     return Paper(float(value[0]), float(value[1]), n, f"{section['table']} {family} on {dataset}")
 
 
-def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: int, paper: Paper) -> str:
+def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: int, paper: Paper,
+                     training_defaults: dict | None = None) -> str:
+    """The setting cell of a pitfalls row; ``training_defaults``: the protocol's training procedure, which the
+    preset's config is checked with (the protocol passes it: reporting does not import the protocols)."""
     from gnnbench.config.presets import run_config
-    from gnnbench.protocols.pitfalls import TRAINING_DEFAULTS
 
     params = (meta.source or {}).get("params", {})
     differences = []
@@ -432,7 +434,7 @@ def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: 
     if preset is None:
         differences.append("no preset to check the training settings against")
     else:
-        differences += config_differences(config, {**TRAINING_DEFAULTS, **run_config(preset)})
+        differences += config_differences(config, {**(training_defaults or {}), **run_config(preset)})
     return setting_text(differences + runs_difference(runs, paper.n))
 
 

@@ -1,6 +1,7 @@
 """Is model A better than model B on this dataset? Paired tests over the units both were evaluated on.
 
-A *unit* is what two models of a benchmark share, so their scores on it are paired:
+A *unit* is what two models of a benchmark share, so their scores on it are paired; each protocol says which
+(:meth:`gnnbench.protocols.base.Protocol.significance_scores`, with the readers below):
 
 * benchmarking-gnns: a (seed, fold) run — the test metric of ``metrics.json``;
 * pitfalls: a random split — the paper's per-split score s(m, d, k), the mean test accuracy over the inits;
@@ -53,8 +54,6 @@ from gnnbench.io import atomic_path
 ALPHA = 0.05
 COLUMNS = ("model_a", "model_b", "pairs", "dropped_units", "diverged_units", "mean_a", "mean_b", "mean_difference",
            "wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "verdict_test", "verdict")
-UNIT_NAMES = {"benchmarking-gnns": "(seed, fold) runs", "pitfalls": "random splits (mean over inits)",
-              "fair-comparison": "outer folds (mean of the final runs)"}
 
 
 def holm(p_values) -> np.ndarray:
@@ -151,9 +150,10 @@ def _verdict(row, higher_is_better: bool, alpha: float) -> str:
     return f"{row['model_a'] if a_better else row['model_b']} better ({how})"
 
 
-def markdown(dataset: str, table: pd.DataFrame, protocol: str, metric: str, higher_is_better: bool,
+def markdown(dataset: str, table: pd.DataFrame, units: str, metric: str, higher_is_better: bool,
              alpha: float = ALPHA) -> str:
-    lines = [f"## {dataset}: is A better than B? Paired tests over {UNIT_NAMES.get(protocol, 'shared units')}\n",
+    """The table as Markdown; ``units``: what the scores are paired over (the protocol's words)."""
+    lines = [f"## {dataset}: is A better than B? Paired tests over {units}\n",
              "| A | B | pairs | dropped | diverged | mean A | mean B | mean A − B | Wilcoxon p | Holm | t-test p | "
              "Holm (t) | verdict |", "|" + "---|" * 13]
     for _, r in table.iterrows():
@@ -165,7 +165,7 @@ def markdown(dataset: str, table: pd.DataFrame, protocol: str, metric: str, high
     if table.empty:
         lines.append("| – | – | 0 | 0 | 0 | | | | | | | | fewer than two models |")
     direction = "higher" if higher_is_better else "lower"
-    note = (f"\nMetric: {metric} ({direction} is better). Units: {UNIT_NAMES.get(protocol, 'shared units')}; a pair "
+    note = (f"\nMetric: {metric} ({direction} is better). Units: {units}; a pair "
             "uses only the units both models have a score on (dropped = units only one of them has; diverged = "
             "units where a run of either diverged: no score). Verdict: Holm–Bonferroni "
             f"adjusted p (two-sided) over all {len(table)} pairs, α = {alpha:g}, of the Wilcoxon signed-rank test; "
@@ -194,9 +194,9 @@ def benchmarking_gnns_scores(metrics_files: list[str | os.PathLike]) -> tuple[pd
 
 def pitfalls_scores(runs_files: list[str | os.PathLike]) -> tuple[pd.DataFrame, str, bool]:
     """Per-split scores s(m, d, k) (mean test accuracy over inits) from jobs' ``runs.parquet``."""
-    from gnnbench.protocols.pitfalls import read_runs
+    from gnnbench.records import read_tables
 
-    runs = read_runs(runs_files)
+    runs = read_tables(runs_files, "runs")
     if "status" in runs:  # a diverged init has no score; a split whose every init diverged keeps a NaN score
         runs.loc[runs["status"].eq("diverged"), "test_accuracy"] = np.nan
     scores = runs.groupby(["model", "split"], sort=False)["test_accuracy"].mean().reset_index()
@@ -220,24 +220,16 @@ def fair_comparison_scores(models: dict[str, list[tuple[int, str | os.PathLike]]
     return pd.DataFrame(rows, columns=["model", "unit", "score"]), "accuracy", True
 
 
-def significance_report(*, dataset: str, protocol: str, inputs, csv, md, parquet, alpha: float = ALPHA) -> None:
-    """The pairwise tests of one benchmark, written as CSV, Parquet and Markdown (each atomically). ``inputs``:
-    the table rule's run files (benchmarking-gnns: metrics.json; pitfalls: runs.parquet) or, for fair-comparison,
-    label → [(fold, final.parquet), ...]."""
-    if protocol == "benchmarking-gnns":
-        scores, metric, higher = benchmarking_gnns_scores(inputs)
-    elif protocol == "pitfalls":
-        scores, metric, higher = pitfalls_scores(inputs)
-    elif protocol == "fair-comparison":
-        scores, metric, higher = fair_comparison_scores(inputs)
-    else:
-        raise DataError(f"protocol {protocol!r} has no significance tests; expected benchmarking-gnns, pitfalls or "
-                        "fair-comparison")
-    table = paired_tests(scores, higher, alpha)
+def significance_report(*, dataset: str, scores: pd.DataFrame, metric: str, higher_is_better: bool, units: str,
+                        csv, md, parquet, alpha: float = ALPHA) -> None:
+    """The pairwise tests of one benchmark, written as CSV, Parquet and Markdown (each atomically). ``scores``:
+    one row per (model, unit) (:func:`paired_tests`), as the benchmark's protocol reads them
+    (:meth:`gnnbench.protocols.base.Protocol.significance_report`); ``units``: what they pair over."""
+    table = paired_tests(scores, higher_is_better, alpha)
     table.insert(0, "dataset", dataset)
     with atomic_path(csv) as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(parquet) as tmp:
         table.to_parquet(tmp, index=False)
     with atomic_path(md) as tmp:
-        Path(tmp).write_text(markdown(dataset, table, protocol, metric, higher, alpha))
+        Path(tmp).write_text(markdown(dataset, table, units, metric, higher_is_better, alpha))

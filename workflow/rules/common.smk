@@ -1,7 +1,9 @@
-# Target lists, wildcard constraints and input functions shared by the rules.
+# Target lists, wildcard constraints and input functions shared by the rules. Every path comes from gnnbench.paths;
+# what differs between protocols comes from the protocol objects (gnnbench.protocols), never from their names here.
 import re
 
-from gnnbench.config.suite import DATASET_DIR, PE_FILE, SPLITS_FILE
+from gnnbench import paths
+from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
 from gnnbench.reporting.report import suite_description
 
 
@@ -9,9 +11,10 @@ def _alternatives(names):
     return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
 
 
-P1_DATASETS = SUITE.protocol_datasets("benchmarking-gnns")
-PITFALLS_DATASETS = SUITE.protocol_datasets("pitfalls")
-FAIR_DATASETS = SUITE.protocol_datasets("fair-comparison")
+# each protocol's rules (training.smk, fair_comparison.smk, aggregate.smk) take the datasets of its benchmarks
+P1_DATASETS = SUITE.protocol_datasets(benchmarking_gnns.NAME)
+PITFALLS_DATASETS = SUITE.protocol_datasets(pitfalls.NAME)
+FAIR_DATASETS = SUITE.protocol_datasets(fair_comparison.NAME)
 
 
 wildcard_constraints:
@@ -24,9 +27,13 @@ wildcard_constraints:
     k=r"\d+",
 
 
+def record_file(protocol, job):
+    """The run-record output of a job of ``protocol`` (``job``: the protocol's job name, with wildcards)."""
+    return paths.RECORD_FILE.format(protocol=protocol, dataset="{dataset}", model="{model}", job=job)
+
+
 def dataset_files(dataset):
-    folder = DATASET_DIR.format(dataset=dataset)
-    return {"graphs": f"{folder}/graphs.parquet", "meta": f"{folder}/meta.json"}
+    return {"graphs": paths.DATASET_GRAPHS.format(dataset=dataset), "meta": paths.DATASET_META.format(dataset=dataset)}
 
 
 def benchmark_of(wildcards):
@@ -37,14 +44,28 @@ def benchmark_of(wildcards):
 
 
 def run_inputs(wildcards):
-    """Dataset, split file and — when the model uses positional encodings — the PE file of one run."""
-    benchmark = benchmark_of(wildcards)
+    """Dataset, split file and what else the protocol's job needs (a positional-encoding file, ...)."""
     files = dataset_files(wildcards.dataset)
-    files["splits"] = SPLITS_FILE.format(dataset=wildcards.dataset)
-    k = benchmark.pe_dim(wildcards.model) if hasattr(benchmark, "pe_dim") else None
-    if k:
-        files["pe"] = PE_FILE.format(dataset=wildcards.dataset, k=k)
+    files["splits"] = paths.SPLITS_FILE.format(dataset=wildcards.dataset)
+    files.update(benchmark_of(wildcards).job_inputs(wildcards.model))
     return files
+
+
+def table_outputs(table, category, **extra):
+    """The csv (in the report, as a download), md and parquet outputs of a table (``table``: its name, with
+    wildcards), plus ``extra`` outputs."""
+    return dict(
+        csv=report(
+            paths.TABLE_FILE.format(table=table, ext="csv"),
+            caption="../report/table_csv.rst",
+            category=category,
+            subcategory="Tables",
+            labels={"table": table, "format": "Raw CSV (download)"},
+        ),
+        md=paths.TABLE_FILE.format(table=table, ext="md"),
+        parquet=paths.TABLE_FILE.format(table=table, ext="parquet"),
+        **extra,
+    )
 
 
 def model_presets(dataset):
@@ -52,13 +73,6 @@ def model_presets(dataset):
     return {label: spec.preset for label, spec in SUITE.benchmarks[dataset].models.items()}
 
 
-def significance_finals(dataset):
-    """fair-comparison: label -> [(outer fold, final.parquet), ...]; other protocols read the run files."""
-    benchmark = SUITE.benchmarks[dataset]
-    if benchmark.protocol != "fair-comparison":
-        return None
-    return {label: list(zip(benchmark.folds, files["finals"]))
-            for label, files in benchmark.report_inputs().items()}
 # report (workflow/rules/report.smk): which datasets get which figure, where each table goes in the report
 PLOT_DATASETS = {kind: [d for d in SUITE.benchmarks if kind in SUITE.plot_kinds(d)] for kind in ("curves", "bars", "pe")}
 TABLE_NAMES = SUITE.table_names()
@@ -67,15 +81,4 @@ TABLE_NAMES = SUITE.table_names()
 def table_category(name):
     """Report category of a table: its dataset (also for {dataset}_folds, {dataset}_significance), else the
     suite-wide summaries."""
-    if name in SUITE.benchmarks:
-        return name
-    for suffix in ("_folds", "_significance"):
-        base = name.removesuffix(suffix)
-        if base != name and base in SUITE.benchmarks:
-            return base
-    return "Suite"
-
-
-def table_protocol(name):
-    benchmark = SUITE.benchmarks.get(table_category(name))
-    return benchmark.protocol if benchmark is not None else name.split("_", 1)[0]
+    return SUITE.table_protocol(name)[1] or "Suite"

@@ -5,14 +5,14 @@ localrules:
 # One job per raw file (checksummed download with retries; an existing verified file is reused).
 rule raw_download:
     output:
-        "resources/raw/{path}",
+        paths.RAW_FILE,
     wildcard_constraints:
-        path=_alternatives([f.removeprefix("resources/raw/") for f in SUITE.all_raw_files]),
+        path=_alternatives([f.removeprefix(f"{paths.RAW_DIR}/") for f in SUITE.all_raw_files]),
     params:
-        raw=lambda wc: SUITE.raw_download(f"resources/raw/{wc.path}")[0],
-        mirror=lambda wc: SUITE.raw_download(f"resources/raw/{wc.path}")[1],
+        raw=lambda wc: SUITE.raw_download(paths.RAW_FILE.format(path=wc.path))[0],
+        mirror=lambda wc: SUITE.raw_download(paths.RAW_FILE.format(path=wc.path))[1],
     log:
-        "results/logs/download/{path}.log",
+        paths.log_file("download", "{path}"),
     retries: 2
     conda:
         "../envs/gnnbench.yaml"
@@ -24,8 +24,8 @@ rule dataset:
     input:
         lambda wc: SUITE.raw_files(wc.dataset),
     output:
-        graphs="results/datasets/{dataset}/graphs.parquet",
-        meta="results/datasets/{dataset}/meta.json",
+        graphs=paths.DATASET_GRAPHS,
+        meta=paths.DATASET_META,
     wildcard_constraints:
         dataset=_alternatives(set(SUITE.datasets) - set(SUITE.sharded_datasets)),
     params:
@@ -33,7 +33,7 @@ rule dataset:
         params=lambda wc: SUITE.datasets[wc.dataset].params,
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
-        "results/logs/dataset/{dataset}.log",
+        paths.log_file("dataset", "{dataset}"),
     threads: SUITE.resources["dataset"]["cpus"]
     resources:
         **SUITE.rule_resources("dataset"),
@@ -46,14 +46,14 @@ rule dataset:
 # TSP: labelling (solving every instance) is split into shards, one job each, merged into the dataset.
 rule tsp_label_shard:
     output:
-        "results/datasets/{dataset}/label_shards/{shard}.parquet",
+        paths.LABEL_SHARD_FILE,
     wildcard_constraints:
         dataset=_alternatives(SUITE.sharded_datasets),
     params:
         params=lambda wc: SUITE.datasets[wc.dataset].params,
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
-        "results/logs/dataset/{dataset}_label_shard{shard}.log",
+        paths.log_file("dataset", "{dataset}_label_shard{shard}"),
     threads: SUITE.resources["tsp_label"]["cpus"]
     resources:
         **SUITE.rule_resources("tsp_label"),
@@ -67,15 +67,15 @@ rule tsp_dataset:
     input:
         shards=lambda wc: SUITE.label_shard_files(wc.dataset),
     output:
-        graphs="results/datasets/{dataset}/graphs.parquet",
-        meta="results/datasets/{dataset}/meta.json",
+        graphs=paths.DATASET_GRAPHS,
+        meta=paths.DATASET_META,
     wildcard_constraints:
         dataset=_alternatives(SUITE.sharded_datasets),
     params:
         params=lambda wc: SUITE.datasets[wc.dataset].params,
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
-        "results/logs/dataset/{dataset}.log",
+        paths.log_file("dataset", "{dataset}"),
     threads: SUITE.resources["dataset"]["cpus"]
     resources:
         **SUITE.rule_resources("dataset"),

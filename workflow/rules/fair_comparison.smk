@@ -2,12 +2,14 @@
 # Every finished training is also kept under .../fold{fold}/{inner,}/runs/ (not an output): a rerun job (grid
 # point added, job killed) reuses them and trains only what is missing.
 
+
 # one job = grid_per_job configurations of one model on one outer fold, trained one after another in one process
 rule fc_inner:
     input:
         unpack(run_inputs),
     output:
-        "results/runs/{dataset}/{model}/fold{fold}/inner/part{part}.parquet",
+        runs=paths.INNER_FILE,
+        records=record_file(fair_comparison.NAME, fair_comparison.INNER_RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     params:
@@ -19,7 +21,7 @@ rule fc_inner:
     resources:
         **SUITE.rule_resources("train"),
     log:
-        "results/logs/train/{dataset}/{model}/fold{fold}/inner{part}.log",
+        paths.log_file("train", "{dataset}/{model}/fold{fold}/inner{part}"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -30,11 +32,11 @@ rule fc_select:
     input:
         lambda wc: benchmark_of(wc).inner_files(wc.model, int(wc.fold)),
     output:
-        "results/runs/{dataset}/{model}/fold{fold}/selection.json",
+        paths.SELECTION_FILE,
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     log:
-        "results/logs/select/{dataset}/{model}/fold{fold}.log",
+        paths.log_file("select", "{dataset}/{model}/fold{fold}"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -44,10 +46,11 @@ rule fc_select:
 rule fc_final:
     input:
         unpack(run_inputs),
-        selection="results/runs/{dataset}/{model}/fold{fold}/selection.json",
+        selection=paths.SELECTION_FILE,
     output:
-        runs="results/runs/{dataset}/{model}/fold{fold}/final.parquet",
-        history="results/runs/{dataset}/{model}/fold{fold}/final_history.parquet",
+        runs=paths.FINAL_FILE,
+        history=paths.FINAL_HISTORY_FILE,
+        records=record_file(fair_comparison.NAME, fair_comparison.FINAL_RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     params:
@@ -59,7 +62,7 @@ rule fc_final:
     resources:
         **SUITE.rule_resources("train"),
     log:
-        "results/logs/train/{dataset}/{model}/fold{fold}/final.log",
+        paths.log_file("train", "{dataset}/{model}/fold{fold}/final"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -68,35 +71,35 @@ rule fc_final:
 
 rule fc_tables:
     input:
-        meta="results/datasets/{dataset}/meta.json",
+        meta=paths.DATASET_META,
         selections=lambda wc: SUITE.benchmarks[wc.dataset].selection_files(),
         finals=lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
     output:
         csv=report(
-            "results/tables/{dataset}.csv",
+            paths.DATASET_TABLE.format(dataset="{dataset}", ext="csv"),
             caption="../report/table_csv.rst",
             category="{dataset}",
             subcategory="Tables",
             labels={"table": "{dataset}", "format": "Raw CSV (download)"},
         ),
-        md="results/tables/{dataset}.md",
-        parquet="results/tables/{dataset}.parquet",
+        md=paths.DATASET_TABLE.format(dataset="{dataset}", ext="md"),
+        parquet=paths.DATASET_TABLE.format(dataset="{dataset}", ext="parquet"),
         folds_csv=report(
-            "results/tables/{dataset}_folds.csv",
+            paths.FOLDS_TABLE.format(dataset="{dataset}", ext="csv"),
             caption="../report/table_csv.rst",
             category="{dataset}",
             subcategory="Tables",
             labels={"table": "{dataset}_folds", "format": "Raw CSV (download)"},
         ),
-        folds_md="results/tables/{dataset}_folds.md",
-        folds_parquet="results/tables/{dataset}_folds.parquet",
+        folds_md=paths.FOLDS_TABLE.format(dataset="{dataset}", ext="md"),
+        folds_parquet=paths.FOLDS_TABLE.format(dataset="{dataset}", ext="parquet"),
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     params:
         models=lambda wc: SUITE.benchmarks[wc.dataset].report_inputs(),
         presets=lambda wc: model_presets(wc.dataset),
     log:
-        "results/logs/tables/{dataset}.log",
+        paths.log_file("tables", "{dataset}"),
     conda:
         "../envs/gnnbench.yaml"
     script:

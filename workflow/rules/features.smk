@@ -2,9 +2,9 @@ rule laplacian_pe:
     input:
         unpack(lambda wc: dataset_files(wc.dataset)),
     output:
-        "results/features/{dataset}/laplacian_pe_k{k}.parquet",
+        paths.PE_FILE,
     log:
-        "results/logs/features/{dataset}_laplacian_pe_k{k}.log",
+        paths.log_file("features", "{dataset}_laplacian_pe_k{k}"),
     threads: SUITE.resources["features"]["cpus"]
     resources:
         **SUITE.rule_resources("features"),

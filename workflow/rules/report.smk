@@ -1,7 +1,7 @@
 # Figures and pages of the HTML report (`snakemake --report report.html` after the run). Every file here is built
 # by `rule all`, so the report needs nothing the run did not make. Plot targets are decided at parse time from the
-# suite: learning curves and score bars per benchmarking-gnns dataset, score bars per fair-comparison dataset,
-# and the PE comparison only where models pair without / with Laplacian positional encodings.
+# suite: each benchmark's protocol names its figures (Benchmark.plot_kinds: learning curves, score bars, the PE
+# comparison where models pair without / with Laplacian positional encodings) and writes their captions.
 
 
 localrules:
@@ -17,9 +17,9 @@ rule learning_curves:
         metrics=lambda wc: SUITE.metrics_files(wc.dataset),
         histories=lambda wc: [f.replace("metrics.json", "history.parquet") for f in SUITE.metrics_files(wc.dataset)],
     output:
-        png="results/plots/{dataset}_curves.png",
+        png=paths.PLOT_FILE.format(dataset="{dataset}", kind="curves", ext="png"),
         svg=report(
-            "results/plots/{dataset}_curves.svg",
+            paths.PLOT_FILE.format(dataset="{dataset}", kind="curves", ext="svg"),
             caption="../report/curves.rst",
             category="{dataset}",
             subcategory="Figures",
@@ -28,7 +28,7 @@ rule learning_curves:
     wildcard_constraints:
         dataset=_alternatives(PLOT_DATASETS["curves"]),
     log:
-        "results/logs/plots/{dataset}_curves.log",
+        paths.log_file("plots", "{dataset}_curves"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -37,11 +37,11 @@ rule learning_curves:
 
 rule score_bars:
     input:
-        "results/tables/{dataset}.parquet",
+        paths.DATASET_TABLE.format(dataset="{dataset}", ext="parquet"),
     output:
-        png="results/plots/{dataset}_bars.png",
+        png=paths.PLOT_FILE.format(dataset="{dataset}", kind="bars", ext="png"),
         svg=report(
-            "results/plots/{dataset}_bars.svg",
+            paths.PLOT_FILE.format(dataset="{dataset}", kind="bars", ext="svg"),
             caption="../report/bars.rst",
             category="{dataset}",
             subcategory="Figures",
@@ -50,9 +50,9 @@ rule score_bars:
     wildcard_constraints:
         dataset=_alternatives(PLOT_DATASETS["bars"]),
     params:
-        protocol=lambda wc: SUITE.benchmarks[wc.dataset].protocol,
+        caption=lambda wc: SUITE.figure_caption("bars", wc.dataset),
     log:
-        "results/logs/plots/{dataset}_bars.log",
+        paths.log_file("plots", "{dataset}_bars"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -61,11 +61,11 @@ rule score_bars:
 
 rule pe_bars:
     input:
-        "results/tables/{dataset}.parquet",
+        paths.DATASET_TABLE.format(dataset="{dataset}", ext="parquet"),
     output:
-        png="results/plots/{dataset}_pe.png",
+        png=paths.PLOT_FILE.format(dataset="{dataset}", kind="pe", ext="png"),
         svg=report(
-            "results/plots/{dataset}_pe.svg",
+            paths.PLOT_FILE.format(dataset="{dataset}", kind="pe", ext="svg"),
             caption="../report/pe.rst",
             category="{dataset}",
             subcategory="Figures",
@@ -76,7 +76,7 @@ rule pe_bars:
     params:
         pairs=lambda wc: [list(pair) for pair in SUITE.pe_pairs(wc.dataset)],
     log:
-        "results/logs/plots/{dataset}_pe.log",
+        paths.log_file("plots", "{dataset}_pe"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -86,10 +86,10 @@ rule pe_bars:
 # a Markdown table as an HTML page (Snakemake's report shows HTML inline; CSV and Markdown only as downloads)
 rule table_page:
     input:
-        "results/tables/{table}.md",
+        paths.TABLE_FILE.format(table="{table}", ext="md"),
     output:
         report(
-            "results/report/tables/{table}.html",
+            paths.TABLE_PAGE,
             caption="../report/table.rst",
             category=lambda wc: table_category(wc.table),
             subcategory="Tables",
@@ -98,9 +98,9 @@ rule table_page:
     wildcard_constraints:
         table=_alternatives(TABLE_NAMES),
     params:
-        protocol=lambda wc: table_protocol(wc.table),
+        caption=lambda wc: SUITE.table_caption(wc.table),
     log:
-        "results/logs/report/table_{table}.log",
+        paths.log_file("report", "table_{table}"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -111,14 +111,14 @@ rule table_page:
 rule suite_report:
     output:
         yaml=report(
-            "results/report/suite.yaml",
+            paths.SUITE_REPORT.format(ext="yaml"),
             caption="../report/suite.rst",
             category="Suite",
             subcategory="Parameters",
             labels={"file": "suite.yaml (download)"},
         ),
         html=report(
-            "results/report/suite.html",
+            paths.SUITE_REPORT.format(ext="html"),
             caption="../report/suite.rst",
             category="Suite",
             subcategory="Parameters",
@@ -127,7 +127,7 @@ rule suite_report:
     params:
         suite=suite_description(SUITE, config),
     log:
-        "results/logs/report/suite.log",
+        paths.log_file("report", "suite"),
     conda:
         "../envs/gnnbench.yaml"
     script:

@@ -1,5 +1,6 @@
 # Is A better than B? Per benchmark, paired tests of every pair of models over the units both share (seed/fold
-# runs, random splits, outer folds), from the same run files as the dataset's table (gnnbench.reporting.significance).
+# runs, random splits, outer folds: the protocol says which, Protocol.significance_scores), from the same run files
+# as the dataset's table (gnnbench.reporting.significance).
 
 
 localrules:
@@ -10,14 +11,14 @@ rule significance:
     input:
         lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
     output:
-        csv="results/tables/{dataset}_significance.csv",
-        md="results/tables/{dataset}_significance.md",
-        parquet="results/tables/{dataset}_significance.parquet",
+        csv=paths.SIGNIFICANCE_FILE.format(dataset="{dataset}", ext="csv"),
+        md=paths.SIGNIFICANCE_FILE.format(dataset="{dataset}", ext="md"),
+        parquet=paths.SIGNIFICANCE_FILE.format(dataset="{dataset}", ext="parquet"),
     params:
         protocol=lambda wc: SUITE.benchmarks[wc.dataset].protocol,
-        finals=lambda wc: significance_finals(wc.dataset),
+        inputs=lambda wc: SUITE.benchmarks[wc.dataset].significance_inputs(),
     log:
-        "results/logs/tables/{dataset}_significance.log",
+        paths.log_file("tables", "{dataset}_significance"),
     conda:
         "../envs/gnnbench.yaml"
     script:

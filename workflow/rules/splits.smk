@@ -3,11 +3,11 @@ rule splits:
         unpack(lambda wc: dataset_files(wc.dataset)),
         published=lambda wc: SUITE.split_raw_files(wc.dataset),
     output:
-        "results/splits/{dataset}/splits.json",
+        paths.SPLITS_FILE,
     params:
         split=lambda wc: SUITE.datasets[wc.dataset].split,
     log:
-        "results/logs/splits/{dataset}.log",
+        paths.log_file("splits", "{dataset}"),
     conda:
         "../envs/gnnbench.yaml"
     script:

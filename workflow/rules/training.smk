@@ -1,5 +1,6 @@
 # Pre-emption: a job stopped by SIGTERM (time limit, pre-emption, scancel) keeps checkpoint.pt in the run
 # folder (not an output, so Snakemake leaves it) and exits 143; the retried job resumes from it.
+# Every job also writes its runs' records (gnnbench.records) under results/records/.
 
 
 # benchmarking-gnns: one run = one model config × seed × fold
@@ -7,19 +8,20 @@ rule train:
     input:
         unpack(run_inputs),
     output:
-        metrics="results/runs/{dataset}/{model}/seed{seed}/fold{fold}/metrics.json",
-        history="results/runs/{dataset}/{model}/seed{seed}/fold{fold}/history.parquet",
+        metrics=paths.P1_METRICS,
+        history=paths.P1_HISTORY,
+        records=record_file(benchmarking_gnns.NAME, benchmarking_gnns.RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(P1_DATASETS),
     params:
-        config=lambda wc: SUITE.run_config(wc.dataset, wc.model, int(wc.seed)),
+        config=lambda wc: benchmark_of(wc).run_config(wc.model, int(wc.seed)),
         device=SUITE.device,
     threads: SUITE.resources["train"]["cpus"]
     resources:
         # config `resources.train`: mem_mb, runtime, gpu (+ gpu_model) -> sbatch --mem, -t, --gpus=[model:]N
         **SUITE.rule_resources("train"),
     log:
-        "results/logs/train/{dataset}/{model}/seed{seed}/fold{fold}.log",
+        paths.log_file("train", "{dataset}/{model}/seed{seed}/fold{fold}"),
     conda:
         "../envs/gnnbench.yaml"
     script:
@@ -31,9 +33,10 @@ rule train_inits:
     input:
         unpack(run_inputs),
     output:
-        runs="results/runs/{dataset}/{model}/chunk{chunk}/runs.parquet",
-        history="results/runs/{dataset}/{model}/chunk{chunk}/history.parquet",
-        metrics="results/runs/{dataset}/{model}/chunk{chunk}/metrics.json",
+        runs=paths.CHUNK_RUNS,
+        history=paths.CHUNK_HISTORY,
+        metrics=paths.CHUNK_METRICS,
+        records=record_file(pitfalls.NAME, pitfalls.RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(PITFALLS_DATASETS),
     params:
@@ -46,7 +49,7 @@ rule train_inits:
     resources:
         **SUITE.rule_resources("train"),
     log:
-        "results/logs/train/{dataset}/{model}/chunk{chunk}.log",
+        paths.log_file("train", "{dataset}/{model}/chunk{chunk}"),
     conda:
         "../envs/gnnbench.yaml"
     script:

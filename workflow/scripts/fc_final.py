@@ -9,4 +9,5 @@ run_step(snakemake, lambda: run_final(
     dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
     fold=int(snakemake.wildcards.fold), selection_path=snakemake.input.selection, runs=snakemake.params.runs,
     holdout=snakemake.params.holdout, seed=snakemake.params.seed, out=snakemake.output.runs,
-    history_out=snakemake.output.history, device=snakemake.params.device, threads=snakemake.threads))
+    history_out=snakemake.output.history, device=snakemake.params.device, threads=snakemake.threads,
+    label=snakemake.wildcards.model, records_out=snakemake.output.records))

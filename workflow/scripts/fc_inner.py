@@ -8,5 +8,6 @@ from gnnbench.workflow import run_step
 run_step(snakemake, lambda: run_inner(
     dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
     fold=int(snakemake.wildcards.fold), configs=[dict(c) for c in snakemake.params.configs],
-    positions=list(snakemake.params.positions), seed=snakemake.params.seed, out=snakemake.output[0],
-    device=snakemake.params.device, threads=snakemake.threads))
+    positions=list(snakemake.params.positions), seed=snakemake.params.seed, out=snakemake.output.runs,
+    device=snakemake.params.device, threads=snakemake.threads, label=snakemake.wildcards.model,
+    records_out=snakemake.output.records))

@@ -1,9 +1,12 @@
-"""Snakemake adapter for rule significance: gnnbench.reporting.significance.significance_report."""
+"""Snakemake adapter for rule significance: the benchmark's protocol's significance_report
+(gnnbench.protocols.base.Protocol.significance_report, tests in gnnbench.reporting.significance)."""
 
-from gnnbench.reporting.significance import significance_report
+from gnnbench.protocols import get_protocol
 from gnnbench.workflow import run_step
 
 out, params = snakemake.output, snakemake.params
-inputs = list(snakemake.input) if params.finals is None else {k: list(v) for k, v in dict(params.finals).items()}
-run_step(snakemake, lambda: significance_report(dataset=snakemake.wildcards.dataset, protocol=params.protocol,
-                                                inputs=inputs, csv=out.csv, md=out.md, parquet=out.parquet))
+inputs = params.inputs if isinstance(params.inputs, (list, tuple)) else {
+    label: [tuple(unit) for unit in units] for label, units in dict(params.inputs).items()}
+run_step(snakemake, lambda: get_protocol(params.protocol).significance_report(
+    dataset=snakemake.wildcards.dataset, inputs=list(inputs) if isinstance(inputs, (list, tuple)) else inputs,
+    csv=out.csv, md=out.md, parquet=out.parquet))

@@ -9,4 +9,4 @@ run_step(snakemake, lambda: run_chunk(
     dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
     splits=list(snakemake.params.splits), config=dict(snakemake.params.config), inits=snakemake.params.inits,
     seed=snakemake.params.seed, out_dir=Path(snakemake.output.runs).parent, device=snakemake.params.device,
-    threads=snakemake.threads, label=snakemake.wildcards.model))
+    threads=snakemake.threads, label=snakemake.wildcards.model, records_out=snakemake.output.records))
