@@ -251,15 +251,12 @@ def _run(args: argparse.Namespace) -> None:
         if dataset is None:
             raise ConfigError("params: give --preset, or --dataset with --set model=... and the model's keys")
         config = run_config(args.preset, _key_values(args.set), where="--set", preset_where="--preset")
-        meta = describe_dataset(dataset)
-        if preset is not None and preset_protocol(preset) == "pitfalls":
-            from gnnbench.protocols.pitfalls import num_parameters, stand_in_graph
+        from gnnbench.models.registry import num_parameters
+        from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
 
-            print(num_parameters(config, stand_in_graph(meta)))
-        else:
-            from gnnbench.models import build_model, count_parameters
-
-            print(count_parameters(build_model(config, meta)))
+        protocol = get_protocol(preset_protocol(preset) if preset is not None else DEFAULT_PROTOCOL)
+        # one initialisation of a stacked model; graph sizes of a stand-in where the count depends on them
+        print(num_parameters(config, describe_dataset(dataset), default_variant=protocol.default_variant))
     elif args.command == "fit-budget":
         from gnnbench.config.budget import fit_preset
         from gnnbench.data.catalog import describe_dataset

@@ -100,7 +100,7 @@ BAD_CONFIGS = [
     ("benchmarks.CSL.models.GCN", {"preset": "CSL_graph_classification_GCN_CSL_100k", "set": {"model": "GIN"}},
      "benchmarks.CSL.models.GCN: model GIN needs config key(s) n_mlp_GIN, learn_eps_GIN, neighbor_aggr_GIN; add them"),
     ("benchmarks.CSL.models.GCN", {"preset": "CSL_graph_classification_GCN_CSL_100k", "set": {"model": "GNN"}},
-     "benchmarks.CSL.models.GCN: model: unknown model 'GNN'; choose one of MLP, GCN, GraphSage, GAT, MoNet, GIN"),
+     "benchmarks.CSL.models.GCN: model: unknown model 'GNN'; choose one of MLP, GCN, GraphSAGE, GAT, MoNet, GIN"),
     ("benchmarks.CSL.models.MF", {"preset": "COLLAB_edge_classification_MF"},
      "benchmarks.CSL.models.MF: model MF cannot do graph_classification (dataset CSL)"),
     ("benchmarks.CSL.models.GIN", {"model": "GIN", "budget": 0}, "benchmarks.CSL.models.GIN.budget"),
@@ -239,14 +239,16 @@ def test_an_infinite_time_limit_means_none():
 
 
 def test_every_published_preset_passes_the_value_checks():
-    from gnnbench.config.keys import FAIR_COMPARISON_KEY_TYPES, coerce
-    from gnnbench.config.presets import all_presets
+    from gnnbench.config.keys import coerce, protocol_types
+    from gnnbench.config.presets import all_presets, preset_protocol
+    from gnnbench.protocols import get_protocol
 
     for name, preset in all_presets().items():
-        run_config(name)
+        config = run_config(name)
+        types = protocol_types(get_protocol(preset_protocol(preset)), config)
         for key, values in (preset.get("grid") or {}).items():
             for value in values:
-                coerce(key, value, f"preset {name} grid", FAIR_COMPARISON_KEY_TYPES)
+                coerce(key, value, f"preset {name} grid", types)
         for run in preset.get("runs") or []:
             if isinstance(run, dict):  # how the original scripts ran it: overrides and seeds
                 for seed in run.get("seeds", []):

@@ -233,7 +233,7 @@ def test_only_edgereprfeat_builds_an_edge_encoder():
 
 # ------------------------------------------------------------------------------------------------ configuration
 
-SMALL = dict(model="GraphSage", L=2, hidden_dim=8, out_dim=8, residual=True, batch_norm=True, dropout=0.0,
+SMALL = dict(model="GraphSAGE", L=2, hidden_dim=8, out_dim=8, residual=True, batch_norm=True, dropout=0.0,
              readout="mean", in_feat_dropout=0.0, sage_aggregator="maxpool")
 
 
@@ -277,7 +277,7 @@ def test_missing_aggregator_key_is_reported():
 # ------------------------------------------------------------------------------------------------ published totals
 
 
-ROWS = published_rows("GraphSage")
+ROWS = published_rows("GraphSAGE")
 
 
 def test_every_published_graphsage_row_is_checked():

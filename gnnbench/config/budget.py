@@ -68,7 +68,7 @@ def _with_width(config: dict, width: int) -> dict:
 
 def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None = None) -> Fit:
     """Hidden width (and out_dim) of ``config`` whose parameter count is closest to ``budget``."""
-    from gnnbench.models import build_model, count_parameters
+    from gnnbench.models.registry import build_model, count_parameters
 
     if budget < 1:
         raise ConfigError(f"fit-budget: budget must be a positive number of parameters, got {budget}")
@@ -107,7 +107,7 @@ def _bracket(count, low: int, high: int, budget: int) -> tuple[int, int]:
 
 def _refine_out_dim(config: dict, meta: DatasetMeta, budget: int, total: int) -> tuple[dict, int]:
     """Closest count over ``out_dim`` (width fixed), searched within a factor of two of the tied value."""
-    from gnnbench.models import build_model, count_parameters
+    from gnnbench.models.registry import build_model, count_parameters
 
     tied = config["out_dim"]
 

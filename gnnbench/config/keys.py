@@ -1,14 +1,22 @@
-"""Every key a run config may hold, with its type, per protocol (each protocol's original config keys plus
-gnnbench's own).
+"""Every key a run config may hold, with its type, and how values are checked.
 
-``KEY_TYPES``: the benchmarking-gnns protocol (the original's JSON ``net_params`` / ``params`` keys). The original
-scripts have no defaults (a missing key is a KeyError); gnnbench checks presence per architecture (``required`` on
-each model class) and types here, so a typo or a wrong type is reported with the key's name instead of failing deep
+Key ownership (who declares which key):
+
+* ``model`` (the family) and ``variant`` (which paper's layer; left out for the running protocol's own zoo):
+  every run config (:data:`~gnnbench.models.registry.MODEL_KEYS`).
+* *Architecture keys*: declared per variant in :mod:`gnnbench.models.registry` (``ARCHITECTURE_KEYS``: the
+  benchmark's ``net_params``, Shchur's model keys, Errica's model keys).
+* *Training keys*: declared by each protocol object (``training_keys`` with types, ``training_defaults`` for models
+  of another paper's zoo, ``default_variant``): benchmarking-gnns the original JSON's ``params`` (plus gnnbench's
+  ``dense_schedule`` and ``loss``), pitfalls gnn-benchmark's ``train.conf.yaml`` keys and the per-model
+  ``learning_rate`` / ``weight_decay``, fair-comparison Errica's training keys.
+
+A run config of protocol P for a model of variant V may hold exactly the keys of :func:`protocol_types`. A preset
+of P contributes all its keys; a preset of another protocol only V's architecture keys, the training keys coming
+from P's defaults, then the suite's ``set`` (:func:`gnnbench.config.presets.run_config`). The originals' scripts
+have no defaults (a missing key is a KeyError); gnnbench checks presence per architecture (``required`` on each
+model class) and types here, so a typo or a wrong type is reported with the key's name instead of failing deep
 inside training.
-
-``PITFALLS_KEY_TYPES``: the pitfalls protocol (gnn-benchmark's YAML keys: ``config/train.conf.yaml`` and
-``config/optimized/*.yaml``, plus gnnbench's switches for the original's bugs: ``gcn_self_loops`` and
-``maxpool_pads_with_node0``).
 """
 
 from __future__ import annotations
@@ -16,44 +24,33 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from gnnbench.errors import ConfigError
+from gnnbench.models.registry import ARCHITECTURE_KEYS, DWIVEDI2020, MODEL_KEYS
 
-NET_KEYS: dict[str, type] = {
-    "L": int, "hidden_dim": int, "out_dim": int, "residual": bool, "readout": str, "batch_norm": bool,
-    "layer_norm": bool, "in_feat_dropout": float, "dropout": float, "edge_feat": bool, "pos_enc": bool,
-    "pos_enc_dim": int, "n_heads": int, "kernel": int, "pseudo_dim_MoNet": int, "sage_aggregator": str,
-    "n_mlp_GIN": int, "learn_eps_GIN": bool, "neighbor_aggr_GIN": str, "radius": int, "depth_of_mlp": int,
-    "gated": bool, "self_loop": bool, "layer_type": str, "use_gru": bool, "num_train_data": int, "num_embs": int,
-}
+NET_KEYS: dict[str, type] = ARCHITECTURE_KEYS[DWIVEDI2020]
+# benchmarking-gnns' training keys every run needs (the original JSON's ``params`` group)
 TRAIN_KEYS: dict[str, type] = {
     "seed": int, "epochs": int, "batch_size": int, "init_lr": float, "lr_reduce_factor": float,
     "lr_schedule_patience": int, "min_lr": float, "weight_decay": float, "max_time": float,
 }
-OTHER_KEYS: dict[str, type] = {"model": str, "dense_schedule": str, "loss": str}
-KEY_TYPES: dict[str, type] = {**NET_KEYS, **TRAIN_KEYS, **OTHER_KEYS}
-PITFALLS_KEY_TYPES: dict[str, type] = {
-    "model": str, "hidden_size": int, "num_heads": list, "input_dropout_prob": float,
-    "coefficient_dropout_prob": float, "dropout_prob": float, "num_kernels": int, "r": int, "aggregator": str,
-    "agg_transform_size": int, "gcn_self_loops": bool, "maxpool_pads_with_node0": bool, "learning_rate": float,
-    "weight_decay": float, "prop_type": str, "return_prob": float, "num_epochs": int,
-    "early_stopping_criterion": str, "early_stopping_tolerance": int, "improvement_tolerance": float,
-    "num_training_runs": int,
-}
-# Errica et al. (diningphil/gnn-comparison config_*.yml keys; training keys renamed where gnnbench spells the
-# concept out: classifier_epochs -> epochs, early_stopper -> early_stopping + patience, gradient_clipping kept)
-FAIR_COMPARISON_KEY_TYPES: dict[str, type | tuple] = {
-    "model": str, "batch_size": int, "learning_rate": float, "l2": float, "optimizer": str, "scheduler": str,
-    "scheduler_step_size": int, "scheduler_gamma": float, "gradient_clipping": float, "epochs": int,
-    "early_stopping": str, "patience": int, "time_limit_hours": float,
-    "hidden_units": (int, list), "train_eps": bool, "aggregation": str, "dropout": float,
-    "dropout_layer0_at_eval": bool, "num_layers": int, "dim_embedding": int, "embedding_dim": int, "k": float,
-    "dense_dim": int, "gnn_dim_hidden": int, "dim_embedding_MLP": int, "dropout_final": float,
-    "laplacian_threshold": float,
-}
-PROTOCOL_KEYS = {"benchmarking-gnns": KEY_TYPES, "pitfalls": PITFALLS_KEY_TYPES,
-                 "fair-comparison": FAIR_COMPARISON_KEY_TYPES}
+OTHER_KEYS: dict[str, type] = {"dense_schedule": str, "loss": str}
+# the keys of a benchmarking-gnns run config of the benchmark's own zoo (the default of :func:`coerce`)
+KEY_TYPES: dict[str, type] = {**MODEL_KEYS, **NET_KEYS, **TRAIN_KEYS, **OTHER_KEYS}
+
+
+def protocol_types(protocol, config: Mapping | None = None) -> dict[str, type | tuple]:
+    """The keys a run config of ``protocol`` (an object with ``training_keys`` and ``default_variant``) may hold for
+    the model ``config`` names: model and variant, the protocol's training keys, the variant's architecture keys
+    (the protocol's own zoo where ``config`` names no variant)."""
+    variant = (config or {}).get("variant") or protocol.default_variant
+    if variant not in ARCHITECTURE_KEYS:
+        raise ConfigError(f"variant: unknown variant {variant!r}; choose one of {', '.join(ARCHITECTURE_KEYS)}")
+    return {**MODEL_KEYS, **protocol.training_keys, **ARCHITECTURE_KEYS[variant]}
+
+
 CHOICES = {"dense_schedule": ("minibatch", "original"),
            "loss": ("cross_entropy", "weighted_cross_entropy", "l1", "link_bce", "multitask_mse"),
            "aggregator": ("mean", "maxpool", "meanpool"),
@@ -100,8 +97,9 @@ def check_label(value: str, where: str, what: str = "model label") -> str:
     return value
 
 
-def coerce(key: str, value: Any, where: str, types: dict[str, type] | None = None) -> Any:
-    """Check (and, from strings such as ``--set`` values or YAML's ``1e-5``, convert) one config value."""
+def coerce(key: str, value: Any, where: str, types: Mapping[str, type | tuple] | None = None) -> Any:
+    """Check (and, from strings such as ``--set`` values or YAML's ``1e-5``, convert) one config value (``types``:
+    the keys allowed, default :data:`KEY_TYPES`)."""
     types = KEY_TYPES if types is None else types
     if key not in types:
         close = difflib.get_close_matches(key, types, n=2, cutoff=0.7)
@@ -191,5 +189,10 @@ def _describe(expected: type | tuple) -> str:
             list: "a list of integers"}[expected]
 
 
-def coerce_all(values: dict, where: str, types: dict[str, type] | None = None) -> dict:
+def coerce_all(values: dict, where: str, types: Mapping[str, type | tuple] | None = None) -> dict:
+    """Every value checked; without ``types``, benchmarking-gnns' keys plus the architecture keys of the variant the
+    values name (a benchmarking-gnns run of another paper's model)."""
+    if types is None:
+        variant = values.get("variant")
+        types = {**KEY_TYPES, **ARCHITECTURE_KEYS[variant]} if variant in ARCHITECTURE_KEYS else KEY_TYPES
     return {k: coerce(k, v, f"{where}.{k}" if where else k, types) for k, v in values.items()}

@@ -19,7 +19,7 @@ import os
 from functools import cache
 from pathlib import Path
 
-from gnnbench.config.keys import PROTOCOL_KEYS, coerce_all
+from gnnbench.config.keys import coerce_all, protocol_types
 from gnnbench.config.yamlfile import load_yaml
 from gnnbench.errors import ConfigError
 
@@ -69,26 +69,57 @@ def preset_protocol(entry: dict) -> str:
 
 def run_config(preset: str | None, overrides: dict | None = None, *, directory=None, where: str = "",
                protocol: str | None = None, preset_where: str | None = None) -> dict:
-    """Flat, checked run config: the preset's net_params and params (if any) updated by ``overrides``.
+    """Flat, checked run config of protocol ``protocol`` (default: the preset's, else benchmarking-gnns): the
+    preset's values updated by ``overrides`` (module :mod:`gnnbench.config.keys` says which keys belong to whom).
 
-    ``protocol`` (default: the preset's, else benchmarking-gnns) selects the keys values are checked against; a
-    preset of another protocol is a ConfigError. ``where`` names the overrides in errors, ``preset_where`` (default:
-    ``where``) the preset."""
-    config: dict = {}
+    A preset of the running protocol contributes every value it holds (``net_params``, ``params``,
+    ``script_params``). A preset of another protocol contributes its model and only its variant's architecture keys
+    (``variant`` is written into the config); the training keys come from the running protocol's
+    ``training_defaults``, then ``overrides``. A model of another paper's zoo named without a preset (``model`` and
+    ``variant`` in ``overrides``, or a family only another zoo has) gets the same training defaults. A grid preset
+    (fair-comparison) under a protocol without model selection: every architecture dimension of its grid must be
+    fixed by ``overrides``. ``where`` names the overrides in errors, ``preset_where`` (default: ``where``) the
+    preset."""
+    from gnnbench.models.registry import resolve
+    from gnnbench.protocols import get_protocol
+
     preset_where = preset_where or where or "preset"
+    overrides = dict(overrides or {})
     entry = get_preset(preset, directory, preset_where) if preset is not None else None
+    running = get_protocol(protocol or (preset_protocol(entry) if entry is not None else DEFAULT_PROTOCOL))
+    config: dict = {}
+    foreign = False
     if entry is not None:
-        if protocol is not None and preset_protocol(entry) != protocol:
-            raise ConfigError(f"{preset_where}: preset {preset} is a config of protocol {preset_protocol(entry)}"
-                              f", not {protocol}; pick a {protocol} preset (`gnnbench presets` lists them)")
-        protocol = preset_protocol(entry)
-    types = PROTOCOL_KEYS[protocol or DEFAULT_PROTOCOL]
-    if entry is not None:
-        config.update({"model": entry["model"]})
-        config.update(coerce_all(entry.get("net_params") or {}, f"preset {preset}", types))
-        config.update(coerce_all(entry.get("params") or {}, f"preset {preset}", types))
-        config.update(coerce_all(entry.get("script_params") or {}, f"preset {preset}", types))
-    config.update(coerce_all(overrides or {}, where, types))
-    if "model" not in config:
+        source = get_protocol(preset_protocol(entry), where=f"preset {preset}.protocol")
+        variant = entry.get("variant") or source.default_variant
+        foreign = source.name != running.name
+        model = {"model": entry["model"], **({"variant": variant} if variant != running.default_variant else {})}
+        values = {**(entry.get("net_params") or {}), **(entry.get("params") or {}),
+                  **(entry.get("script_params") or {})}
+        if foreign:
+            architecture = resolve(model, running.default_variant).architecture_keys
+            values = {k: v for k, v in values.items() if k in architecture}
+            open_dims = [k for k in (entry.get("grid") or {}) if k in architecture and k not in overrides]
+            if open_dims and not getattr(running, "selects_models", False):
+                raise ConfigError(f"{preset_where}: preset {preset} is a grid of protocol {source.name}; protocol "
+                                  f"{running.name} trains one configuration: fix {', '.join(open_dims)} with set")
+            config.update(running.training_defaults)
+        config.update(model)
+        config.update(coerce_all(values, f"preset {preset}", protocol_types(running, model)))
+    if "model" in overrides or "variant" in overrides:
+        config = {k: v for k, v in config.items() if k != "variant" or "variant" not in overrides}
+    merged = {**config, **overrides}
+    if "model" not in merged:
         raise ConfigError(f"{where or 'config'}: no model given; name a preset or set model (e.g. GCN)")
+    try:
+        variant = resolve(merged, running.default_variant).variant
+    except ConfigError as exc:
+        raise ConfigError(f"{where or preset_where}: {exc}") from None
+    if variant != running.default_variant:
+        if not foreign:
+            config = {**running.training_defaults, **config}
+        config["variant"] = variant
+    config.update(coerce_all(overrides, where, protocol_types(running, {**config, "variant": variant})))
+    if config.get("variant") == running.default_variant:
+        del config["variant"]
     return config

@@ -403,7 +403,7 @@ STACKED_MODELS = {
     "GCN": ("gcn", "StackedGCN"),
     "GAT": ("gat", "StackedGAT"),
     "MoNet": ("monet", "StackedMoNet"),
-    "GraphSage": ("graphsage", "StackedGraphSage"),
+    "GraphSAGE": ("graphsage", "StackedGraphSage"),
     "MLP": ("mlp", "StackedMLP"),
     "LogReg": ("mlp", "StackedLogReg"),
 }

@@ -22,8 +22,10 @@ import os
 from dataclasses import dataclass, field
 
 from gnnbench import paths
+from gnnbench.config.keys import OTHER_KEYS, TRAIN_KEYS
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.models.registry import DWIVEDI2020
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
 from gnnbench.splits import GRAPH_SCHEMES
 
@@ -34,6 +36,12 @@ TABLE_FILE = paths.DATASET_TABLE
 TABLE_FORMATS = paths.TABLE_FORMATS
 FOLD_TIME_DIVISOR = 10  # the original's per-fold time budget under cross-validation: max_time / 10
 SPLIT_TIME_DIVISOR = 20  # ... and per node split of WikiCS: max_time / 20
+# Training of a model of another paper's zoo (its preset gives only the architecture): the benchmark's TU
+# graph-classification configs (configs/TUs_graph_classification_*.json, the values most of them share): Adam,
+# init_lr 1e-3, ReduceLROnPlateau factor 0.5 with patience 25, stop below min_lr 1e-6, no weight decay, batch size
+# 20, 1000 epochs, 12 hours.
+FOREIGN_TRAINING_DEFAULTS = {"epochs": 1000, "batch_size": 20, "init_lr": 0.001, "lr_reduce_factor": 0.5,
+                             "lr_schedule_patience": 25, "min_lr": 1.0e-6, "weight_decay": 0.0, "max_time": 12.0}
 
 
 @dataclass
@@ -83,6 +91,9 @@ class BenchmarkingGNNs(Protocol):
     name = NAME
     title = "Benchmarking Graph Neural Networks (Dwivedi et al.)"
     split_schemes = GRAPH_SCHEMES
+    default_variant = DWIVEDI2020  # the benchmark's zoo: encoders → L layers → task head
+    training_keys = {**TRAIN_KEYS, **OTHER_KEYS}  # the original JSON's ``params`` (+ dense_schedule, loss)
+    training_defaults = FOREIGN_TRAINING_DEFAULTS
     significance_units = "(seed, fold) runs"
 
     def add_train_arguments(self, parser) -> None:
@@ -248,11 +259,15 @@ def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) 
     from gnnbench.config.budget import base_preset, fit_budget
     from gnnbench.data.catalog import published_name
 
-    model = overrides.get("model") or (run_config(preset, where=where)["model"] if preset else None)
+    protocol = BenchmarkingGNNs.name
+    model = overrides.get("model") or (run_config(preset, where=where, protocol=protocol)["model"] if preset else None)
     if model is None:
         raise ConfigError(f"{where}: a budget needs the model (e.g. model: GCN) or a preset to start from")
     base = preset or base_preset(published_name(dataset.generator, dataset.name, dataset.params), model)
-    config = run_config(base, overrides, where=where)
+    config = run_config(base, overrides, where=where, protocol=protocol)
+    if config.get("variant", DWIVEDI2020) != DWIVEDI2020:
+        raise ConfigError(f"{where}.budget: parameter budgets size the benchmark's own models ({DWIVEDI2020}); "
+                          f"model {config['model']} is of variant {config['variant']}: drop budget")
     try:
         return fit_budget(config, dataset.meta, entry["budget"], entry.get("layers")).config
     except GnnbenchError as exc:
@@ -260,9 +275,11 @@ def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) 
 
 
 def _check_buildable(config: dict, meta, where: str) -> None:
-    from gnnbench.models import build_model
+    """Refuse a model that cannot run on the dataset in one line (:func:`gnnbench.models.registry.check_fits`), then
+    build it once on stand-in data of the dataset's sizes."""
+    from gnnbench.models.registry import check_buildable
 
     try:
-        build_model(config, meta)
+        check_buildable(config, meta, default_variant=DWIVEDI2020)
     except GnnbenchError as exc:
         raise ConfigError(f"{where}: {exc}") from None

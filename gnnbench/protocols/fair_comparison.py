@@ -58,10 +58,11 @@ import pyarrow.parquet as pq
 import torch
 
 from gnnbench import paths
-from gnnbench.config.keys import FAIR_COMPARISON_KEY_TYPES, coerce, coerce_all
+from gnnbench.config.keys import coerce, coerce_all, protocol_types
 from gnnbench.config.presets import get_preset, preset_protocol, run_config
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, read_json, sha256_json, write_json
+from gnnbench.models.registry import ERRICA2020
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,14 @@ CHECKPOINT_SECONDS = 30.0
 # training keys every run needs (the rest are the model's own, checked when it is built)
 TRAINING_DEFAULTS = {"optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0,
                      "patience": 500, "early_stopping": "accuracy", "time_limit_hours": 72.0}
+# the training keys of a fair-comparison run config (Errica's, renamed as the module docstring says)
+TRAINING_KEY_TYPES: dict[str, type] = {
+    "batch_size": int, "learning_rate": float, "l2": float, "optimizer": str, "scheduler": str,
+    "scheduler_step_size": int, "scheduler_gamma": float, "gradient_clipping": float, "epochs": int,
+    "early_stopping": str, "patience": int, "time_limit_hours": float}
+# a model of another paper's zoo: the protocol's defaults with the values most of Errica's configs share (batch size
+# 32, 1000 epochs) and learning rate 1e-3 (in the GraphSAGE and DiffPool grids); a suite's `grid` searches more
+FOREIGN_TRAINING_DEFAULTS = {**TRAINING_DEFAULTS, "batch_size": 32, "learning_rate": 0.001, "epochs": 1000}
 TRAINING_REQUIRED = ("batch_size", "learning_rate", "epochs")
 # keys only the trainer reads: configurations differing in these alone build the same network
 TRAINING_KEYS = (*TRAINING_DEFAULTS, *TRAINING_REQUIRED, "scheduler_step_size", "scheduler_gamma")
@@ -205,6 +214,68 @@ class FairComparison(Protocol):
                 "validation bar is usually the higher one: it is the best of the grid on the data it was selected "
                 "on, so it overestimates the test score — the reason the protocol reports the outer-fold test "
                 "accuracy only.")
+    default_variant = ERRICA2020  # Errica's complete graph classifiers
+    training_keys = TRAINING_KEY_TYPES
+    training_defaults = FOREIGN_TRAINING_DEFAULTS
+    selects_models = True  # a preset's grid is searched (other protocols need its dimensions fixed)
+    significance_units = "outer folds (mean of the final runs)"
+
+    def add_train_arguments(self, parser) -> None:
+        parser.add_argument("--fold", type=int, default=0, help="the outer fold (default 0)")
+        parser.add_argument("--final-runs", type=int, default=DEFAULT_FINAL_RUNS,
+                            help="final runs of the chosen config")
+        parser.add_argument("--final-holdout", default="fresh", choices=HOLDOUTS,
+                            help="early-stopping hold-out of the final runs")
+
+    def train_command(self, args, overrides: dict) -> str:
+        """One outer fold of the nested cross-validation: every grid point of the preset (``--set`` fixes values
+        and removes their dimensions), the selection, the final runs — the workflow's files, under ``--out``."""
+        if not args.preset:
+            raise ConfigError(f"--preset: protocol {self.name} starts from a grid; name a fair_* preset "
+                              "(`gnnbench presets`)")
+        base, grid = model_grid({"preset": args.preset}, overrides, "--preset")
+        configs = expand_grid(base, grid)
+        out, fold, records = Path(args.out), args.fold, Path(args.records)
+        label = args.label or base["model"]
+        common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": args.seed or 0,
+                  "device": args.device, "threads": args.threads, "label": label}
+        run_inner(configs=configs, positions=list(range(len(configs))), out=out / "inner" / "part0.parquet",
+                  records_out=records / "inner.parquet", **common)
+        chosen = select([out / "inner" / "part0.parquet"], out / "selection.json",
+                        dataset=Path(args.dataset).name, model=label, fold=fold)["chosen"]
+        run_final(selection_path=out / "selection.json", runs=args.final_runs, holdout=args.final_holdout,
+                  out=out / "final.parquet", history_out=out / "final_history.parquet",
+                  records_out=records / "final.parquet", **common)
+        test = pq.read_table(out / "final.parquet").column("test_accuracy").to_pylist()
+        return (f"fold {fold}: {len(configs)} configurations, chosen validation accuracy "
+                f"{chosen['val_accuracy']:.2f}, test accuracy {sum(test) / len(test):.2f} (mean of {len(test)} "
+                "final runs)")
+
+    def significance_scores(self, inputs) -> tuple:
+        from gnnbench.reporting.significance import fair_comparison_scores
+
+        return fair_comparison_scores(inputs)
+
+    def table_caption(self, table: str, dataset: str | None) -> str:
+        if dataset is not None and table == f"{dataset}_folds":
+            what = ("per model and outer fold, the configuration selected on the inner hold-out, its validation "
+                    "accuracy, and the test accuracies of its final runs.")
+        else:
+            what = ("one row per model — test accuracy mean ± std over the outer folds, the validation accuracy of "
+                    "the selected configurations, training accuracy, median number of layers selected, grid size, "
+                    "and the paper's number with the difference ours − paper.")
+        return f"Table of **{table}** (protocol {self.name}): {what}"
+
+    def figure_caption(self, kind: str, dataset: str) -> str:
+        if kind != "bars":
+            return super().figure_caption(kind, dataset)
+        return (f"Test accuracy of every model on **{dataset}** (protocol {self.name}), mean ± std (population std) "
+                "over the outer folds of the nested cross-validation (blue), beside the mean validation accuracy of "
+                "the configurations that model selection chose on the inner hold-out (orange); black diamonds, "
+                "where present, are the paper's test accuracy ± std for the same dataset and model family. The "
+                "validation bar is usually the higher one: it is the best of the grid on the data it was selected "
+                "on, so it overestimates the test score — the reason the protocol reports the outer-fold test "
+                "accuracy only.")
 
     def default_split(self, dataset) -> dict:
         return {"scheme": "stratified_kfold", "folds": 10, "val_fraction": 0.1, "seed": 0}
@@ -257,13 +328,14 @@ def model_grid(model: dict, own: dict, where: str) -> tuple[dict, dict[str, list
         if preset_protocol(entry) == NAME:
             grid.update(entry.get("grid") or {})
     grid.update(model.get("grid") or {})
+    types = protocol_types(FairComparison, base)  # training keys and the architecture keys of the model's variant
     checked = {}
     for key, values in grid.items():
         if key in own:
             continue
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{where}.grid.{key}: expected a non-empty list of values; fix it")
-        checked[key] = [coerce(key, v, f"{where}.grid.{key}", FAIR_COMPARISON_KEY_TYPES) for v in values]
+        checked[key] = [coerce(key, v, f"{where}.grid.{key}", types) for v in values]
     return base, checked
 
 
@@ -274,14 +346,14 @@ def expand_grid(base: dict, grid: dict[str, list]) -> list[dict]:
 
 
 def check_configs(configs: list[dict], meta, where: str) -> None:
-    """Training keys present and every configuration buildable for the dataset's sizes (a stand-in graph)."""
-    from gnnbench.models.graph_classifiers import build_classifier
+    """Training keys present and every configuration buildable for the dataset's sizes (a stand-in graph); a model
+    that cannot run on the dataset (another zoo's node-only model, positional encodings) is refused in one line."""
+    from gnnbench.models.registry import check_buildable
 
     for config in configs:
         missing = [k for k in TRAINING_REQUIRED if k not in config]
         if missing:
             raise ConfigError(f"{where}: training needs {', '.join(missing)}; set them (or use a fair_* preset)")
-    stand_in = np.full(10, 64, dtype=np.int64)  # node counts: the real ones are known only once the data exists
     seen = set()
     for config in configs:
         shape = sha256_json({k: v for k, v in config.items() if k not in TRAINING_KEYS})
@@ -289,7 +361,7 @@ def check_configs(configs: list[dict], meta, where: str) -> None:
             continue
         seen.add(shape)
         try:
-            build_classifier(config, meta, stand_in)
+            check_buildable(config, meta, default_variant=ERRICA2020, positional_encodings=False)
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
 
@@ -303,9 +375,14 @@ def run_seed(seed: int, fold: int, key: int) -> int:
 
 
 def num_layers(config: dict) -> int | None:
-    from gnnbench.models.graph_classifiers import classifier_class
+    """Depth of a configuration for the "median number of layers selected" column: the classifier's own rule
+    (Errica's zoo), ``L`` for the benchmark's models, None for the others."""
+    from gnnbench.models.registry import resolve
 
-    return classifier_class(config["model"]).num_layers(config)
+    variant = resolve(config, ERRICA2020)
+    if variant.variant == ERRICA2020:
+        return variant.load().num_layers(config)
+    return config.get("L")
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -341,7 +418,7 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
                   device, guard) -> dict:
     """One training run, or its stored result: ``run_dir/{id}.json`` (id from config, data, parts and seed).
     Interrupted runs resume from ``run_dir/{id}.checkpoint.pt``."""
-    from gnnbench.models.graph_classifiers import build_classifier
+    from gnnbench.models.registry import ModelData, build_model
     from gnnbench.training.checkpoint import load_resumable, save_checkpoint
     from gnnbench.training.holdout import RunState, train_holdout
 
@@ -355,10 +432,9 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
                 return {"status": "completed", "diverged_epoch": None, **stored}  # (kept before runs had a status)
         except DataError:
             pass  # unreadable: train again
-    cfg = coerce_all(config, "config", FAIR_COMPARISON_KEY_TYPES)
+    cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
     torch.manual_seed(seed)
-    model = build_classifier(cfg, data.meta, data.sizes).to(device)
-    model.prepare(data.store)
+    model = build_model(cfg, ModelData(data.meta, data.sizes, data.store), default_variant=ERRICA2020).to(device)
     saved = load_resumable(checkpoint_path, key)
     state = None
     if saved is not None:

@@ -50,6 +50,7 @@ from gnnbench import paths
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
 from gnnbench.io import atomic_path, sha256_json, write_json
+from gnnbench.models.registry import SHCHUR2018
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
 from gnnbench.splits import NODE_SCHEMES
 
@@ -71,6 +72,13 @@ CHECKPOINT_SECONDS = 30.0
 # config/train.conf.yaml of gnn-benchmark: the training procedure shared by every model
 TRAINING_DEFAULTS = {"num_epochs": 100_000, "early_stopping_criterion": "gnnbench", "early_stopping_tolerance": 50,
                      "improvement_tolerance": 0.0}
+# the training keys of a pitfalls run config (train.conf.yaml's, and the per-model learning rate and L2 strength)
+TRAINING_KEYS: dict[str, type] = {
+    "learning_rate": float, "weight_decay": float, "num_epochs": int, "early_stopping_criterion": str,
+    "early_stopping_tolerance": int, "improvement_tolerance": float, "num_training_runs": int}
+# a model of another paper's zoo: train.conf.yaml's procedure with the learning rate and L2 strength of the paper's
+# GCN (Table 4: lr 0.01, λ 0.001), the protocol's reference model
+FOREIGN_TRAINING_DEFAULTS = {**TRAINING_DEFAULTS, "learning_rate": 0.01, "weight_decay": 0.001}
 DEFAULT_INITS, DEFAULT_SPLITS_PER_JOB = 20, 10
 PROPAGATION_MODELS = ("LabelProp",)
 
@@ -116,6 +124,9 @@ class Pitfalls(Protocol):
     name = NAME
     title = "Pitfalls of Graph Neural Network Evaluation (Shchur et al.)"
     split_schemes = NODE_SCHEMES
+    default_variant = SHCHUR2018  # the paper's two-layer networks (stacked: R initialisations at once)
+    training_keys = TRAINING_KEYS
+    training_defaults = FOREIGN_TRAINING_DEFAULTS
     significance_units = "random splits (mean over inits)"
 
     def add_train_arguments(self, parser) -> None:
@@ -227,17 +238,13 @@ def stand_in_graph(meta):
 
 
 def check_model(config: dict, meta, where: str) -> None:
-    """Build the model once on a two-node stand-in of the dataset's sizes: unknown models and keys fail here."""
-    from gnnbench.models.labelprop import LabelPropagation
-    from gnnbench.models.stacked import build_stacked_model
+    """Refuse a model that cannot run on the dataset in one line (the registry's rules: another zoo's model must do
+    node classification on one graph; no positional encodings here), then build it once on a two-node stand-in of
+    the dataset's sizes: unknown models and keys fail here."""
+    from gnnbench.models.registry import check_buildable
 
-    graph = stand_in_graph(meta)
     try:
-        if config["model"] in PROPAGATION_MODELS:
-            LabelPropagation(graph, torch.zeros(2, dtype=torch.long), torch.zeros(1, dtype=torch.long),
-                             config.get("prop_type", "vanilla"), config.get("return_prob", 0.0))
-        else:
-            build_stacked_model(config, graph, [0])
+        check_buildable(config, meta, default_variant=SHCHUR2018, positional_encodings=False)
     except GnnbenchError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
@@ -261,10 +268,19 @@ def load_node_graph(dataset_dir: str | os.PathLike, device: torch.device | str =
     return meta, graph, labels.to(device)
 
 
-def num_parameters(config: dict, graph) -> int:
-    """Trainable weights of one initialisation (0 for label propagation)."""
-    if config["model"] in PROPAGATION_MODELS:
+def num_parameters(config: dict, graph, meta=None) -> int:
+    """Trainable weights of one initialisation (0 for label propagation); a model without a stacked form (another
+    zoo's) is counted as built for ``meta``, the dataset's description."""
+    from gnnbench.models.registry import ModelData, model_info
+    from gnnbench.models.registry import num_parameters as count
+
+    info = model_info(config, SHCHUR2018)
+    if info.kind == "propagation":
         return 0
+    if not info.has_stacked:
+        if meta is None:
+            raise ConfigError(f"model {info.family} ({info.variant}): counting its parameters needs the dataset's meta")
+        return count(config, ModelData(meta, graph=graph), default_variant=SHCHUR2018)
     from gnnbench.models.stacked import build_stacked_model, count_stacked_parameters
 
     return count_stacked_parameters(build_stacked_model(config, graph, [0]))
@@ -333,7 +349,7 @@ def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
 
 def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, out_dir, device, threads, label,
                init_ids) -> dict:
-    from gnnbench.config.keys import PITFALLS_KEY_TYPES, coerce_all
+    from gnnbench.config.keys import coerce_all, protocol_types
     from gnnbench.splits import read_splits
     from gnnbench.training.allocator import keep_freed_memory
     from gnnbench.training.checkpoint import load_resumable, save_checkpoint
@@ -341,7 +357,7 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
 
     keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
     start = time.perf_counter()
-    cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", PITFALLS_KEY_TYPES)}
+    cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", protocol_types(Pitfalls, config))}
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)

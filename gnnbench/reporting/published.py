@@ -30,7 +30,7 @@ Matching — where the information comes from:
   "-E" ⇔ ``edge_feat``, "-PE" ⇔ ``pos_enc`` (CSL: the table's PE section; CSL's "All MP-GCNs" row matches any
   message-passing GNN without PE). Still ambiguous, or no candidate: no match. Rows printed as OOM / Diverged have
   no number and never match. P2: the family from the run config: GCN, GAT, MoNet, MLP, LogReg, "GS-<aggregator>"
-  for GraphSage, "LabelProp" / "LabelProp NL" (``prop_type: smoothed``). P3: the model family (``model``;
+  for GraphSAGE, "LabelProp" / "LabelProp NL" (``prop_type: smoothed``). P3: the model family (``model``;
   molecular fingerprint and DeepMultisets are "Baseline").
 
 Verdict: ``diff = ours − paper`` and ``z = diff / sqrt(s_ours²/n_ours + s_paper²/n_paper)``, the difference in units
@@ -222,7 +222,7 @@ P1_PRESET_DATASETS = {"SBM_PATTERN": "PATTERN", "SBM_CLUSTER": "CLUSTER", **P1_T
 P1_RUNS = {"CSL": 100, "WikiCS": 80}  # per table: runs behind a published number (default 4 seeds; TU see below)
 P1_DEFAULT_RUNS, P1_TU_RUNS = 4, 20
 P1_FAMILIES = {"MF": "Matrix Fact.", "k-NN heuristic": "k-NN Heuristic"}
-MP_GCNS = ("GCN", "GraphSage", "MoNet", "GAT", "GatedGCN", "GIN")  # CSL's "All MP-GCNs" row (no PE; not MLP)
+MP_GCNS = ("GCN", "GraphSAGE", "MoNet", "GAT", "GatedGCN", "GIN")  # CSL's "All MP-GCNs" row (no PE; not MLP)
 
 
 def benchmarking_gnns_key(meta) -> str | None:
@@ -395,7 +395,7 @@ def pitfalls_key(meta, split_scheme: str) -> tuple[str, str] | None:
 def pitfalls_family(config: dict) -> str:
     """The paper's row name of a run config: GCN, GAT, MoNet, GS-mean, ..., LabelProp, LabelProp NL."""
     model = config.get("model")
-    if model == "GraphSage":
+    if model == "GraphSAGE":
         return f"GS-{config.get('aggregator', 'mean')}"
     if model == "LabelProp":
         return "LabelProp NL" if config.get("prop_type") == "smoothed" else "LabelProp"

@@ -67,7 +67,7 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.features.pe_file import read_pe
 from gnnbench.io import atomic_path, sha256_file, sha256_json, write_json
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models import ModelData, build_model, count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import (
     CHECKPOINT_FILE,
@@ -202,11 +202,12 @@ def read_run_pe(cfg: dict, pe_path, store: GraphStore, meta) -> torch.Tensor | N
     return pe
 
 
-def build_training(cfg: dict, meta, dev: torch.device, scheduler_mode: str):
+def build_training(cfg: dict, meta, dev: torch.device, scheduler_mode: str, store=None):
     """Seeded model, Adam, ReduceLROnPlateau (``scheduler_mode``: min on the validation loss, max on COLLAB's
-    validation Hits@50) and the shuffle generator of one run."""
+    validation Hits@50) and the shuffle generator of one run. ``store``: the dataset, for models built from its
+    graph sizes or preparing per-graph data (another paper's graph classifiers, :mod:`gnnbench.models.registry`)."""
     seed_everything(cfg["seed"])
-    model = build_model(cfg, meta).to(dev)
+    model = build_model(cfg, meta if store is None else ModelData(meta, store=store)).to(dev)
     optimizer = make_optimizer(model, cfg["init_lr"], cfg["weight_decay"])
     scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode=scheduler_mode, factor=cfg["lr_reduce_factor"], patience=cfg["lr_schedule_patience"])
@@ -254,7 +255,7 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)
-    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="min")
+    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="min", store=store)
     num_params = count_parameters(model)
     original_schedule = cfg.get("dense_schedule", "minibatch") == "original"
     if meta.transductive:  # WikiCS: every epoch one full-graph step; each part scores its own nodes
