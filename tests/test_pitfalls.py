@@ -283,6 +283,10 @@ def test_workflow_produces_tables_plots_and_rankings_that_match_the_runs(tmp_pat
     runs = pd.concat([pq.read_table(p).to_pandas() for p in sorted(results.glob("runs/CSBM/*/chunk*/runs.parquet"))])
     assert len(runs) == 2 * 3 * 2 + 3  # GCN and MLP: 3 splits × 2 inits; LabelProp: 1 per split
     assert sorted(p.name for p in (results / "runs" / "CSBM" / "GCN").iterdir()) == ["chunk0", "chunk1"]
+    records = pd.read_parquet(results / "records" / "pitfalls" / "CSBM")  # one record per run (gnnbench.records)
+    keys = ["model", "split", "init"]
+    assert len(records) == len(runs) and records.set_index(keys)["test_score"].sort_index().tolist() == pytest.approx(
+        runs.set_index(keys)["test_accuracy"].sort_index().tolist())
     table = pd.read_csv(results / "tables" / "CSBM.csv").set_index("model")
     for model, group in runs.groupby("model"):
         assert table.loc[model, "test_mean"] == pytest.approx(group["test_accuracy"].mean())

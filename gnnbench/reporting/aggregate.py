@@ -33,6 +33,7 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path, read_json
+from gnnbench.reporting.formatting import P1_DECIMALS, mean_std, number
 from gnnbench.reporting.status import diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_scheme",
@@ -141,16 +142,16 @@ def to_markdown(table: pd.DataFrame) -> str:
         def show(text: str, scored: bool = scored) -> str:
             return text if scored else "–"  # no completed run: no numbers
 
-        test = diverged_cell(f"{r['test_metric_mean']:.3f} ± {r['test_metric_std']:.3f}", failed, r["runs"])
+        test = diverged_cell(mean_std(r["test_metric_mean"], r["test_metric_std"], P1_DECIMALS), failed, r["runs"])
         cells = [str(r["model"]), str(r["runs"]), f"{r['params']:,}", test,
-                 show(f"{r['train_metric_mean']:.3f} ± {r['train_metric_std']:.3f}"),
+                 show(mean_std(r["train_metric_mean"], r["train_metric_std"], P1_DECIMALS)),
                  show(f"{r['epochs_mean']:.1f}"), show(f"{r['seconds_per_epoch_mean']:.2f}"),
                  show(f"{r['total_hours_mean']:.4f}")]
         if extrema:
-            cells[4:4] = [show(f"{r['test_metric_min']:.3f}"), show(f"{r['test_metric_max']:.3f}")]
-        cells[4:4] = [show(f"{r[f'{t}_mean']:.3f} ± {r[f'{t}_std']:.3f}") for t in tasks]
+            cells[4:4] = [show(number(r[f"test_metric_{m}"], P1_DECIMALS)) for m in ("min", "max")]
+        cells[4:4] = [show(mean_std(r[f"{t}_mean"], r[f"{t}_std"], P1_DECIMALS)) for t in tasks]
         if paper:
-            cells[4:4] = list(markdown_cells(r, 3))
+            cells[4:4] = list(markdown_cells(r, P1_DECIMALS))
         lines.append("| " + " | ".join(cells) + " |")
     note = "\n" + markdown_note(table) if paper and table["paper_mean"].notna().any() else ""
     return "\n".join(lines) + "\n" + note

@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from gnnbench.reporting import published as pub
-from gnnbench.reporting.pitfalls import _bold_best, _markdown, write_table
+from gnnbench.reporting.formatting import P3_DECIMALS, bold_best, mean_std, number
+from gnnbench.reporting.pitfalls import _markdown, write_table
 from gnnbench.reporting.status import diverged_cell
 
 # keys that are the same for every configuration of a grid (training plumbing): left out of the config summaries
@@ -70,7 +71,7 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
                                       else 0),
                "paper": "" if paper is None else str(paper)}
         if isinstance(paper, list):
-            row["paper"] = f"{paper[0]:.1f} ± {paper[1]:.1f}"
+            row["paper"] = mean_std(paper[0], paper[1], P3_DECIMALS)
         match = pub.match_fair_comparison(meta, architecture)
         setting = ""
         if match is not None:
@@ -84,16 +85,17 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
 
 def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
     key = pub.fair_comparison_key(meta)
-    test = [diverged_cell(f"{r['test_mean']:.1f} ± {r['test_std']:.1f}", r.get("diverged_runs", 0),
+    test = [diverged_cell(mean_std(r["test_mean"], r["test_std"], P3_DECIMALS), r.get("diverged_runs", 0),
                           r.get("final_runs", 0), "final runs") for _, r in table.iterrows()]
-    test = _bold_best(test, table["test_mean"])
+    test = bold_best(test, table["test_mean"], P3_DECIMALS)
     rows = []
     for cell, (_, r) in zip(test, table.iterrows(), strict=True):
         layers = "–" if pd.isna(r["median_layers"]) else f"{r['median_layers']:g}"
         limited = f" ({r['time_limited_runs']} time-limited)" if r["time_limited_runs"] else ""
         grid = str(r["grid_size"]) + (f" ({r['diverged_grid_runs']} diverged)" if r.get("diverged_grid_runs") else "")
-        paper, versus = pub.markdown_cells(r, 1)
-        rows.append([r["model"], cell, f"{r['val_mean']:.1f} ± {r['val_std']:.1f}", f"{r['train_mean']:.1f}",
+        paper, versus = pub.markdown_cells(r, P3_DECIMALS)
+        rows.append([r["model"], cell, mean_std(r["val_mean"], r["val_std"], P3_DECIMALS),
+                     number(r["train_mean"], P3_DECIMALS),
                      layers, f"{r['folds']}{limited}", grid, r["paper"] or paper, versus])
     title = f"## {dataset}: test accuracy (%) over outer folds, nested cross-validation (Errica et al.)\n\n"
     note = (f"Paper column: Errica et al. on {key}." if key else
@@ -110,14 +112,14 @@ def folds_table(folds: pd.DataFrame) -> pd.DataFrame:
                  "train_accuracy", "time_limited"]].copy()
     for column in ("diverged_runs", "diverged_candidates"):
         out[column] = folds[column] if column in folds else 0
-    out["test_runs"] = [", ".join("diverged" if pd.isna(v) else f"{v:.1f}" for v in runs)
+    out["test_runs"] = [", ".join(number(v, P3_DECIMALS, missing="diverged") for v in runs)
                         for runs in folds["test_runs"]]
     return out
 
 
 def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
-    rows = [[r["model"], str(r["fold"]), f"{r['val_accuracy']:.1f}",
-             "–" if pd.isna(r["test_accuracy"]) else f"{r['test_accuracy']:.1f}", r["test_runs"], r["config"]]
+    rows = [[r["model"], str(r["fold"]), number(r["val_accuracy"], P3_DECIMALS),
+             number(r["test_accuracy"], P3_DECIMALS), r["test_runs"], r["config"]]
             for _, r in table.iterrows()]
     return (f"## {dataset}: per outer fold — selected configuration, its validation accuracy, final-run test "
             "accuracies\n\n" + _markdown(["model", "fold", "validation", "test (mean)", "test per final run",

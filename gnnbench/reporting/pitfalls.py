@@ -58,6 +58,7 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.reporting.formatting import P2_DECIMALS, bold_best, mean_std
 from gnnbench.reporting.status import completed, diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "model", "split", "init", "test_accuracy", "val_accuracy", "train_accuracy",
@@ -115,22 +116,13 @@ def _single_dataset(runs: pd.DataFrame, what: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ formatting
 
-def _mean_std(mean: float, std: float, decimals: int = 1) -> str:
-    if pd.isna(mean):
-        return "N/A"
-    if pd.isna(std):  # a single run has no sample std
-        return f"{mean:.{decimals}f}"
-    return f"{mean:.{decimals}f} ± {std:.{decimals}f}"
+def _mean_std(mean: float, std: float, decimals: int = P2_DECIMALS) -> str:
+    """The tables' rule (:mod:`gnnbench.reporting.formatting`); no mean: the paper's "N/A" (a model not run)."""
+    return mean_std(mean, std, decimals, missing="N/A")
 
 
-def _bold_best(cells: Iterable[str], means: Iterable[float], decimals: int = 1) -> list[str]:
-    """Bold every cell whose mean equals the best mean at the printed precision."""
-    means = np.round(np.asarray(list(means), dtype=float), decimals)
-    cells = list(cells)
-    if np.isnan(means).all():
-        return cells
-    best = np.nanmax(means)
-    return [f"**{c}**" if m == best else c for c, m in zip(cells, means, strict=True)]
+def _bold_best(cells: Iterable[str], means: Iterable[float], decimals: int = P2_DECIMALS) -> list[str]:
+    return bold_best(cells, means, decimals)
 
 
 def _markdown(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
