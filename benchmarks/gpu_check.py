@@ -1,0 +1,467 @@
+"""The GPU path, checked: every model of every protocol trains briefly on each device from the same seed, and the
+losses must agree.
+
+    PYTHONPATH=. python benchmarks/gpu_check.py --out gpu_check            # CUDA against CPU (a CUDA GPU needed)
+    PYTHONPATH=. python benchmarks/gpu_check.py --devices cpu cpu --out DIR  # the same check of two CPU runs
+    [--quick] [--epochs 3] [--threads N] [--only GCN GIN ...]
+
+What runs. Tiny datasets from gnnbench's own offline generators (no download), made by the functions the workflow
+scripts call (:func:`gnnbench.pipeline.generate_dataset`, ``make_split_file``, ``compute_pe``), then for every model
+of each protocol's zoo one short training per device through the public job entry points:
+
+* benchmarking-gnns (:func:`gnnbench.protocols.benchmarking_gnns.train`): MLP GCN GraphSage GAT MoNet GIN GatedGCN
+  RingGNN 3WLGNN with their 100k presets on PATTERN (node classification) and MNIST-digits superpixels (graph
+  classification with edge features), and GCN with Laplacian positional encodings on CSL. MF is left out: its
+  only task is OGBL-COLLAB link prediction, which needs the download.
+* pitfalls (:func:`gnnbench.protocols.pitfalls.run_chunk`): the ten presets ``pitfalls_*`` on a CSBM graph, one
+  split, two initialisations trained as one stacked model (label propagation: one run).
+* fair-comparison (:func:`gnnbench.protocols.fair_comparison.run_inner`): the presets ``fair_*`` (GIN GraphSAGE
+  DGCNN DiffPool ECC MolecularFingerprint DeepMultisets), the first point of each grid, on GRAPH-FAMILIES.
+
+Every run trains ``--epochs`` epochs (no early stop can trigger in so few); the batch size is capped at 4 so every
+epoch takes several optimiser steps.
+
+What is compared. The first device of ``--devices`` is the reference; every other device's run of the same model
+must give the same per-epoch training and validation losses within ``|a − b| ≤ LOSS_ATOL + LOSS_RTOL·max(|a|, |b|)``
+(rtol 1e-3) and the same final metric within ``METRIC_RTOL`` (5 %; a prediction at a near-tie may fall to the
+other class, and on these tiny evaluation sets one graph or node moves an accuracy by up to a few percent).
+The results are not bit-exact across devices: cuBLAS and the CPU's BLAS sum matrix products in different orders,
+CUDA's scatter/index_add kernels add with atomics in an unspecified order, and Adam turns such rounding into small
+weight differences that grow over the epochs — hence a tolerance, and only a few epochs. Two runs on the CPU in one
+process are compared exactly as well (``--devices cpu cpu``): they must agree, which also checks determinism.
+
+Dropout. Dropout masks come from each device's own random generator (CPU: Mersenne Twister; CUDA: Philox), so one
+seed gives different masks on the two devices and runs with dropout cannot agree. The compared runs therefore set
+every dropout rate of the config to 0, and route ``torch.nn.functional.dropout`` (DGCNN's fixed Dropout(0.5) has no
+config key) through a CPU generator seeded per run, so its masks are the same on every device. Without ``--quick``
+each model whose config has dropout also trains once per device with its preset dropout (mode ``dropout``), which
+runs gnnbench's own dropout-mask kernels on the device: its losses must be finite, and are compared only when all
+devices are of one type (the same generator then draws the same masks).
+
+Reported per model and device: seconds per epoch (mean over the epochs after the first, which pays CUDA's kernel
+start-up), peak CUDA memory (``torch.cuda.max_memory_allocated``, reset before each run), the largest relative loss
+difference against the reference device, the final metric, OK / FAIL and, for a run that raised, the last line of
+its traceback (the check goes on with the next model). Written to ``--out`` as ``gpu_check.md`` and
+``gpu_check.json``; exit status 1 if any model failed or disagreed.
+
+Needs torch, numpy, pandas, pyarrow, scipy, scikit-learn, scikit-image and PyYAML; not Snakemake (nothing here
+imports it). Run from the repository root with ``PYTHONPATH=.`` if gnnbench is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # gnnbench from the repository root, when not installed
+
+LOSS_RTOL, LOSS_ATOL = 1e-3, 1e-6
+METRIC_RTOL, METRIC_ATOL = 5e-2, 1e-6
+DROPOUT_KEYS = ("dropout", "dropout_prob", "input_dropout_prob", "coefficient_dropout_prob", "in_feat_dropout",
+                "dropout_final")
+FIXED_DROPOUT_MODELS = ("DGCNN",)  # a dropout layer without a config key (DGCNN's Dropout(0.5) before its output)
+MAX_BATCH = 4
+
+# name → (generator, params, split scheme + params, Laplacian PE dimensions to compute)
+DATASETS = {
+    "PATTERN": ("sbm_pattern", {"num_train": 8, "num_val": 4, "num_test": 4, "num_patterns": 4,
+                                "community_size": [5, 10], "pattern_size": [5, 10]}, {"scheme": "given"}, ()),
+    "MNIST-digits": ("superpixels_digits", {"num_train": 8, "num_val": 4, "num_test": 4, "n_sp": 40},
+                     {"scheme": "given"}, ()),
+    "CSL": ("csl", {"copies_per_class": 5},
+            {"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25, "seed": 1}, (20,)),
+    "CSBM": ("csbm", {"num_nodes": 300, "num_classes": 3},
+             {"scheme": "random_per_class", "splits": 1, "seed": 2018}, ()),
+    "GRAPH-FAMILIES": ("graph_families", {"num_graphs": 60, "features": "degree"},
+                       {"scheme": "stratified_kfold", "folds": 3, "val_fraction": 0.1, "seed": 0}, ()),
+}
+P1_MODELS = ("MLP", "GCN", "GraphSage", "GAT", "MoNet", "GIN", "GatedGCN", "RingGNN", "3WLGNN")
+PITFALLS_MODELS = ("GCN", "GAT", "MoNet", "GS-mean", "GS-maxpool", "GS-meanpool", "MLP", "LogReg", "LabelProp",
+                   "LabelProp-NL")
+FAIR_PRESETS = {"GIN": "fair_GIN", "GraphSAGE": "fair_GraphSAGE", "DGCNN": "fair_DGCNN", "DiffPool": "fair_DiffPool",
+                "ECC": "fair_ECC", "MolecularFingerprint": "fair_Baseline_chemical",
+                "DeepMultisets": "fair_Baseline_social"}
+PITFALLS_INITS = 2
+
+
+@dataclass
+class Case:
+    """One model trained on every device: protocol, dataset, label, preset, config overrides, mode."""
+
+    protocol: str
+    dataset: str
+    model: str
+    preset: str
+    mode: str = "compare"  # compare: dropout off, results compared; dropout: the preset's dropout
+    pe_dim: int | None = None
+    config: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------- comparison
+
+
+def max_rel_diff(a, b) -> float:
+    """Largest ``|a − b| / max(|a|, |b|)`` over two equally long series (0 where both are 0; inf if not finite)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.size == 0:
+        return 0.0
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return math.inf
+    scale = np.maximum(np.abs(a), np.abs(b))
+    diff = np.abs(a - b)
+    return float(np.max(np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), 0.0)))
+
+
+def within(a, b, rtol: float, atol: float) -> bool:
+    """Every element: ``|a − b| ≤ atol + rtol·max(|a|, |b|)``, all finite."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return False
+    return bool(np.all(np.abs(a - b) <= atol + rtol * np.maximum(np.abs(a), np.abs(b))))
+
+
+def compare(ref: dict, other: dict, *, loss_rtol: float = LOSS_RTOL, loss_atol: float = LOSS_ATOL,
+            metric_rtol: float = METRIC_RTOL, metric_atol: float = METRIC_ATOL) -> dict:
+    """Agreement of two runs of one model: ``{"loss_diff", "metric_diff", "ok", "reason"}``.
+
+    A run is ``{"losses": {series: [per-epoch values]}, "metric": final score}``; every series of ``ref`` must exist
+    in ``other`` with as many epochs and agree within the loss tolerance, and the metrics within theirs."""
+    reasons, worst = [], 0.0
+    for name, values in ref["losses"].items():
+        theirs = other["losses"].get(name)
+        if theirs is None or len(theirs) != len(values):
+            reasons.append(f"{name}: {len(values)} vs {'no' if theirs is None else len(theirs)} epochs")
+            worst = math.inf
+            continue
+        worst = max(worst, max_rel_diff(values, theirs))
+        if not within(values, theirs, loss_rtol, loss_atol):
+            finite = np.isfinite(np.asarray(values, dtype=float)).all() and np.isfinite(
+                np.asarray(theirs, dtype=float)).all()
+            reasons.append(f"{name} differs by {max_rel_diff(values, theirs):.2e} relative (tolerance {loss_rtol:g})"
+                           if finite else f"{name} not finite")
+    a, b = ref.get("metric"), other.get("metric")
+    metric_diff = None
+    if a is not None or b is not None:
+        if a is None or b is None or not within([a], [b], metric_rtol, metric_atol):
+            reasons.append(f"final metric {a} vs {b} (tolerance {metric_rtol:g} relative)")
+        if a is not None and b is not None:
+            metric_diff = float(b) - float(a)
+    return {"loss_diff": worst, "metric_diff": metric_diff, "ok": not reasons, "reason": "; ".join(reasons)}
+
+
+def finite_run(result: dict) -> str:
+    """Why a run's losses are unusable ('' if every loss is finite and there is at least one epoch)."""
+    for name, values in result["losses"].items():
+        if len(values) == 0:
+            return f"{name}: no epochs"
+        if not np.isfinite(np.asarray(values, dtype=float)).all():
+            return f"{name} not finite"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------- data and cases
+
+
+def make_datasets(root: Path, names: list[str]) -> dict[str, dict]:
+    """Generate the named datasets, their split files and PE files under ``root`` (the workflow's functions)."""
+    from gnnbench.data.generators import get_generator, resolve_params
+    from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
+
+    made = {}
+    for name in names:
+        generator, params, split, pe_dims = DATASETS[name]
+        start = time.perf_counter()
+        folder = root / name
+        generate_dataset(generator, name, params, 1, folder / "data", raw_dir=root / "raw")
+        default = get_generator(generator).default_split
+        if callable(default):
+            default = default(resolve_params(get_generator(generator), params, name))
+        split = {**default, **split} if default.get("scheme") == split["scheme"] else dict(split)
+        make_split_file(folder / "data", split.pop("scheme"), split, folder / "splits.json")
+        pe = {}
+        for k in pe_dims:
+            pe[k] = folder / f"pe{k}.npz"
+            compute_pe(folder / "data", k, pe[k])
+        made[name] = {"data": folder / "data", "splits": folder / "splits.json", "pe": pe}
+        print(f"dataset {name}: {time.perf_counter() - start:.1f}s", flush=True)
+    return made
+
+
+def p1_preset(model: str, dataset: str) -> str:
+    if dataset == "PATTERN":
+        return f"SBMs_node_clustering_{model}_PATTERN_100k"
+    if dataset == "MNIST-digits":
+        return f"superpixels_graph_classification_{model}_MNIST_100k"
+    return f"CSL_graph_classification_{model}_CSL_PE_100k"
+
+
+def build_cases(quick: bool, epochs: int, only: list[str] | None) -> list[Case]:
+    """Every model of the three zoos as cases with their run configs (modes ``compare`` and, unless quick,
+    ``dropout``)."""
+    from gnnbench.config.presets import run_config
+    from gnnbench.protocols.fair_comparison import model_grid
+
+    cases: list[Case] = []
+    p1_sets = [("PATTERN", P1_MODELS)] + ([] if quick else [("MNIST-digits", P1_MODELS), ("CSL", ("GCN",))])
+    for dataset, models in p1_sets:
+        for model in models:
+            preset = p1_preset(model, dataset)
+            config = run_config(preset, {"epochs": epochs, "seed": 41})
+            config["batch_size"] = min(int(config["batch_size"]), MAX_BATCH)
+            cases.append(Case("benchmarking-gnns", dataset, model, preset, config=config,
+                              pe_dim=config.get("pos_enc_dim") if config.get("pos_enc") else None))
+    for model in PITFALLS_MODELS:
+        preset = f"pitfalls_{model}"
+        cases.append(Case("pitfalls", "CSBM", model, preset,
+                          config=run_config(preset, {"num_epochs": epochs}, protocol="pitfalls")))
+    for model, preset in FAIR_PRESETS.items():
+        base, grid = model_grid({"preset": preset}, {"epochs": epochs, "patience": 10 * epochs},
+                                f"gpu_check.{model}")
+        config = {**base, **{key: values[0] for key, values in grid.items()}}
+        config["batch_size"] = min(int(config["batch_size"]), MAX_BATCH)
+        cases.append(Case("fair-comparison", "GRAPH-FAMILIES", model, preset, config=config))
+    if only:
+        cases = [c for c in cases if c.model in only]
+    compared = []
+    for case in cases:
+        rates = {k: v for k, v in case.config.items() if k in DROPOUT_KEYS and float(v) > 0}
+        if not quick and (rates or case.model in FIXED_DROPOUT_MODELS and case.protocol == "fair-comparison"):
+            compared.append(Case(case.protocol, case.dataset, case.model, case.preset, "dropout", case.pe_dim,
+                                 dict(case.config)))
+        case.config.update({k: 0.0 for k in rates})
+    return cases + compared
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+@contextlib.contextmanager
+def device_independent_dropout(seed: int):
+    """``torch.nn.functional.dropout`` with masks drawn on the CPU from a generator seeded with ``seed`` and then
+    moved to the input's device: the same masks on every device (module docstring, Dropout)."""
+    import torch
+    import torch.nn.functional as F
+
+    original = F.dropout
+    generator = torch.Generator().manual_seed(seed)
+
+    def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002 (torch's signature)
+        if not training or p == 0.0:
+            return original(input, p, training, inplace)
+        keep = torch.rand(input.shape, generator=generator) >= p
+        mask = keep.to(device=input.device, dtype=input.dtype).div_(1.0 - p)
+        return input.mul_(mask) if inplace else input * mask
+
+    F.dropout = dropout
+    try:
+        yield
+    finally:
+        F.dropout = original
+
+
+def run_case(case: Case, device: str, data: dict, out: Path, threads: int) -> dict:
+    """Train ``case`` once on ``device`` through its protocol's job entry point; its losses, metric and timings."""
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    if case.protocol == "benchmarking-gnns":
+        from gnnbench.protocols.benchmarking_gnns import train
+
+        fold = 0
+        pe = data["pe"].get(case.pe_dim) if case.pe_dim else None
+        metrics = train(dataset_dir=data["data"], splits_path=data["splits"], fold=fold, config=case.config,
+                        out_dir=out, pe_path=pe, device=device, threads=threads, label=case.model)
+        history = pq.read_table(out / "history.parquet").to_pandas()
+        seconds = list(history["seconds"])
+        return {"losses": {"train_loss": list(history["train_loss"]), "val_loss": list(history["val_loss"])},
+                "metric": metrics["test"]["metric"], "metric_name": f"test {metrics['metric']}",
+                "epochs": len(history), "seconds": seconds}
+    if case.protocol == "pitfalls":
+        from gnnbench.protocols.pitfalls import run_chunk
+
+        metrics = run_chunk(dataset_dir=data["data"], splits_path=data["splits"], splits=[0], config=case.config,
+                            inits=PITFALLS_INITS, seed=0, out_dir=out, device=device, threads=threads,
+                            label=case.model)
+        history = pq.read_table(out / "history.parquet").to_pandas()
+        history = history.sort_values([c for c in ("split", "init", "epoch") if c in history.columns])
+        epochs = int(history["epoch"].max()) + 1
+        return {"losses": {"train_loss": list(history["train_loss"]), "val_loss": list(history["val_loss"])},
+                "metric": metrics["test_accuracy_mean"], "metric_name": "test accuracy (mean of inits)",
+                "epochs": epochs, "seconds": [metrics["train_seconds"] / max(epochs, 1)] * epochs}
+    from gnnbench.protocols.fair_comparison import run_inner
+
+    run_inner(dataset_dir=data["data"], splits_path=data["splits"], fold=0, configs=[case.config], positions=[0],
+              seed=0, out=out / "part0.parquet", device=device, threads=threads)
+    row = pq.read_table(out / "part0.parquet").to_pylist()[0]
+    runs = sorted((out / "runs").glob("*.json"))
+    history = json.loads(runs[0].read_text())["history"]
+    return {"losses": {"train_loss": [h["train_loss"] for h in history], "val_loss": [h["val_loss"] for h in history]},
+            "metric": row["val_accuracy"], "metric_name": "val accuracy (early-stopping epoch)",
+            "epochs": len(history), "seconds": [h["seconds"] for h in history]}
+
+
+def seconds_per_epoch(seconds: list[float]) -> float | None:
+    """Mean over the epochs after the first (the first pays start-up), or the one epoch there is."""
+    if not seconds:
+        return None
+    return float(np.mean(seconds[1:] if len(seconds) > 1 else seconds))
+
+
+def check(cases: list[Case], devices: list[str], datasets: dict, work: Path, threads: int) -> list[dict]:
+    """Run every case on every device; one row per (case, device) with the comparison against ``devices[0]``."""
+    import torch
+
+    rows = []
+    for number, case in enumerate(cases):
+        results: list[dict | None] = []
+        case_rows = []
+        for index, device in enumerate(devices):
+            row = {"protocol": case.protocol, "dataset": case.dataset, "model": case.model, "preset": case.preset,
+                   "mode": case.mode, "device": device if devices.count(device) == 1 else f"{device}#{index + 1}",
+                   "seconds_per_epoch": None, "peak_cuda_mib": None, "epochs": None, "metric": None,
+                   "metric_name": None, "loss_diff": None, "metric_diff": None, "status": "OK", "error": ""}
+            cuda = device.startswith("cuda")
+            if cuda:
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+            start = time.perf_counter()
+            try:
+                same_masks = case.mode == "compare"
+                with device_independent_dropout(1000 + number) if same_masks else contextlib.nullcontext():
+                    result = run_case(case, device, datasets[case.dataset], work / f"case{number}" / f"dev{index}",
+                                      threads)
+            except Exception as exc:  # one model's failure must not hide the others'
+                last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                row.update(status="FAIL", error=last)
+                result = None
+                print(f"  {case.protocol} {case.model} on {device}: {last}", flush=True)
+                traceback.print_exc(limit=-3)
+            if cuda:
+                row["peak_cuda_mib"] = torch.cuda.max_memory_allocated() / 2**20
+            wall = time.perf_counter() - start
+            if result is not None:
+                row.update(seconds_per_epoch=seconds_per_epoch(result["seconds"]), epochs=result["epochs"],
+                           metric=result["metric"], metric_name=result["metric_name"],
+                           final_train_loss=result["losses"]["train_loss"][-1] if result["losses"]["train_loss"]
+                           else None)
+                problem = finite_run(result)
+                if problem:
+                    row.update(status="FAIL", error=problem)
+            row["wall_seconds"] = wall
+            results.append(result)
+            case_rows.append(row)
+        comparable = case.mode == "compare" or len({d.split(":")[0] for d in devices}) == 1
+        for row, result in zip(case_rows[1:], results[1:], strict=True):
+            if result is None or results[0] is None or not comparable:
+                continue
+            verdict = compare(results[0], result)
+            row.update(loss_diff=verdict["loss_diff"], metric_diff=verdict["metric_diff"])
+            if not verdict["ok"] and row["status"] == "OK":
+                row.update(status="FAIL", error=f"disagrees with {case_rows[0]['device']}: {verdict['reason']}")
+        if results[0] is None and any(r is not None for r in results[1:]):
+            for row in case_rows[1:]:
+                if row["status"] == "OK":
+                    row["error"] = f"not compared: {case_rows[0]['device']} failed"
+        for row in case_rows:
+            print(f"{row['protocol']:>17} {row['dataset']:>14} {row['model']:>20} {row['mode']:>7} "
+                  f"{row['device']:>7} {fmt(row['seconds_per_epoch'], '.3f'):>7}s/ep "
+                  f"{fmt(row['peak_cuda_mib'], '.0f'):>6}MiB Δloss {fmt(row['loss_diff'], '.1e'):>8} "
+                  f"{row['status']} {row['error']}", flush=True)
+        rows += case_rows
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- output
+
+
+def fmt(value, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def markdown(rows: list[dict], header: dict) -> str:
+    lines = [f"# GPU check: {header['devices']}", "",
+             f"{header['date']}, torch {header['torch']}, {header['device_names']}, {header['threads']} CPU threads, "
+             f"{header['epochs']} epochs per run, {header['total_seconds']:.0f}s in all. Losses compared per epoch "
+             f"(training and validation) against `{header['reference']}`: |a−b| ≤ {LOSS_ATOL:g} + {LOSS_RTOL:g}"
+             f"·max(|a|,|b|); final metric within {METRIC_RTOL:g} relative. Mode `compare`: dropout off (masks are "
+             "per-device random streams); `dropout`: the preset's dropout, finite losses required.", "",
+             "| protocol | dataset | model | mode | device | s/epoch | peak CUDA MiB | max rel. loss diff | metric | "
+             "result | error |",
+             "|---|---|---|---|---|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['protocol']} | {r['dataset']} | {r['model']} | {r['mode']} | {r['device']} | "
+                     f"{fmt(r['seconds_per_epoch'], '.4f')} | {fmt(r['peak_cuda_mib'], '.1f')} | "
+                     f"{fmt(r['loss_diff'], '.2e')} | {fmt(r['metric'], '.4g')} | {r['status']} | "
+                     f"{r['error'].replace('|', '/')} |")
+    failed = sum(r["status"] != "OK" for r in rows)
+    lines += ["", f"{len(rows)} runs, {failed} failed or disagreed." if failed else f"{len(rows)} runs, all OK."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help="folder for gpu_check.md / .json (and work files)")
+    parser.add_argument("--devices", nargs="+", default=["cuda", "cpu"],
+                        help="devices to train on; the first is the reference the others are compared with")
+    parser.add_argument("--quick", action="store_true",
+                        help="PATTERN only for benchmarking-gnns, no dropout runs, 2 epochs")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs per run (default 3, quick 2)")
+    parser.add_argument("--threads", type=int, default=min(os.cpu_count() or 1, 8),
+                        help="torch CPU threads (default: the cores, at most 8: these models are small)")
+    parser.add_argument("--only", nargs="+", help="only these model labels (e.g. GCN GIN)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated data and run folders")
+    args = parser.parse_args(argv)
+    epochs = args.epochs or (2 if args.quick else 3)
+
+    import torch
+
+    start = time.perf_counter()
+    if any(d.startswith("cuda") for d in args.devices):
+        if not torch.cuda.is_available():
+            print("no CUDA device available: run with --devices cpu cpu to check the CPU path", file=sys.stderr)
+            return 2
+        torch.ones(1, device="cuda").sum().item()  # CUDA context start-up outside the first model's timing
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.out / "work"
+    shutil.rmtree(work, ignore_errors=True)  # the entry points resume from what they find: start clean
+    cases = build_cases(args.quick, epochs, args.only)
+    datasets = make_datasets(work / "datasets", sorted({c.dataset for c in cases}))
+    rows = check(cases, args.devices, datasets, work / "runs", args.threads)
+    total = time.perf_counter() - start
+    names = []
+    for device in dict.fromkeys(args.devices):
+        names.append(f"{device}: {torch.cuda.get_device_name(device)}" if device.startswith("cuda") else
+                     f"{device}: {platform.processor() or platform.machine()}")
+    header = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "torch": torch.__version__,
+              "cuda": torch.version.cuda, "devices": " vs ".join(args.devices), "reference": rows[0]["device"]
+              if rows else args.devices[0], "device_names": "; ".join(names), "threads": args.threads,
+              "epochs": epochs, "quick": args.quick, "total_seconds": total,
+              "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+              "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+              "tolerance": {"loss_rtol": LOSS_RTOL, "loss_atol": LOSS_ATOL, "metric_rtol": METRIC_RTOL,
+                            "metric_atol": METRIC_ATOL}}
+    (args.out / "gpu_check.json").write_text(json.dumps({"header": header, "rows": rows}, indent=1, default=str))
+    table = markdown(rows, header)
+    (args.out / "gpu_check.md").write_text(table)
+    print("\n" + table)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if any(r["status"] != "OK" for r in rows) or not rows else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

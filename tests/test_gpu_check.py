@@ -1,0 +1,97 @@
+"""benchmarks/gpu_check.py: the device comparison's tolerance rule on fabricated runs, and the script's CPU part
+(one model per protocol trained twice on the CPU) so it cannot rot on machines without a GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"
+
+
+@pytest.fixture(scope="module")
+def gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_check"] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("gpu_check", None)
+
+
+def run(train, val, metric=50.0):
+    return {"losses": {"train_loss": list(train), "val_loss": list(val)}, "metric": metric}
+
+
+REF = run([0.70, 0.65, 0.61], [0.69, 0.66, 0.64], 62.5)
+
+
+def test_identical_runs_agree(gpu_check):
+    verdict = gpu_check.compare(REF, run(REF["losses"]["train_loss"], REF["losses"]["val_loss"], 62.5))
+    assert verdict == {"loss_diff": 0.0, "metric_diff": 0.0, "ok": True, "reason": ""}
+
+
+def test_rounding_within_the_tolerance_agrees(gpu_check):
+    # cuBLAS / atomic-scatter rounding: a few 1e-5 relative
+    other = run([0.70001, 0.65002, 0.61003], [0.69, 0.66001, 0.64002], 62.5)
+    verdict = gpu_check.compare(REF, other)
+    assert verdict["ok"], verdict["reason"]
+    assert 0 < verdict["loss_diff"] < gpu_check.LOSS_RTOL
+
+
+def test_a_loss_outside_the_tolerance_fails_and_names_the_series(gpu_check):
+    other = run([0.70, 0.65, 0.62], REF["losses"]["val_loss"], 62.5)  # 1.6e-2 relative in the last epoch
+    verdict = gpu_check.compare(REF, other)
+    assert not verdict["ok"]
+    assert "train_loss differs by 1.61e-02" in verdict["reason"]
+    assert verdict["loss_diff"] == pytest.approx(0.01 / 0.62)
+
+
+def test_the_tolerance_is_relative_to_the_larger_loss(gpu_check):
+    a, b = run([1000.0], [1.0]), run([1000.9], [1.0])  # 9e-4 relative: inside rtol 1e-3
+    assert gpu_check.compare(a, b)["ok"]
+    assert not gpu_check.compare(a, run([1001.1], [1.0]))["ok"]
+
+
+def test_missing_epochs_non_finite_losses_and_metrics_fail(gpu_check):
+    short = gpu_check.compare(REF, run([0.70, 0.65], REF["losses"]["val_loss"], 62.5))
+    assert not short["ok"] and "3 vs 2 epochs" in short["reason"] and math.isinf(short["loss_diff"])
+    nan = gpu_check.compare(REF, run([0.70, math.nan, 0.61], REF["losses"]["val_loss"], 62.5))
+    assert not nan["ok"] and "train_loss not finite" in nan["reason"]
+    metric = gpu_check.compare(REF, run(REF["losses"]["train_loss"], REF["losses"]["val_loss"], 50.0))
+    assert not metric["ok"] and "final metric" in metric["reason"] and metric["metric_diff"] == -12.5
+    near = gpu_check.compare(REF, run(REF["losses"]["train_loss"], REF["losses"]["val_loss"], 61.0))
+    assert near["ok"]  # one item flipped on a tiny evaluation set: within the metric's 5 %
+
+
+def test_finite_run(gpu_check):
+    assert gpu_check.finite_run(REF) == ""
+    assert gpu_check.finite_run(run([], [])) == "train_loss: no epochs"
+    assert gpu_check.finite_run(run([0.5, math.inf], [0.5, 0.5])) == "train_loss not finite"
+
+
+def test_seconds_per_epoch_leaves_out_the_first_epoch(gpu_check):
+    assert gpu_check.seconds_per_epoch([5.0, 1.0, 2.0]) == 1.5
+    assert gpu_check.seconds_per_epoch([5.0]) == 5.0
+    assert gpu_check.seconds_per_epoch([]) is None
+
+
+def test_the_cpu_part_runs_one_model_per_protocol(gpu_check, tmp_path):
+    """GCN (benchmarking-gnns PATTERN, pitfalls CSBM) and GIN (benchmarking-gnns, fair-comparison), each trained
+    twice on the CPU through the job entry points: the two runs must agree exactly."""
+    status = gpu_check.main(["--devices", "cpu", "cpu", "--quick", "--threads", "1", "--only", "GCN", "GIN",
+                             "--out", str(tmp_path)])
+    result = json.loads((tmp_path / "gpu_check.json").read_text())
+    rows = result["rows"]
+    assert {(r["protocol"], r["model"]) for r in rows} == {
+        ("benchmarking-gnns", "GCN"), ("benchmarking-gnns", "GIN"), ("pitfalls", "GCN"), ("fair-comparison", "GIN")}
+    assert [r["status"] for r in rows] == ["OK"] * 8, [r["error"] for r in rows]
+    assert status == 0
+    assert all(r["loss_diff"] == 0.0 for r in rows if r["device"] == "cpu#2")
+    assert (tmp_path / "gpu_check.md").read_text().count("| OK |") == 8
+    assert not (tmp_path / "work").exists()
