@@ -283,8 +283,16 @@ def test_the_single_form_of_a_stacked_model_is_the_stacked_model_with_one_initia
 
 
 def test_parameter_counts_through_the_registry_match_the_presets():
-    cora = describe_dataset("CORA")
-    assert num_parameters(run_config("pitfalls_GCN"), cora, default_variant="shchur2018") == 92231
-    assert num_parameters(run_config("pitfalls_LabelProp"), cora, default_variant="shchur2018") == 0
+    from gnnbench.config.presets import all_presets, preset_protocol
+
+    checked = 0
+    for name, preset in all_presets().items():
+        if preset_protocol(preset) == "pitfalls" and "total_params" in preset:
+            protocol = get_protocol(preset_protocol(preset))
+            count = num_parameters(run_config(name), describe_dataset(preset["dataset"]),
+                                   default_variant=protocol.default_variant)
+            assert count == preset["total_params"], name
+            checked += 1
+    assert checked == 3  # GCN 92,231 and the two label propagations (0)
     name = "molecules_graph_regression_GraphSage_ZINC_100k"
     assert num_parameters(run_config(name), describe_dataset("ZINC")) == get_preset(name)["total_params"]

@@ -457,6 +457,9 @@ class ModelConfig:
 def build_stacked_model(config: dict, graph: NodeGraph, seeds: list[int]) -> StackedModel:
     """The stacked network of ``config["model"]`` for ``graph``, initialisation r seeded with ``seeds[r]``."""
     name = config.get("model")
+    if config.get("variant", "shchur2018") != "shchur2018":
+        raise ConfigError(f"model {name} of variant {config['variant']} has no stacked form (only Shchur et al.'s "
+                          "networks, variant shchur2018, have one); train its initialisations one after another")
     if name not in STACKED_MODELS:
         raise ConfigError(f"model: unknown model {name!r} for the pitfalls protocol; choose one of "
                           f"{', '.join(STACKED_MODELS)}")
