@@ -296,3 +296,52 @@ def test_parameter_counts_through_the_registry_match_the_presets():
     assert checked == 3  # GCN 92,231 and the two label propagations (0)
     name = "molecules_graph_regression_GraphSage_ZINC_100k"
     assert num_parameters(run_config(name), describe_dataset("ZINC")) == get_preset(name)["total_params"]
+
+
+# ------------------------------------------------------------------------------------------------- job side
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    """A 60-graph graph_families dataset (degree features) with a 3-fold stratified split."""
+    from gnnbench.pipeline import generate_dataset, make_split_file
+
+    root = tmp_path_factory.mktemp("families")
+    generate_dataset("graph_families", "GF", {"num_graphs": 60}, 1, root / "ds")
+    make_split_file(root / "ds", "stratified_kfold", {"folds": 3, "val_fraction": 0.1, "seed": 0}, root / "s.json")
+    return root
+
+
+def test_the_benchmarks_gated_gcn_trains_in_fair_comparisons_trainer(families, tmp_path):
+    import pyarrow.parquet as pq
+
+    from gnnbench.protocols import fair_comparison as fc
+
+    config = run_config("TUs_graph_classification_GatedGCN_ENZYMES_100k",
+                        {"L": 2, "hidden_dim": 8, "out_dim": 8, "epochs": 2, "batch_size": 16},
+                        protocol="fair-comparison")
+    out = tmp_path / "inner" / "part0.parquet"
+    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, configs=[config],
+                 positions=[0], seed=1, out=out, device="cpu")
+    (row,) = pq.read_table(out).to_pylist()
+    assert row["epochs"] == 2 and 0 <= row["val_accuracy"] <= 100
+    assert fc.num_layers(config) == 2
+
+
+def test_erricas_gin_trains_in_the_benchmarks_trainer(families, tmp_path):
+    from gnnbench.protocols.benchmarking_gnns import train
+
+    config = run_config("fair_GIN", {"hidden_units": [8, 8], "train_eps": False, "aggregation": "sum",
+                                     "dropout": 0.0, "epochs": 1, "batch_size": 16, "seed": 1},
+                        protocol="benchmarking-gnns")
+    metrics = train(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, config=config,
+                    out_dir=tmp_path / "run", threads=1)
+    expected = num_parameters(config, ModelData(describe_dataset_dir(families / "ds"), np.full(60, 10)),
+                              default_variant="dwivedi2020")
+    assert metrics["epochs"] == 1 and metrics["num_params"] == expected
+
+
+def describe_dataset_dir(path):
+    from gnnbench.data.meta import read_meta
+
+    return read_meta(path)
