@@ -317,7 +317,8 @@ def test_ctrl_c_in_a_workflow_training_job_logs_one_line_and_exits_130(csl, tmp_
     config = run_config(MLP, {"epochs": 4, "seed": 1})
     result = run_script("train.py", {
         "input": {"meta": str(csl[0] / "meta.json"), "splits": str(csl[1])},
-        "output": {"metrics": str(run / "metrics.json"), "history": str(run / "history.parquet")},
+        "output": {"metrics": str(run / "metrics.json"), "history": str(run / "history.parquet"),
+                   "records": str(tmp_path / "records" / "run.parquet")},
         "params": {"config": config, "device": "cpu"}, "wildcards": {"fold": "0", "model": "MLP"},
         "log": [], "threads": 1}, hook=SIGINT_AT_EPOCH_3)
     assert result.returncode == 130, result.stderr[-3000:]
