@@ -28,7 +28,7 @@ other class, and on these tiny evaluation sets one graph or node moves an accura
 The results are not bit-exact across devices: cuBLAS and the CPU's BLAS sum matrix products in different orders,
 CUDA's scatter/index_add kernels add with atomics in an unspecified order, and Adam turns such rounding into small
 weight differences that grow over the epochs — hence a tolerance, and only a few epochs. Two runs on the CPU in one
-process are compared exactly as well (``--devices cpu cpu``): they must agree, which also checks determinism.
+process (``--devices cpu cpu``) go through the same comparison; they agree to the bit, which checks determinism.
 
 Dropout. Dropout masks come from each device's own random generator (CPU: Mersenne Twister; CUDA: Philox), so one
 seed gives different masks on the two devices and runs with dropout cannot agree. The compared runs therefore set
@@ -44,8 +44,8 @@ difference against the reference device, the final metric, OK / FAIL and, for a 
 its traceback (the check goes on with the next model). Written to ``--out`` as ``gpu_check.md`` and
 ``gpu_check.json``; exit status 1 if any model failed or disagreed.
 
-Needs torch, numpy, pandas, pyarrow, scipy, scikit-learn, scikit-image and PyYAML; not Snakemake (nothing here
-imports it). Run from the repository root with ``PYTHONPATH=.`` if gnnbench is not installed.
+Needs torch, numpy, pandas, pyarrow, scipy, scikit-learn, scikit-image and PyYAML; not Snakemake, elkai or ogb
+(nothing it imports needs them). gnnbench need not be installed: the script puts the repository root on the path.
 """
 
 from __future__ import annotations
