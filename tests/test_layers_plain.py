@@ -579,3 +579,42 @@ def test_only_integer_pairs_count_as_edge_index():
     assert is_edge_index(EDGE_INDEX) and is_edge_index(EDGE_INDEX.int())
     assert not is_edge_index(torch.ones(2, 5, dtype=torch.bool))  # a node mask of two graphs
     assert not is_edge_index(torch.ones(2, 5)) and not is_edge_index(EDGE_INDEX[0]) and not is_edge_index(None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MLP (no graph) and label propagation (no weights)
+
+
+def test_mlp_plain_call_ignores_the_graph():
+    from gnnbench.models.mlp import MLP
+
+    torch.manual_seed(0)
+    mlp = MLP(4, 5, 2, 0.3, gated=True).eval()
+    x = features(4)
+    out = mlp(x).nodes
+    assert torch.equal(out, mlp(x, EDGE_INDEX).nodes) and torch.equal(out, mlp(x, None, one_graph_batch(x)).nodes)
+    h = torch.relu(mlp.layers[1](torch.relu(mlp.layers[0](x))))
+    torch.testing.assert_close(out, torch.sigmoid(mlp.gate(h)) * h)
+    assert_reset_restores(lambda: MLP(4, 5, 2, 0.3, True))
+
+
+@pytest.mark.parametrize("variant", ["vanilla", "smoothed"])
+def test_label_propagation_from_edge_index(variant):
+    from gnnbench.models.labelprop import LabelPropagation
+
+    labels, train = torch.tensor([0, 1, 1, 2, 0, 2]), torch.tensor([0, 3])
+    prop = LabelPropagation.from_edge_index(EDGE_INDEX, labels, train, variant, alpha=0.1)
+    a = dense_adjacency()
+    y0 = torch.zeros(N, 3)
+    y0[train, labels[train]] = 1.0
+    y = y0.clone()
+    if variant == "smoothed":
+        a.fill_diagonal_(0)
+    d = a.sum(1).clamp(min=1)
+    for _ in range(3):
+        if variant == "vanilla":
+            y = a @ y / d.unsqueeze(1)
+            y[train] = y0[train]
+        else:
+            y = 0.9 * (d.rsqrt().unsqueeze(1) * a * d.rsqrt().unsqueeze(0)) @ y + 0.1 * y0
+    torch.testing.assert_close(prop.run(3), y)

@@ -1,4 +1,4 @@
-"""Pieces every message-passing architecture of the benchmark shares (spec benchmarking-gnns.md §2.2), and what
+"""Pieces every message-passing architecture of the benchmark shares (the BN/ReLU/residual/dropout tail), and what
 lets every layer run on a plain ``(x, edge_index)`` like PyG's ``conv(x, edge_index)``: :func:`cached_structure`
 (the index structures a layer builds from an ``edge_index``, kept for the next call with the same tensor),
 :func:`is_edge_index` and :func:`reset_children`."""

@@ -27,7 +27,24 @@ VARIANTS = ("vanilla", "smoothed")
 
 
 class LabelPropagation:
-    """Label propagation on ``graph`` from the ``labels`` (N,) of ``train_nodes``; ``variant`` vanilla | smoothed."""
+    r"""Label propagation on ``graph`` from the ``labels`` (N,) of ``train_nodes`` (no weights). One :meth:`step`:
+
+        vanilla:   Y ← D⁻¹ A Y, then Y[train] ← Y⁰[train]
+        smoothed:  Y ← (1 − α) D^-1/2 A D^-1/2 Y + α Y⁰           (self loops removed first; no clamping)
+
+    A[i, j] = number of edges j→i, degrees = in-degrees clamped at 1; Y⁰ = one-hot labels on the training nodes.
+
+    Args:
+        graph: the transductive graph (its ``edge_index``, ``num_nodes``, ``num_classes``); see
+            :meth:`from_edge_index` for a plain ``(edge_index, labels, train_nodes)`` call.
+        labels: class of every node (N,); only the training nodes' are read.
+        train_nodes: ids of the labelled nodes.
+        variant: "vanilla" or "smoothed".
+        alpha: the return probability α of "smoothed".
+
+    Shapes:
+        - state Y: (N, C); :meth:`logits` (1, M, C).
+    """
 
     def __init__(self, graph: NodeGraph, labels: torch.Tensor, train_nodes: torch.Tensor, variant: str,
                  alpha: float) -> None:
@@ -58,6 +75,23 @@ class LabelPropagation:
             warnings.simplefilter("ignore", UserWarning)
             self.matrix = torch.sparse_csr_tensor(crow, src[order], values[order], (n, n))
         self.state = self.initial.clone()
+
+    @classmethod
+    def from_edge_index(cls, edge_index: torch.Tensor, labels: torch.Tensor, train_nodes: torch.Tensor,
+                        variant: str = "vanilla", alpha: float = 0.0, num_nodes: int | None = None,
+                        num_classes: int | None = None) -> LabelPropagation:
+        """The plain call (PyG's ``LabelPropagation(y, edge_index, mask)`` inputs): N = ``labels.numel()`` and
+        C = max label + 1 unless given."""
+        n = int(labels.numel()) if num_nodes is None else int(num_nodes)
+        classes = int(labels.max()) + 1 if num_classes is None else int(num_classes)
+        graph = NodeGraph(n, edge_index, torch.empty(n, 0), classes)
+        return cls(graph, labels, train_nodes, variant, alpha)
+
+    def run(self, steps: int) -> torch.Tensor:
+        """``steps`` propagation steps; the state Y (N, C)."""
+        for _ in range(steps):
+            self.step()
+        return self.state
 
     def step(self) -> None:
         """One propagation step ("one epoch")."""

@@ -22,6 +22,7 @@ from torch import nn
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.base import Architecture, Representation
+from gnnbench.models.blocks import reset_children
 from gnnbench.models.stacked import (
     DroppedInput,
     InputFeatures,
@@ -37,6 +38,24 @@ from gnnbench.models.stacked import (
 
 
 class MLP(Architecture):
+    r"""The benchmark's MLP baseline: L node-wise layers, the graph is not read:
+
+        h ← Dropout(ReLU(W_ℓ h + b_ℓ))            ℓ = 1..L
+        h ← σ(W_g h + b_g) ⊙ h                     if gated
+
+    Args:
+        in_dim: input width.
+        hidden_dim: width of every layer.
+        num_layers: L.
+        dropout: dropout probability after every layer.
+        gated: end with the gate.
+
+    Shapes:
+        - input: node features (N, in_dim); edge input and batch optional (never read), so ``mlp(x)`` and
+          ``mlp(x, edge_index)`` work like a message-passing layer's plain call.
+        - output: :class:`Representation` with nodes (N, hidden_dim).
+    """
+
     project_continuous = False  # raw continuous features feed the first layer (see from_config)
     required = ("L", "hidden_dim", "dropout", "gated")
 
@@ -49,6 +68,9 @@ class MLP(Architecture):
         self.input_width, self.out_width = in_dim, hidden_dim
         self.readout = "sum" if gated else "mean"
 
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> MLP:
         feature = meta.node_features
@@ -59,7 +81,8 @@ class MLP(Architecture):
         model.project_continuous = not raw_input
         return model
 
-    def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+    def forward(self, h: torch.Tensor, e: torch.Tensor | None = None, batch: GraphBatch | None = None
+                ) -> Representation:
         for layer in self.layers:
             h = torch.relu_(layer(h))
             if self.dropout > 0:
