@@ -74,9 +74,12 @@ def config_id(config: dict) -> str:
 
 
 def record(*, protocol: str, dataset: str, model: str, config: dict, stage: str = "run", split: int = 0,
-           seed: int | None = None, init: int = 0, versions: dict | str | None = None, **fields) -> dict:
+           seed: int | None = None, init: int = 0, versions: dict | str | None = None,
+           default_variant: str | None = None, **fields) -> dict:
     """One row of :data:`SCHEMA`: the given fields, the rest null; ``architecture`` defaults to the config's
-    ``model``, ``config_id`` to its hash; NaN scores and losses become null (not scored, or diverged)."""
+    ``model``, ``variant`` to the registered variant the config resolves to under the protocol's
+    ``default_variant`` (:func:`gnnbench.models.registry.resolve`), ``config_id`` to the config's hash; NaN scores
+    and losses become null (not scored, or diverged)."""
     if stage not in STAGES:
         raise ValueError(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
     unknown = set(fields) - set(COLUMNS)
@@ -88,7 +91,7 @@ def record(*, protocol: str, dataset: str, model: str, config: dict, stage: str 
     row.update({"protocol": protocol, "dataset": dataset, "model": model, "stage": stage, "split": int(split),
                 "seed": int(seed), "init": int(init), "config": config_json(config)})
     row["architecture"] = row["architecture"] or config.get("model")
-    row["variant"] = row["variant"] or config.get("variant")
+    row["variant"] = row["variant"] or config.get("variant") or _variant(config, default_variant)
     row["config_id"] = row["config_id"] or config_id(config)
     row["versions"] = versions if isinstance(versions, str) or versions is None else json.dumps(versions,
                                                                                                 sort_keys=True)
@@ -100,6 +103,19 @@ def record(*, protocol: str, dataset: str, model: str, config: dict, stage: str 
     row["run_id"] = sha256_json({k: row[k] for k in ("protocol", "dataset", "model", "stage", "split", "seed",
                                                      "init", "config_id")})[:16]
     return row
+
+
+def _variant(config: dict, default_variant: str | None) -> str | None:
+    """The variant (which paper's layers) a config's model resolves to; None where it resolves to none."""
+    if default_variant is None or "model" not in config:
+        return None
+    from gnnbench.errors import GnnbenchError
+    from gnnbench.models.registry import resolve
+
+    try:
+        return resolve(config, default_variant).variant
+    except GnnbenchError:
+        return None
 
 
 def write_records(path: str | os.PathLike, rows: list[dict]) -> None:

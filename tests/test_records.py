@@ -20,7 +20,8 @@ def test_a_record_fills_nulls_and_turns_nan_scores_into_null(tmp_path):
     row = record(protocol="p", dataset="D", model="M", config={"model": "GCN", "seed": 3}, test_score=math.nan,
                  val_score=71.5, epochs=4)
     assert set(row) == set(COLUMNS) and row["test_score"] is None and row["val_score"] == 71.5
-    assert row["architecture"] == "GCN" and row["seed"] == 3 and row["stage"] == "run" and row["init"] == 0
+    assert row["architecture"] == "GCN" and row["variant"] is None  # no protocol named: no default variant
+    assert row["seed"] == 3 and row["stage"] == "run" and row["init"] == 0
     assert json.loads(row["config"]) == {"model": "GCN", "seed": 3} and len(row["run_id"]) == 16
     with pytest.raises(ValueError, match="not a run-record column"):
         record(protocol="p", dataset="D", model="M", config={}, accuracy=1.0)
@@ -103,3 +104,5 @@ def test_each_protocol_fills_the_shared_columns(records_folder):
     assert final["config_id"].nunique() == 1 and final["config_id"].iloc[0] in set(inner["config_id"])
     for frame in (p2, inner, final):
         assert frame["higher_is_better"].all() and (frame["metric"] == "accuracy").all()
+    # the variant: which paper's layers (each protocol's own zoo here)
+    assert (p1["variant"], set(p2["variant"]), set(final["variant"])) == ("dwivedi2020", {"shchur2018"}, {"errica2020"})

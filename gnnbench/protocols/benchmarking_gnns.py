@@ -228,7 +228,8 @@ def run_records(results: dict) -> list[dict]:
     scores = {f"{part}_{what}": results[part][key] for part in ("train", "val", "test")
               for what, key in (("score", "metric"), ("loss", "loss"))}
     diverged = results.get("status") == "diverged"
-    return [record(protocol=NAME, dataset=results["dataset"], model=results["label"], config=results["config"],
+    return [record(protocol=NAME, default_variant=BenchmarkingGNNs.default_variant, dataset=results["dataset"],
+                   model=results["label"], config=results["config"],
                    split=results["fold"], seed=results["seed"], metric=results["metric"],
                    higher_is_better=results["higher_is_better"], **scores, epochs=results["epochs"],
                    scored_epoch=None if diverged else results["epochs"] - 1, stop_reason=results["stop_reason"],

@@ -641,7 +641,8 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
     for config, r in zip(configs, rows, strict=True):
         diverged = r.get("status") == "diverged"
         records.append(record(
-            protocol=NAME, dataset=data.meta.name, model=label or config["model"], config=config, stage=stage,
+            protocol=NAME, default_variant=FairComparison.default_variant, dataset=data.meta.name,
+            model=label or config["model"], config=config, stage=stage,
             split=fold, seed=r["seed"], init=r.get("run", 0),
             config_id=r["config_id"], metric="accuracy", higher_is_better=True,
             **{f"{part}_{what}": r[f"{part}_{key}"] for part in parts

@@ -452,7 +452,8 @@ def chunk_records(runs, metrics: dict) -> list[dict]:
     for r in runs.to_dict("records"):
         diverged = r.get("status") == "diverged"
         out.append(record(
-            protocol=NAME, dataset=r["dataset"], model=r["model"], architecture=r["architecture"],
+            protocol=NAME, default_variant=Pitfalls.default_variant, dataset=r["dataset"], model=r["model"],
+            architecture=r["architecture"],
             config=metrics["config"], split=r["split"], seed=r["seed"], init=r["init"], metric="accuracy",
             higher_is_better=True, **{f"{part}_{what}": r.get(f"{part}_{key}") for part in ("train", "val", "test")
                                       for what, key in (("score", "accuracy"), ("loss", "loss"))},
