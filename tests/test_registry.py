@@ -345,3 +345,24 @@ def describe_dataset_dir(path):
     from gnnbench.data.meta import read_meta
 
     return read_meta(path)
+
+
+def test_a_stacked_models_single_form_is_bound_to_the_one_graph_of_the_store():
+    from gnnbench.data.batching import model_dtypes
+    from gnnbench.data.store import GraphStore
+
+    columns = labelled(random_graphs(1, seed=5, min_nodes=30, max_nodes=30), "node_classification", 3)
+    rng = np.random.default_rng(1)
+    columns.node["x"] = rng.random((30, 4)).astype(np.float32)
+    store = model_dtypes(GraphStore.from_columns(columns))
+    meta = DatasetMeta(name="one-graph", task="node_classification", loss="cross_entropy", metric="accuracy",
+                       num_outputs=3, num_graphs=1, node_features=FeatureSpec("continuous", 4), edge_features=None,
+                       pe_usage="add", split_sizes=None)
+    torch.manual_seed(0)
+    model = build_model(run_config("pitfalls_MoNet"), ModelData(meta, store=store), default_variant="shchur2018")
+    assert model.eval()(one_batch(columns)).shape == (30, 3)
+    many = DatasetMeta(name="many-graphs", task="node_classification", loss="cross_entropy", metric="accuracy",
+                       num_outputs=3, num_graphs=5, node_features=FeatureSpec("continuous", 4), edge_features=None,
+                       pe_usage="add", split_sizes=None)
+    with pytest.raises(ConfigError, match="bound to one graph with node labels, but dataset many-graphs has 5"):
+        check_fits(run_config("pitfalls_MoNet"), many, default_variant="shchur2018")

@@ -376,8 +376,8 @@ def check_fits(config: Mapping, meta: DatasetMeta, *, default_variant: str = DEF
     if v.dense and meta.num_graphs == 1:
         nodes = meta.statistics.get("num_nodes") if isinstance(meta.statistics, dict) else None
         size = f" ({nodes:,} nodes)" if isinstance(nodes, int) else ""
-        raise ConfigError(f"{name} builds a dense n×n tensor per graph; dataset {meta.name} is one graph{size}, "
-                          "too large for it; pick a message-passing model")
+        raise ConfigError(f"{name} builds a dense n×n tensor per graph; dataset {meta.name} is one graph{size}, so "
+                          "the tensor would span every node; pick a message-passing model")
     if v.kind == CLASSIFIER and (meta.node_features is None or meta.node_features.kind != "continuous"):
         kind = meta.node_features.kind if meta.node_features else "none"
         raise ConfigError(f"{name} reads continuous node features, but dataset {meta.name} has {kind}; pick a "

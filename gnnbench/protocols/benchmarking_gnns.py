@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from gnnbench import paths
 from gnnbench.config.keys import OTHER_KEYS, TRAIN_KEYS
 from gnnbench.config.presets import run_config
+from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.models.registry import DWIVEDI2020
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
@@ -104,6 +105,7 @@ class BenchmarkingGNNs(Protocol):
         if args.seed is not None:
             overrides["seed"] = args.seed
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
+        _check_buildable(config, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
         results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold, config=config,
                         out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads,
                         label=args.label, records_out=os.path.join(args.records, "run.parquet"))

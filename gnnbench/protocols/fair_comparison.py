@@ -60,6 +60,7 @@ import torch
 from gnnbench import paths
 from gnnbench.config.keys import coerce, coerce_all, protocol_types
 from gnnbench.config.presets import get_preset, preset_protocol, run_config
+from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, read_json, sha256_json, write_json
 from gnnbench.models.registry import ERRICA2020
@@ -156,64 +157,6 @@ class FairComparison(Protocol):
     name = NAME
     title = "A Fair Comparison of Graph Neural Networks for Graph Classification (Errica et al.)"
     split_schemes = ("stratified_kfold", "published")
-    significance_units = "outer folds (mean of the final runs)"
-
-    def add_train_arguments(self, parser) -> None:
-        parser.add_argument("--fold", type=int, default=0, help="the outer fold (default 0)")
-        parser.add_argument("--final-runs", type=int, default=DEFAULT_FINAL_RUNS,
-                            help="final runs of the chosen config")
-        parser.add_argument("--final-holdout", default="fresh", choices=HOLDOUTS,
-                            help="early-stopping hold-out of the final runs")
-
-    def train_command(self, args, overrides: dict) -> str:
-        """One outer fold of the nested cross-validation: every grid point of the preset (``--set`` fixes values
-        and removes their dimensions), the selection, the final runs — the workflow's files, under ``--out``."""
-        if not args.preset:
-            raise ConfigError(f"--preset: protocol {self.name} starts from a grid; name a fair_* preset "
-                              "(`gnnbench presets`)")
-        base, grid = model_grid({"preset": args.preset}, overrides, "--preset")
-        configs = expand_grid(base, grid)
-        out, fold, records = Path(args.out), args.fold, Path(args.records)
-        label = args.label or base["model"]
-        common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": args.seed or 0,
-                  "device": args.device, "threads": args.threads, "label": label}
-        run_inner(configs=configs, positions=list(range(len(configs))), out=out / "inner" / "part0.parquet",
-                  records_out=records / "inner.parquet", **common)
-        chosen = select([out / "inner" / "part0.parquet"], out / "selection.json",
-                        dataset=Path(args.dataset).name, model=label, fold=fold)["chosen"]
-        run_final(selection_path=out / "selection.json", runs=args.final_runs, holdout=args.final_holdout,
-                  out=out / "final.parquet", history_out=out / "final_history.parquet",
-                  records_out=records / "final.parquet", **common)
-        test = pq.read_table(out / "final.parquet").column("test_accuracy").to_pylist()
-        return (f"fold {fold}: {len(configs)} configurations, chosen validation accuracy "
-                f"{chosen['val_accuracy']:.2f}, test accuracy {sum(test) / len(test):.2f} (mean of {len(test)} "
-                "final runs)")
-
-    def significance_scores(self, inputs) -> tuple:
-        from gnnbench.reporting.significance import fair_comparison_scores
-
-        return fair_comparison_scores(inputs)
-
-    def table_caption(self, table: str, dataset: str | None) -> str:
-        if dataset is not None and table == f"{dataset}_folds":
-            what = ("per model and outer fold, the configuration selected on the inner hold-out, its validation "
-                    "accuracy, and the test accuracies of its final runs.")
-        else:
-            what = ("one row per model — test accuracy mean ± std over the outer folds, the validation accuracy of "
-                    "the selected configurations, training accuracy, median number of layers selected, grid size, "
-                    "and the paper's number with the difference ours − paper.")
-        return f"Table of **{table}** (protocol {self.name}): {what}"
-
-    def figure_caption(self, kind: str, dataset: str) -> str:
-        if kind != "bars":
-            return super().figure_caption(kind, dataset)
-        return (f"Test accuracy of every model on **{dataset}** (protocol {self.name}), mean ± std (population std) "
-                "over the outer folds of the nested cross-validation (blue), beside the mean validation accuracy of "
-                "the configurations that model selection chose on the inner hold-out (orange); black diamonds, "
-                "where present, are the paper's test accuracy ± std for the same dataset and model family. The "
-                "validation bar is usually the higher one: it is the best of the grid on the data it was selected "
-                "on, so it overestimates the test score — the reason the protocol reports the outer-fold test "
-                "accuracy only.")
     default_variant = ERRICA2020  # Errica's complete graph classifiers
     training_keys = TRAINING_KEY_TYPES
     training_defaults = FOREIGN_TRAINING_DEFAULTS
@@ -235,6 +178,7 @@ class FairComparison(Protocol):
                               "(`gnnbench presets`)")
         base, grid = model_grid({"preset": args.preset}, overrides, "--preset")
         configs = expand_grid(base, grid)
+        check_configs(configs, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
         out, fold, records = Path(args.out), args.fold, Path(args.records)
         label = args.label or base["model"]
         common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": args.seed or 0,

@@ -48,6 +48,7 @@ import torch
 
 from gnnbench import paths
 from gnnbench.config.presets import run_config
+from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
 from gnnbench.io import atomic_path, sha256_json, write_json
 from gnnbench.models.registry import SHCHUR2018
@@ -136,6 +137,7 @@ class Pitfalls(Protocol):
 
     def train_command(self, args, overrides: dict) -> str:
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
+        check_model(config, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
         metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
                             inits=args.inits, seed=args.seed or 0, out_dir=args.out, device=args.device,
                             threads=args.threads, label=args.label, init_ids=args.init_ids,
