@@ -245,11 +245,12 @@ def test_bad_inputs_are_one_line_errors_and_write_nothing(csbm, tmp_path):
     assert not (tmp_path / "out").exists()
     result = subprocess.run([sys.executable, "-m", "gnnbench.cli", "train", "pitfalls", "--dataset",
                              str(csbm / "CSBM"), "--splits", str(csbm / "splits.json"), "--fold", "0",
-                             "--preset", "CSL_graph_classification_GCN_CSL_100k", "--out", str(tmp_path / "o")],
+                             "--preset", "SBMs_node_clustering_3WLGNN_PATTERN_100k", "--out", str(tmp_path / "o")],
                             capture_output=True, text=True)
+    # another zoo's model that cannot run on one graph (those that can: tests/test_registry.py)
     assert result.returncode == 1 and result.stderr.strip().splitlines()[-1] == (
-        "gnnbench: error: --preset: preset CSL_graph_classification_GCN_CSL_100k is a config of protocol "
-        "benchmarking-gnns, not pitfalls; pick a pitfalls preset (`gnnbench presets` lists them)")
+        "gnnbench: error: --preset: model 3WLGNN builds a dense n×n tensor per graph; dataset CSBM is one graph, so "
+        "the tensor would span every node; pick a message-passing model")
 
 
 # ---------------------------------------------------------------------------------------------- workflow
