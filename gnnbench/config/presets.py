@@ -22,9 +22,9 @@ from pathlib import Path
 from gnnbench.config.keys import coerce_all, protocol_types
 from gnnbench.config.yamlfile import load_yaml
 from gnnbench.errors import ConfigError
+from gnnbench.protocols import DEFAULT_PROTOCOL  # a preset without `protocol:` is of this protocol
 
 PACKAGE_PRESETS = Path(__file__).resolve().parent / "presets"
-DEFAULT_PROTOCOL = "benchmarking-gnns"
 
 
 def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
