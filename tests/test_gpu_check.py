@@ -1,5 +1,6 @@
-"""benchmarks/gpu_check.py: the device comparison's tolerance rule on fabricated runs, and the script's CPU part
-(one model per protocol trained twice on the CPU) so it cannot rot on machines without a GPU."""
+"""benchmarks/gpu_check.py: the one-step rule, the training comparison's tolerance and divergence epoch on fabricated
+values, and the script's CPU part (one model per protocol checked and trained twice on the CPU) so it cannot rot on
+machines without a GPU."""
 
 from __future__ import annotations
 
@@ -69,6 +70,51 @@ def test_missing_epochs_non_finite_losses_and_metrics_fail(gpu_check):
     assert near["ok"]  # one item flipped on a tiny evaluation set: within the metric's 5 %
 
 
+def test_one_step_rule(gpu_check):
+    tol = gpu_check.ONE_STEP_RTOL
+    ok = gpu_check.one_step_verdict(3e-6, 1e-7, {"conv.weight": 2e-5, "conv.bias": 4e-6})
+    assert ok["ok"] and ok["reason"] == "" and ok["grad_param"] == "conv.weight" and ok["grad_diff"] == 2e-5
+    bad_grad = gpu_check.one_step_verdict(0.0, 0.0, {"a": 1e-6, "bn.weight": 3 * tol})
+    assert not bad_grad["ok"] and bad_grad["grad_param"] == "bn.weight"
+    assert "gradient of bn.weight" in bad_grad["reason"]
+    bad_out = gpu_check.one_step_verdict(2 * tol, 0.0, {"a": 0.0})
+    assert not bad_out["ok"] and "outputs differ" in bad_out["reason"]
+    assert not gpu_check.one_step_verdict(0.0, math.inf, {})["ok"]  # a non-finite loss fails
+    assert not gpu_check.one_step_verdict(0.0, 0.0, {"w": math.nan})["ok"]  # nan compares false: fails
+    assert gpu_check.one_step_verdict(tol, tol, {"w": tol})["ok"]  # the bound itself passes
+
+
+def test_rel_diff_is_relative_to_the_tensor_scale(gpu_check):
+    torch = pytest.importorskip("torch")
+    a = torch.tensor([100.0, 1e-6, -50.0])
+    assert gpu_check.rel_diff(a, a.clone()) == 0.0
+    # the near-zero element changes by 100 % of itself but 1e-8 of the tensor's scale
+    assert gpu_check.rel_diff(a, torch.tensor([100.0, 0.0, -50.0])) == pytest.approx(1e-8)
+    assert gpu_check.rel_diff(a, torch.tensor([100.0, 1e-6, -50.01])) == pytest.approx(1e-4, rel=1e-3)
+    assert gpu_check.rel_diff(torch.zeros(3), torch.zeros(3)) == 0.0
+    assert math.isinf(gpu_check.rel_diff(a, torch.tensor([100.0, math.nan, -50.0])))
+    assert math.isinf(gpu_check.rel_diff(a, a[:2]))
+
+
+def test_divergence_epoch_is_the_first_epoch_out_of_tolerance(gpu_check):
+    assert gpu_check.divergence_epoch(REF, REF) is None
+    other = run([0.70, 0.65001, 0.63], [0.69, 0.67, 0.70])  # train leaves at epoch 3, val at epoch 2
+    assert gpu_check.divergence_epoch(REF, other) == 2
+    assert gpu_check.divergence_epoch(REF, run([0.9, 0.65, 0.61], REF["losses"]["val_loss"])) == 1
+
+
+def test_a_divergence_is_not_a_failure_when_one_step_agrees(gpu_check):
+    other = run([0.70, 0.65, 0.62], REF["losses"]["val_loss"], 62.5)
+    verdict = gpu_check.compare(REF, other)
+    epoch = gpu_check.divergence_epoch(REF, other)
+    status, message = gpu_check.training_verdict(verdict, epoch, True, "cuda")
+    assert status == "DIVERGES" and message.startswith("diverges from epoch 3 (amplified rounding")
+    status, message = gpu_check.training_verdict(verdict, epoch, False, "cuda")
+    assert status == "FAIL" and "one-step check failed" in message and "epoch 3" in message
+    metric_only = gpu_check.compare(REF, run(REF["losses"]["train_loss"], REF["losses"]["val_loss"], 50.0))
+    assert gpu_check.training_verdict(metric_only, None, True, "cuda")[0] == "DIVERGES"
+
+
 def test_finite_run(gpu_check):
     assert gpu_check.finite_run(REF) == ""
     assert gpu_check.finite_run(run([], [])) == "train_loss: no epochs"
@@ -90,8 +136,13 @@ def test_the_cpu_part_runs_one_model_per_protocol(gpu_check, tmp_path):
     rows = result["rows"]
     assert {(r["protocol"], r["model"]) for r in rows} == {
         ("benchmarking-gnns", "GCN"), ("benchmarking-gnns", "GIN"), ("pitfalls", "GCN"), ("fair-comparison", "GIN")}
-    assert [r["status"] for r in rows] == ["OK"] * 8, [r["error"] for r in rows]
+    assert [r["status"] for r in rows] == ["OK"] * 12, [r["error"] for r in rows]
     assert status == 0
-    assert all(r["loss_diff"] == 0.0 for r in rows if r["device"] == "cpu#2")
-    assert (tmp_path / "gpu_check.md").read_text().count("| OK |") == 8
+    steps = [r for r in rows if r["mode"] == "onestep"]
+    assert len(steps) == 4 and all(r["device"] == "cpu#2" for r in steps)
+    assert all(r[k] == 0.0 for r in steps for k in ("output_diff", "loss_diff", "grad_diff"))
+    assert all(r["loss_diff"] == 0.0 and r["diverged_epoch"] is None for r in rows
+               if r["device"] == "cpu#2" and r["mode"] == "compare")
+    assert all(len(r["train_losses"]) == len(r["val_losses"]) == 2 for r in rows if r["mode"] == "compare")
+    assert (tmp_path / "gpu_check.md").read_text().count("| OK |") == 12
     assert not (tmp_path / "work").exists()
