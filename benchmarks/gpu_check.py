@@ -183,16 +183,17 @@ def compare(ref: dict, other: dict, *, loss_rtol: float = LOSS_RTOL, loss_atol: 
     return {"loss_diff": worst, "metric_diff": metric_diff, "ok": not reasons, "reason": "; ".join(reasons)}
 
 
-def divergence_epoch(ref: dict, other: dict, *, loss_rtol: float = LOSS_RTOL,
-                     loss_atol: float = LOSS_ATOL) -> int | None:
-    """The first epoch (1-based) at which any loss series of the two runs leaves the loss tolerance, or None."""
+def divergence_epoch(ref: dict, other: dict, *, loss_rtol: float = LOSS_RTOL, loss_atol: float = LOSS_ATOL,
+                     epochs: int | None = None) -> int | None:
+    """The first epoch (1-based) at which any loss series of the two runs leaves the loss tolerance, or None.
+    ``epochs``: the epochs of one training when a series holds several one after another (pitfalls' inits)."""
     first = None
     for name, values in ref["losses"].items():
         theirs = other["losses"].get(name) or []
-        for epoch, (a, b) in enumerate(zip(values, theirs, strict=False), start=1):
+        for index, (a, b) in enumerate(zip(values, theirs, strict=False)):
             if not within([a], [b], loss_rtol, loss_atol):
+                epoch = index % epochs + 1 if epochs else index + 1
                 first = epoch if first is None else min(first, epoch)
-                break
     return first
 
 
@@ -568,7 +569,7 @@ def check(cases: list[Case], devices: list[str], datasets: dict, work: Path, thr
             if result is None or results[0] is None or not comparable:
                 continue
             verdict = compare(results[0], result)
-            epoch = divergence_epoch(results[0], result)
+            epoch = divergence_epoch(results[0], result, epochs=results[0]["epochs"])
             row.update(loss_diff=verdict["loss_diff"], metric_diff=verdict["metric_diff"], diverged_epoch=epoch)
             if not verdict["ok"] and row["status"] == "OK":
                 status, error = training_verdict(verdict, epoch, step_ok[key], case_rows[0]["device"])

@@ -101,6 +101,10 @@ def test_divergence_epoch_is_the_first_epoch_out_of_tolerance(gpu_check):
     other = run([0.70, 0.65001, 0.63], [0.69, 0.67, 0.70])  # train leaves at epoch 3, val at epoch 2
     assert gpu_check.divergence_epoch(REF, other) == 2
     assert gpu_check.divergence_epoch(REF, run([0.9, 0.65, 0.61], REF["losses"]["val_loss"])) == 1
+    # two trainings of 3 epochs one after another: the second leaves at its epoch 2
+    twice = run(REF["losses"]["train_loss"] * 2, REF["losses"]["val_loss"] * 2)
+    other = run(REF["losses"]["train_loss"] + [0.70, 0.70, 0.70], REF["losses"]["val_loss"] * 2)
+    assert gpu_check.divergence_epoch(twice, other, epochs=3) == 2
 
 
 def test_a_divergence_is_not_a_failure_when_one_step_agrees(gpu_check):
@@ -143,6 +147,8 @@ def test_the_cpu_part_runs_one_model_per_protocol(gpu_check, tmp_path):
     assert all(r[k] == 0.0 for r in steps for k in ("output_diff", "loss_diff", "grad_diff"))
     assert all(r["loss_diff"] == 0.0 and r["diverged_epoch"] is None for r in rows
                if r["device"] == "cpu#2" and r["mode"] == "compare")
-    assert all(len(r["train_losses"]) == len(r["val_losses"]) == 2 for r in rows if r["mode"] == "compare")
+    inits = {"pitfalls": gpu_check.PITFALLS_INITS}  # pitfalls: the inits' series one after another
+    assert all(len(r["train_losses"]) == len(r["val_losses"]) == 2 * inits.get(r["protocol"], 1)
+               for r in rows if r["mode"] == "compare")
     assert (tmp_path / "gpu_check.md").read_text().count("| OK |") == 12
     assert not (tmp_path / "work").exists()
