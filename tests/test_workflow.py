@@ -90,6 +90,7 @@ def test_one_target_builds_only_what_it_needs(tmp_path):
     made = sorted(str(p.relative_to(tmp_path / "results")) for p in (tmp_path / "results").rglob("*")
                   if p.is_file() and "logs" not in p.parts)
     assert made == ["datasets/PATTERN/graphs.parquet", "datasets/PATTERN/meta.json",
+                    "records/benchmarking-gnns/PATTERN/GatedGCN/seed2_fold0.parquet",  # the run's record
                     "runs/PATTERN/GatedGCN/seed2/fold0/checkpoint.pt",
                     "runs/PATTERN/GatedGCN/seed2/fold0/history.parquet",
                     "runs/PATTERN/GatedGCN/seed2/fold0/metrics.json", "splits/PATTERN/splits.json"]
