@@ -72,7 +72,7 @@ def test_set_removes_a_dimension_and_grid_replaces_one():
     ({"GIN": {"preset": "fair_GIN", "grid": {"dropout": [1.5]}}}, "dropout must be in [0, 1)"),
     ({"GIN": {"preset": "fair_GIN", "grid": {"aggregation": ["median"]}}}, "aggregation must be one of"),
     ({"GIN": {"preset": "fair_GIN", "budget": 1000}}, "parameter budgets belong to protocol benchmarking-gnns"),
-    ({"P": "pitfalls_GCN"}, "is a config of protocol pitfalls"),
+    ({"P": "pitfalls_GCN"}, "model GCN (shchur2018) cannot do graph_classification"),  # another zoo's node model
 ])
 def test_bad_grids_are_one_line_config_errors(models, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")) as e:
