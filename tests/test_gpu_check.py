@@ -94,6 +94,12 @@ def test_rel_diff_is_relative_to_the_tensor_scale(gpu_check):
     assert gpu_check.rel_diff(torch.zeros(3), torch.zeros(3)) == 0.0
     assert math.isinf(gpu_check.rel_diff(a, torch.tensor([100.0, math.nan, -50.0])))
     assert math.isinf(gpu_check.rel_diff(a, a[:2]))
+    # a gradient that is zero up to rounding (a bias before a train-mode BatchNorm): per tensor its noise differs by
+    # 100 %, against a floor of the model's scale it is negligible
+    noise_a, noise_b = torch.tensor([1e-9, -2e-9]), torch.tensor([-1e-9, 1e-9])
+    assert gpu_check.rel_diff(noise_a, noise_b) == pytest.approx(1.5)
+    assert gpu_check.rel_diff(noise_a, noise_b, floor=1e-3 * 0.5) == pytest.approx(3e-9 / 5e-4)
+    assert gpu_check.rel_diff(a, torch.tensor([100.0, 0.0, -50.01]), floor=1e-6) == pytest.approx(1e-4, rel=1e-3)
 
 
 def test_divergence_epoch_is_the_first_epoch_out_of_tolerance(gpu_check):
