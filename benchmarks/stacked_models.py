@@ -8,7 +8,7 @@ its L2 term, summed over the initialisations, backward; then one evaluation forw
 validation nodes (30 per class) under ``torch.no_grad`` with its loss — what one epoch of the protocol costs
 besides the optimizer. The Adam update (``torch.optim.Adam``, foreach) is timed separately. Median over ``--steps``
 steps after 5 warm-up steps; configs are the paper's Table 4 (spec p2-pitfalls.md §4.3). The process keeps freed
-memory (:func:`gnnbench.training.allocator.keep_freed_memory`, as a training job should) unless ``--default-malloc``.
+memory (:func:`gnnbench.allocator.keep_freed_memory`, as a training job should) unless ``--default-malloc``.
 
 Data: CORA's largest connected component (2,485 nodes, 10,138 directed edges, 45,487 binary feature entries, 7
 classes) read with torch_geometric's Planetoid reader from a temporary copy of /work/shared/data/real/planetoid/cora
@@ -163,7 +163,7 @@ def main() -> None:
     parser.add_argument("--default-malloc", action="store_true", help="leave glibc's allocator settings as they are")
     args = parser.parse_args()
     if not args.default_malloc:
-        from gnnbench.training.allocator import keep_freed_memory
+        from gnnbench.allocator import keep_freed_memory
 
         keep_freed_memory()
     torch.set_num_threads(args.threads)

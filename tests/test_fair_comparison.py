@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import torch
 import yaml
 
 from gnnbench.config.suite import load_suite
@@ -26,7 +27,8 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import fair_comparison as fc
 from gnnbench.splits import read_fair_comparison_folds, read_splits
-from gnnbench.training.holdout import Patience, learning_rate
+from gnnbench.training.holdout import learning_rate
+from gnnbench.training.stopping import EarlyStopping
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "real"
@@ -92,14 +94,16 @@ def test_protocol_refuses_other_tasks_and_unknown_folds():
 
 def test_patience_on_accuracy_and_on_loss():
     # non-strict comparisons: a later tie becomes the best and resets the counter (spec §2.3)
-    acc = Patience("accuracy", 2)
-    seq = [(1.0, 50.0), (0.9, 50.0), (0.8, 40.0), (0.7, 45.0)]
-    assert [acc.improved(e, loss, a) for e, (loss, a) in enumerate(seq)] == [True, True, False, False]
-    assert acc.best_epoch == 1 and acc.stop
-    loss = Patience("loss", 2)
-    seq = [(1.0, 10.0), (1.0, 90.0), (1.1, 95.0), (0.9, 0.0)]
-    assert [loss.improved(e, v, a) for e, (v, a) in enumerate(seq)] == [True, True, False, True]
-    assert loss.best_epoch == 3 and not loss.stop
+    def run(criterion, seq):
+        rule, saves, stop = EarlyStopping(criterion, 2, 1), [], None
+        for e, (loss, a) in enumerate(seq):
+            save, stop = rule.update(e, torch.tensor([loss]), torch.tensor([a]))
+            saves.append(bool(save[0]))
+        return saves, int(rule.best_epoch[0]), bool(stop[0])
+
+    assert run("accuracy", [(1.0, 50.0), (0.9, 50.0), (0.8, 40.0), (0.7, 45.0)]) == ([True, True, False, False], 1,
+                                                                                     True)
+    assert run("loss", [(1.0, 10.0), (1.0, 90.0), (1.1, 95.0), (0.9, 0.0)]) == ([True, True, False, True], 3, False)
 
 
 def test_learning_rate_schedules():
@@ -494,7 +498,6 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
 
 
 def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_path):
-    import torch
 
     from gnnbench.models.graph_classifiers import build_classifier
     from gnnbench.training.holdout import train_holdout
@@ -511,7 +514,7 @@ def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_
         return model
 
     first = train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu"),
-                          on_epoch=lambda s: saved.append(copy.deepcopy(s)))  # what a checkpoint would hold
+                          on_epoch=lambda run: saved.append(copy.deepcopy(run.payload())))  # a checkpoint's state
     assert first["status"] == "diverged"
     state = saved[-1]  # the checkpoint written after the diverged epoch
     again = train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu"), state=state)

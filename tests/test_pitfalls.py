@@ -20,8 +20,8 @@ from gnnbench.errors import DataError
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import pitfalls
 from gnnbench.protocols.pitfalls import run_chunk
+from gnnbench.training.initialisations import StackedTrainer
 from gnnbench.training.preemption import Preempted
-from gnnbench.training.transductive import StackedTrainer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REAL = REPO_ROOT.parent / "shared" / "data" / "real" / "planetoid"

@@ -25,7 +25,7 @@ from gnnbench.config.presets import run_config
 from gnnbench.io import write_json
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import fair_comparison, pitfalls
-from gnnbench.training import checkpoint, run
+from gnnbench.training import checkpoint
 from gnnbench.training.checkpoint import load_resumable, read_checkpoint
 from gnnbench.training.run import checkpoint_epochs, train_run
 
@@ -68,7 +68,6 @@ def straight(args: list[str], every_epoch: bool = False) -> int:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(checkpoint, "save_checkpoint", save)
-        mp.setattr(run, "save_checkpoint", save)
         if every_epoch:
             mp.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
             mp.setattr(fair_comparison, "CHECKPOINT_SECONDS", 0.0)
@@ -164,7 +163,7 @@ def test_a_killed_fair_comparison_inner_job_keeps_its_finished_runs_and_resumes_
     runs = out / "inner" / "runs"
     assert len(list(runs.glob("*.json"))) == 1 and not (out / "inner" / "part0.parquet").exists()
     [path] = runs.glob("*.checkpoint.pt")
-    assert read_checkpoint(path)["state"]["epoch"] == 3
+    assert read_checkpoint(path)["epoch"] == 3
 
     resumed = gnnbench(p3_args(data, out), *every_epoch)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -213,8 +212,7 @@ def read_back(monkeypatch):
             assert load_resumable(path, state["key"]) is not None
         states.append(state)
 
-    monkeypatch.setattr(checkpoint, "save_checkpoint", save)
-    monkeypatch.setattr(run, "save_checkpoint", save)
+    monkeypatch.setattr(checkpoint, "save_checkpoint", save)  # every protocol saves through it (training.engine)
     monkeypatch.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
     monkeypatch.setattr(fair_comparison, "CHECKPOINT_SECONDS", 0.0)
     return states
@@ -243,7 +241,7 @@ def test_fair_comparison_checkpoints_read_back(data, tmp_path, read_back):
     fair_comparison.run_inner(dataset_dir=data["GF"], splits_path=data["GF_splits"], fold=0, configs=[config],
                               positions=[0], seed=3, out=tmp_path / "inner" / "part0.parquet", device="cpu",
                               threads=1)
-    assert len(read_back) == 3 and all(s["state"]["model"] is not None for s in read_back)
+    assert len(read_back) == 3 and all(s["model"] is not None for s in read_back)
 
 
 def test_numpy_values_are_stored_as_tensors_and_come_back_as_they_were(tmp_path):

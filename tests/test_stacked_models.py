@@ -696,7 +696,7 @@ def test_keep_freed_memory_serves_large_blocks_from_the_heap_and_keeps_them():
     import subprocess
     import sys
 
-    path = str(pathlib.Path(__file__).resolve().parents[1] / "gnnbench" / "training" / "allocator.py")
+    path = str(pathlib.Path(__file__).resolve().parents[1] / "gnnbench" / "allocator.py")
     grown = {apply: int(subprocess.run([sys.executable, "-c", _HEAP_PROBE.format(path=path, apply=apply)],
                                        capture_output=True, text=True, check=True).stdout)
              for apply in (True, False)}

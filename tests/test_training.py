@@ -162,16 +162,16 @@ def test_a_huge_learning_rate_diverges_and_a_normal_run_is_completed(datasets, t
 
 def test_a_diverged_run_killed_before_its_outputs_resumes_as_diverged(datasets, tmp_path, monkeypatch):
     calls = nan_loss_from_epoch(monkeypatch, 1)
-    real_finish = run_module.RunState.finish
+    real_finish = run_module.write_outputs
 
-    def killed(self, *args, **kwargs):  # a hard kill after the last checkpoint, before the outputs
+    def killed(*args, **kwargs):  # a hard kill after the last checkpoint, before the outputs
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_module.RunState, "finish", killed)
+    monkeypatch.setattr(run_module, "write_outputs", killed)
     with pytest.raises(KeyboardInterrupt):
         csl_run(datasets, tmp_path / "run", epochs=6, seed=3)
     assert calls == [0, 1] and not (tmp_path / "run" / "metrics.json").exists()
-    monkeypatch.setattr(run_module.RunState, "finish", real_finish)
+    monkeypatch.setattr(run_module, "write_outputs", real_finish)
     m = csl_run(datasets, tmp_path / "run", epochs=6, seed=3)
     assert calls == [0, 1]  # resumed from the checkpoint: nothing trained again, the run is still diverged
     assert m["status"] == "diverged" and m["diverged_epoch"] == 1 and m["epochs"] == 2 and m["test"]["metric"] is None

@@ -36,7 +36,7 @@ Rules every stacked model follows:
   compare random bits with the keep rate (geometric gaps between the rarer outcomes where those are rare), the
   L2 term has a one-pass backward, and the input dropout on sparse features uses a plan of the kept entries at
   low keep rates and a mask over all entries otherwise (:class:`DroppedInput`). A training process should keep
-  freed memory (:func:`gnnbench.training.allocator.keep_freed_memory`): a step's temporaries then reuse the pages
+  freed memory (:func:`gnnbench.allocator.keep_freed_memory`): a step's temporaries then reuse the pages
   of the step before (GAT on CORA: ~15–30 % less time per epoch; models whose temporaries stay below glibc's
   adaptive mmap threshold gain nothing).
 """

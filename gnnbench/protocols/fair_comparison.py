@@ -47,8 +47,6 @@ import itertools
 import json
 import logging
 import os
-import signal
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -363,8 +361,8 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
     """One training run, or its stored result: ``run_dir/{id}.json`` (id from config, data, parts and seed).
     Interrupted runs resume from ``run_dir/{id}.checkpoint.pt``."""
     from gnnbench.models.registry import ModelData, build_model
-    from gnnbench.training.checkpoint import load_resumable, save_checkpoint
-    from gnnbench.training.holdout import RunState, train_holdout
+    from gnnbench.training.engine import Checkpoint
+    from gnnbench.training.holdout import train_holdout
 
     key = sha256_json({"config": config, "data": data.key, "seed": seed,
                        "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
@@ -379,23 +377,11 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
     cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
     torch.manual_seed(seed)
     model = build_model(cfg, ModelData(data.meta, data.sizes, data.store), default_variant=ERRICA2020).to(device)
-    saved = load_resumable(checkpoint_path, key)
-    state = None
-    if saved is not None:
-        state = RunState(**saved["state"])
-        log.info("resuming %s from %s at epoch %d", what, checkpoint_path, state.epoch)
-    last = [time.perf_counter()]
-
-    def on_epoch(s: RunState) -> None:
-        # a stop signal abandons the epoch in progress; the resumed run repeats it from this saved state (RNG
-        # included), so its results equal an uninterrupted run's
-        if time.perf_counter() - last[0] > CHECKPOINT_SECONDS:
-            with guard.deferred(raise_after=True):
-                save_checkpoint(checkpoint_path, {"key": key, "finished": False, "state": s.__dict__})
-            last[0] = time.perf_counter()
-
+    # a stop signal abandons the epoch in progress; the resumed run repeats it from the saved state (RNG included),
+    # so its results equal an uninterrupted run's
+    checkpoint = Checkpoint(checkpoint_path, key, guard, every_s=CHECKPOINT_SECONDS, label=str(what))
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
-    out = train_holdout(model, data.store, tensors, cfg, device=device, state=state, on_epoch=on_epoch)
+    out = train_holdout(model, data.store, tensors, cfg, device=device, checkpoint=checkpoint)
     result = {"key": key, **what, "config": config, "seed": seed, "best_epoch": out["best_epoch"],
               "epochs": out["epochs"], "stop_reason": out["stop_reason"], "status": out["status"],
               "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
@@ -416,15 +402,10 @@ def _setup(device: str, threads: int | None):
 
 def _stoppable(job, out: Path):
     """Run ``job(guard)`` under the SIGTERM guard; a stop names what a rerun resumes from."""
-    from gnnbench.training.preemption import Preempted, StopOnSignal
+    from gnnbench.training.engine import stoppable
 
-    with StopOnSignal() as guard:
-        try:
-            return job(guard)
-        except Preempted as exc:
-            raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; finished runs are "
-                                        f"kept under {out.parent / 'runs'} and the current one in its checkpoint; "
-                                        "run the same job again to resume") from None
+    return stoppable(job, lambda: f"finished runs are kept under {out.parent / 'runs'} and the current one in its "
+                                  "checkpoint; run the same job again to resume")
 
 
 INNER_COLUMNS = ("position", "config_id", "config", "seed", "val_accuracy", "val_loss", "train_accuracy",
@@ -628,4 +609,3 @@ def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], output
                           "time_limited": sum(f["stop_reason"] == "time_limit" for f in finals),
                           "config": report.config_summary(chosen["config"]), "chosen_config": chosen["config"]})
     report.write_reports(dataset, meta, folds, outputs, presets)
-

@@ -13,7 +13,7 @@ with the published configs (``gnnbench/config/presets/pitfalls.yaml``).
 What one job is. The protocol is 2,000 runs per model and dataset; one process per run would spend most of its
 time starting Python and importing torch. A job (``results/runs/{dataset}/{model}/chunk{c}/``) trains
 ``splits_per_job`` consecutive splits of one model, and within a split all initialisations **at once** as one
-stacked model (:mod:`gnnbench.training.transductive`): one forward/backward pass per epoch for the whole stack,
+stacked model (:mod:`gnnbench.training.initialisations`): one forward/backward pass per epoch for the whole stack,
 each initialisation with its own early stopping, finished ones dropped from the stack. Seeds: initialisation i of
 split k draws its weights from ``SeedSequence(seed, spawn_key=(k, i))`` and the split's dropout masks from
 ``SeedSequence(seed, spawn_key=(k,))``, so results do not depend on how splits are grouped into jobs.
@@ -23,7 +23,7 @@ the runs that did not diverge — null if none — and ``diverged`` their count)
 epochs (at most every ``CHECKPOINT_SECONDS``) and after every split; a killed job resumes to the same results.
 An initialisation whose training or validation loss becomes NaN or infinite stops at that epoch and its row says
 so: ``status`` "diverged" (else "completed"), ``diverged_epoch``, ``stop_reason`` "diverged" and NaN scores
-(:mod:`gnnbench.training.transductive`); the other initialisations of its stack train on unaffected, and the
+(:mod:`gnnbench.training.initialisations`); the other initialisations of its stack train on unaffected, and the
 tables count diverged runs instead of averaging them (:mod:`gnnbench.reporting.pitfalls`).
 
 Reports: per dataset a table (mean ± std of test accuracy over all completed runs, sample std as the paper's
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,10 +296,39 @@ def dropout_seed(seed: int, split: int) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=(split,)).generate_state(1)[0])
 
 
+def has_stacked_form(config: dict) -> bool:
+    """Whether the config's model has a stacked form (R initialisations as one model; the registry's answer)."""
+    try:
+        from gnnbench.models.registry import model_info
+    except ImportError:  # every model of this protocol's own zoo has one
+        return True
+    return model_info(config, "shchur2018").has_stacked
+
+
+def whole_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cpu"):
+    """(build, batch) for a model without a stacked form: ``build()`` builds it for the dataset (weights from torch's
+    global generator) and ``batch`` is the one graph as a batch on ``device`` (what its forward pass sees)."""
+    from gnnbench.data.batching import GraphLoader, model_dtypes
+    from gnnbench.data.meta import read_dataset
+    from gnnbench.data.store import GraphStore
+    from gnnbench.models.registry import ModelData, build_model
+
+    meta, columns = read_dataset(dataset_dir)
+    store = model_dtypes(GraphStore.from_columns(columns))
+    first = torch.zeros(1, dtype=torch.int64)
+    batch = GraphLoader(store, first, 1).collate(first).to(device)
+
+    def build(config: dict) -> torch.nn.Module:
+        return build_model(config, ModelData(meta, store=store), default_variant="shchur2018").to(device)
+
+    return build, batch
+
+
 def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, torch.Tensor], seed: int, split: int,
-                 init_ids: list[int]):
-    """The trainer of one split: a stacked model of ``init_ids`` (or label propagation), seeded for ``split``."""
-    from gnnbench.training.transductive import PropagationTrainer, StackedTrainer
+                 init_ids: list[int], whole=None):
+    """The trainer of one split, seeded for ``split``: a stacked model of ``init_ids``, label propagation, or for a
+    model without a stacked form its initialisations one after another on ``whole`` (:func:`whole_graph`)."""
+    from gnnbench.training.initialisations import PropagationTrainer, SequentialTrainer, StackedTrainer
 
     rule = {"criterion": config["early_stopping_criterion"], "patience": config["early_stopping_tolerance"],
             "max_epochs": config["num_epochs"], "tolerance": config["improvement_tolerance"]}
@@ -311,6 +339,12 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
         propagation = LabelPropagation(graph, labels, parts["train"], config.get("prop_type", "vanilla"),
                                        config.get("return_prob", 0.0))
         return PropagationTrainer(propagation, labels, parts, **rule)
+    if not has_stacked_form(config):
+        build, batch = whole
+        return SequentialTrainer(lambda: build(config), batch, labels, parts, learning_rate=config["learning_rate"],
+                                 weight_decay=config.get("weight_decay", 0.0), init_ids=init_ids,
+                                 seeds=[init_seed(seed, split, i) for i in init_ids],
+                                 dropout_seed=dropout_seed(seed, split), **rule)
     from gnnbench.models.stacked import build_stacked_model
 
     model = build_stacked_model(config, graph, [init_seed(seed, split, i) for i in init_ids])
@@ -330,31 +364,30 @@ def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     ``init_ids`` selects initialisations (default ``range(inits)``; one-run-per-process comparisons run one).
     Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
     """
-    from gnnbench.training.preemption import Preempted, StopOnSignal
+    from gnnbench.training.engine import stoppable
 
-    with StopOnSignal() as guard:
-        try:
-            metrics = _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
-                                 threads, label, init_ids)
-            if records_out is not None:
-                from gnnbench.records import write_records
+    def job(guard) -> dict:
+        metrics = _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
+                             threads, label, init_ids)
+        if records_out is not None:
+            from gnnbench.records import write_records
 
-                with guard.deferred(raise_after=False):
-                    write_records(records_out, chunk_records(read_runs([Path(out_dir) / "runs.parquet"]), metrics))
-            return metrics
-        except Preempted as exc:
-            path = Path(out_dir) / CHECKPOINT_FILE
-            raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; checkpoint {path} "
-                                        "holds the finished splits and epochs; run the same command again "
-                                        "(Snakemake: rerun the job) to resume from it") from None
+            with guard.deferred(raise_after=False):
+                write_records(records_out, chunk_records(read_runs([Path(out_dir) / "runs.parquet"]), metrics))
+        return metrics
+
+    path = Path(out_dir) / CHECKPOINT_FILE
+    return stoppable(job, lambda: f"checkpoint {path} holds the finished splits and epochs; run the same command "
+                                  "again (Snakemake: rerun the job) to resume from it")
 
 
 def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, out_dir, device, threads, label,
                init_ids) -> dict:
+    from gnnbench.allocator import keep_freed_memory
     from gnnbench.config.keys import coerce_all, protocol_types
     from gnnbench.splits import read_splits
-    from gnnbench.training.allocator import keep_freed_memory
-    from gnnbench.training.checkpoint import load_resumable, save_checkpoint
+    from gnnbench.training.engine import Checkpoint
+    from gnnbench.training.initialisations import train_split
     from gnnbench.training.run import _device_name, package_versions, resolve_device
 
     keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
@@ -374,41 +407,39 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
         init_ids = [0]  # deterministic: one run per split (the original's num_training_runs: 1)
     key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds),
                        "split_ids": list(split_ids), "init_ids": init_ids, "seed": seed})
-    checkpoint_path = out_dir / CHECKPOINT_FILE
-    state = load_resumable(checkpoint_path, key) or {"done": [], "current": None}
+    checkpoint = Checkpoint(out_dir / CHECKPOINT_FILE, key, guard, every_s=CHECKPOINT_SECONDS)
+    state = checkpoint.load() or {"done": [], "current": None}
     done: list[dict] = state["done"]  # per finished split: records, history, seconds
-    last_save = time.perf_counter()
+    whole = None if cfg["model"] in PROPAGATION_MODELS or has_stacked_form(cfg) else whole_graph(dataset_dir, dev)
 
     def save(current: dict | None, finished: bool = False) -> None:
-        with guard.deferred(raise_after=not finished):  # a stop signal waits until the file is in place
-            save_checkpoint(checkpoint_path, {"key": key, "finished": finished, "done": done, "current": current})
+        checkpoint.save({"done": done, "current": current}, finished)
 
     for split in split_ids:
         if any(d["split"] == split for d in done):
             continue
         parts = {p: torch.from_numpy(idx).to(dev) for p, idx in splits.fold(split).items()}
-        trainer = make_trainer(cfg, graph, labels, parts, seed, split, init_ids)
+        trainer = make_trainer(cfg, graph, labels, parts, seed, split, init_ids, whole)
         current = state["current"]
         seconds = 0.0
         if current is not None and current["split"] == split:
             trainer.load_state_dict(current["trainer"])
             seconds = current["seconds"]
-            log.info("resuming split %d from %s at epoch %d", split, checkpoint_path, trainer.epoch)
+            log.info("resuming split %d from %s at epoch %d", split, checkpoint.path, trainer.epoch)
         elif not done:
             save(None)  # a stop before the first checkpoint leaves a resumable (empty) state
         split_start = time.perf_counter()
-        while not trainer.finished:
-            trainer.train_epoch()
-            if time.perf_counter() - last_save > CHECKPOINT_SECONDS:
+
+        def after_epoch(_state, split=split, trainer=trainer, seconds=seconds, split_start=split_start) -> None:
+            if checkpoint.due():
                 save({"split": split, "trainer": trainer.state_dict(),
                       "seconds": seconds + time.perf_counter() - split_start})
-                last_save = time.perf_counter()
-        result = trainer.results()
+
+        result = train_split(trainer, after_epoch)
         seconds += time.perf_counter() - split_start
         done.append({"split": split, "records": result.records, "history": result.history, "seconds": seconds})
         state["current"] = None
         save(None)
-        last_save = time.perf_counter()
         log.info("split %d: %d run(s)%s, mean test accuracy %s%%, %d epochs at most, %.1fs", split,
                  len(result.records), _diverged_note(result.records), _percent(_completed_mean(result.records)),
                  max(r["epochs"] for r in result.records), seconds)
@@ -427,7 +458,7 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
         "inits": len(init_ids), "runs": len(rows), "seed": seed,
         "test_accuracy_mean": _completed_mean(rows),
         "diverged": sum(r.get("status") == "diverged" for r in rows),
-        "num_params": num_parameters(cfg, graph),
+        "num_params": num_parameters(cfg, graph, meta),
         "epochs_mean": float(np.mean([r["epochs"] for r in rows])), "train_seconds": train_seconds,
         "total_seconds": total, "runs_per_minute": 60 * len(rows) / max(total, 1e-9), "config": cfg,
         "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),

@@ -16,7 +16,8 @@ best) or ``loss`` (iff val loss ≤ best), non-strict so a later tie becomes the
 epochs without improvement, at ``epochs``, or when the run's wall-clock time exceeds ``time_limit_hours`` (the
 paper's 72-hour cap; the run then reports ``stop_reason: time_limit``). The scores kept are those of the best
 (last improving) epoch — train, val and test loss/accuracy as measured at that epoch; weights are not restored
-(the test score is read from the history, as the original does).
+(the test score is read from the history, as the original does). The loop is :func:`gnnbench.training.engine.fit`
+with the callbacks ``Diverged``, ``Patience``, ``MaxEpochs``, ``TimeLimit`` and ``StepSchedule``.
 
 Divergence: an epoch whose training or validation loss is NaN or ±inf ends the run at once with ``stop_reason``
 and ``status`` ``"diverged"`` and ``diverged_epoch`` that epoch (0-based; after a non-finite training loss the model
@@ -33,15 +34,25 @@ seed, data and thread count give identical results on CPU; a resumed run (``stat
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
 from gnnbench.data.batching import GraphBatch, GraphLoader
 from gnnbench.errors import ConfigError
+from gnnbench.training.engine import (
+    Checkpoint,
+    Diverged,
+    MaxEpochs,
+    Patience,
+    RunState,
+    StepSchedule,
+    TimeLimit,
+    Trainable,
+    fit,
+    make_optimizer,
+)
 
 ECC_MILESTONES = (25, 35, 45)
 
@@ -57,60 +68,6 @@ def learning_rate(cfg: dict, epoch: int) -> float:
     if scheduler == "none":
         return lr
     raise ConfigError(f"scheduler: unknown scheduler {scheduler!r}; choose none, step or ecc_milestones")
-
-
-def make_optimizer(model: torch.nn.Module, cfg: dict) -> torch.optim.Optimizer:
-    """Adam or SGD (no momentum) with coupled L2, as ``torch.optim`` computes them; the fused kernels (the same
-    update in one pass over all parameters, equal up to rounding) because small models spend most of a step in the
-    per-tensor optimiser loop."""
-    name, l2 = cfg.get("optimizer", "Adam"), cfg.get("l2", 0.0)
-    if name == "Adam":
-        return torch.optim.Adam(model.parameters(), lr=cfg["learning_rate"], weight_decay=l2, fused=True)
-    if name == "SGD":
-        return torch.optim.SGD(model.parameters(), lr=cfg["learning_rate"], weight_decay=l2, fused=True)
-    raise ConfigError(f"optimizer: unknown optimizer {name!r}; choose Adam or SGD")
-
-
-@dataclass
-class Patience:
-    """The original's ``Patience`` early stopper on val accuracy (≥) or val loss (≤)."""
-
-    criterion: str
-    patience: int
-    best: float = math.nan
-    best_epoch: int = -1
-    counter: int = 0
-
-    def __post_init__(self) -> None:
-        if self.criterion not in ("accuracy", "loss"):
-            raise ConfigError(f"early_stopping: {self.criterion!r} is not a criterion; choose accuracy or loss")
-
-    def improved(self, epoch: int, val_loss: float, val_accuracy: float) -> bool:
-        value = val_accuracy if self.criterion == "accuracy" else val_loss
-        better = math.isnan(self.best) or (value >= self.best if self.criterion == "accuracy" else value <= self.best)
-        if better:
-            self.best, self.best_epoch, self.counter = value, epoch, 0
-        else:
-            self.counter += 1
-        return better
-
-    @property
-    def stop(self) -> bool:
-        return self.counter >= self.patience
-
-
-@dataclass
-class RunState:
-    """Everything a run needs to continue exactly where it stopped (stored in checkpoints)."""
-
-    epoch: int = 0
-    elapsed: float = 0.0
-    stopper: dict = field(default_factory=dict)
-    best: dict = field(default_factory=dict)  # scores of the best epoch so far
-    history: list[dict] = field(default_factory=list)
-    model: dict | None = None
-    optimizer: dict | None = None
-    rng: torch.Tensor | None = None
 
 
 def _epoch_scores(model, batches, device, optimizer=None, clip: float = 0.0) -> tuple[float, float]:
@@ -138,72 +95,58 @@ def _epoch_scores(model, batches, device, optimizer=None, clip: float = 0.0) -> 
 
 
 def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor], cfg: dict, *,
-                  device: torch.device, state: RunState | None = None,
-                  on_epoch: Callable[[RunState], None] | None = None) -> dict:
+                  device: torch.device, state: dict | None = None, checkpoint: Checkpoint | None = None,
+                  on_epoch: Callable[[Trainable], None] | None = None) -> dict:
     """Train ``model`` on ``parts['train']``, early-stopping on ``parts['val']`` (and scoring ``parts['test']``
     when present); returns the best epoch's scores, the stop reason, the status ("completed" or "diverged",
     module docstring) and the history.
 
-    ``state``: a checkpointed :class:`RunState` to resume from (model and optimizer states included);
-    ``on_epoch(state)`` is called after every epoch with the current state (the caller checkpoints).
+    ``checkpoint``: where the run is saved (after an epoch, at most every ``checkpoint.every_s`` seconds) and resumed
+    from; ``state``: a saved state (:meth:`~gnnbench.training.engine.Trainable.payload`) to resume from instead;
+    ``on_epoch(run)`` is called after every epoch.
     """
-    optimizer = make_optimizer(model, cfg)
-    state = state or RunState()
-    stopper = Patience(cfg["early_stopping"], cfg["patience"], **state.stopper)
-    if state.model is not None:
-        model.load_state_dict(state.model)
-        optimizer.load_state_dict(state.optimizer)
-        torch.set_rng_state(state.rng)
+    optimizer = make_optimizer(model, cfg["learning_rate"], cfg.get("l2", 0.0), cfg.get("optimizer", "Adam"))
+    patience = Patience(cfg["early_stopping"], cfg["patience"])
+    run = Trainable(RunState(), {"model": model, "optimizer": optimizer, "patience": patience},
+                    checkpoint=checkpoint)
+    if state is not None:
+        run.restore(state)
+    else:
+        run.resume(save_initial=False)
     loaders = {part: GraphLoader(store, idx, cfg["batch_size"]) for part, idx in parts.items()}
     # shuffled from the global RNG, whose state the checkpoints carry
     loaders["train"] = GraphLoader(store, parts["train"], cfg["batch_size"], shuffle=True,
                                    generator=torch.default_generator)
-    limit_s = cfg.get("time_limit_hours", math.inf) * 3600
-    stop_reason = None
-    while stop_reason is None:
-        if state.history and diverged_row(state.history[-1]):
-            stop_reason = "diverged"
-            break
-        if state.epoch >= cfg["epochs"]:
-            stop_reason = "max_epochs"
-            break
-        if state.elapsed > limit_s:
-            stop_reason = "time_limit"
-            break
-        start = time.perf_counter()
-        lr = learning_rate(cfg, state.epoch)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+    clip = cfg.get("gradient_clipping", 0.0)
+
+    def step() -> dict:
+        lr = optimizer.param_groups[0]["lr"]
         model.train()
-        train_loss, train_acc = _epoch_scores(model, loaders["train"], device, optimizer,
-                                              cfg.get("gradient_clipping", 0.0))
+        train_loss, train_acc = _epoch_scores(model, loaders["train"], device, optimizer, clip)
         model.eval()
-        row = {"epoch": state.epoch, "lr": lr, "train_loss": train_loss, "train_accuracy": train_acc}
+        row = {"epoch": run.state.epoch, "lr": lr, "train_loss": train_loss, "train_accuracy": train_acc}
         with torch.no_grad():
             for part in ("val", "test"):
                 if part in loaders:
                     row[f"{part}_loss"], row[f"{part}_accuracy"] = (
                         _epoch_scores(model, loaders[part], device) if math.isfinite(train_loss)
                         else (math.nan, math.nan))  # diverged: no point in evaluating
-        row["seconds"] = time.perf_counter() - start
-        state.elapsed += row["seconds"]
-        state.history.append(row)
-        if diverged_row(row):
-            stop_reason = "diverged"
-        elif stopper.improved(state.epoch, row["val_loss"], row["val_accuracy"]):
-            state.best = dict(row)
-        state.epoch += 1
-        if stopper.stop and stop_reason is None:
-            stop_reason = "patience"
-        state.stopper = {"best": stopper.best, "best_epoch": stopper.best_epoch, "counter": stopper.counter}
+        return row
+
+    def after_epoch(state: RunState) -> None:
+        run.after_epoch(state)
         if on_epoch is not None:
-            state.model, state.optimizer, state.rng = model.state_dict(), optimizer.state_dict(), torch.get_rng_state()
-            on_epoch(state)
-    diverged = stop_reason == "diverged"
-    scores = {k: math.nan for k in state.history[-1] if k not in ("epoch", "lr", "seconds")} if diverged else state.best
-    return {"best_epoch": stopper.best_epoch, "epochs": state.epoch, "stop_reason": stop_reason,
-            "status": "diverged" if diverged else "completed", "diverged_epoch": state.epoch - 1 if diverged else None,
-            "seconds": state.elapsed, "scores": scores, "history": state.history}
+            on_epoch(run)
+
+    # stop rules in the original's order; the step schedule sets each epoch's learning rate before it trains
+    rules = [Diverged(), patience, MaxEpochs(cfg["epochs"]),
+             TimeLimit(cfg.get("time_limit_hours", math.inf) * 3600, "time_limit"),
+             StepSchedule(optimizer, lambda epoch: learning_rate(cfg, epoch))]
+    state = fit(run.state, step, rules, after_epoch)
+    last = state.history[-1] if state.history else {}
+    scores = {k: math.nan for k in last if k not in ("epoch", "lr", "seconds")} if state.diverged else state.best
+    return {"best_epoch": patience.best_epoch, "epochs": state.epoch, "stop_reason": state.stop_reason,
+            **state.status(), "seconds": state.elapsed, "scores": scores, "history": state.history}
 
 
 def diverged_row(row: dict) -> bool:

@@ -29,10 +29,12 @@ negative; 1.0 with fewer than K negatives), and two quirks of the original repro
 The loss reported for each part (``history``: ``val_loss``, ``test_loss``; ``metrics.json``: ``loss``) is
 ``link_bce`` on exactly the pairs its Hits were computed from (the original reports none).
 
-Schedule: Adam(init_lr, weight_decay) (:func:`~gnnbench.training.run.make_optimizer`),
+Schedule: Adam(init_lr, weight_decay) (:func:`~gnnbench.training.engine.make_optimizer`),
 ``ReduceLROnPlateau(mode='max', factor=lr_reduce_factor, patience=lr_schedule_patience)`` stepped once per epoch with
 the validation Hits@50; the run stops when the learning rate falls below ``min_lr``, when the training time exceeds
-its budget, or at ``epochs`` (500 in the configs). Reported scores are those of the model after the **last** epoch.
+its budget, or at ``epochs`` (500 in the configs) — the epoch loop, checkpoints and stop rules of
+:func:`~gnnbench.training.run.train_run` (:mod:`gnnbench.training.engine`). Reported scores are those of the model
+after the **last** epoch.
 A NaN or infinite training or validation loss ends the run as ``diverged``, as in
 :func:`~gnnbench.training.run.train_run` (``status``, ``diverged_epoch``; an epoch whose training loss is not finite
 is not evaluated, and the scores of a diverged run — ``metric``, ``loss`` and the Hits of every part — are null).
@@ -50,7 +52,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import signal
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -69,17 +70,19 @@ from gnnbench.io import sha256_file, sha256_json
 from gnnbench.models import count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE
+from gnnbench.training.engine import RunState, fit, stoppable
 from gnnbench.training.losses import Loss, get_loss
 from gnnbench.training.metrics import hits_at_k
-from gnnbench.training.preemption import Preempted, StopOnSignal
+from gnnbench.training.preemption import StopOnSignal
 from gnnbench.training.run import (
-    RunState,
     _device_name,
     build_training,
-    checkpoint_epochs,
+    p1_trainable,
     package_versions,
     read_run_pe,
     resolve_device,
+    resume_note,
+    write_outputs,
 )
 
 log = logging.getLogger(__name__)
@@ -173,18 +176,10 @@ def train_link_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.Path
     Arguments as :func:`gnnbench.training.run.train_run`. Raises :class:`~gnnbench.training.preemption.Preempted`
     on SIGTERM, naming the checkpoint a rerun resumes from.
     """
-    with StopOnSignal() as guard:
-        try:
-            return _train(guard, dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config,
-                          out_dir=out_dir, pe_path=pe_path, device=device, threads=threads, label=label,
-                          time_limit_hours=time_limit_hours)
-        except Preempted as exc:
-            path = Path(out_dir) / CHECKPOINT_FILE
-            epochs = checkpoint_epochs(path)
-            where = (f"checkpoint {path} holds {epochs} completed epoch(s); run the same command again (Snakemake: "
-                     f"rerun the job) to resume from it" if epochs is not None else
-                     "no checkpoint was written yet; a rerun starts from the beginning")
-            raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; {where}") from None
+    return stoppable(lambda guard: _train(
+        guard, dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
+        pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=time_limit_hours),
+        lambda: resume_note(Path(out_dir) / CHECKPOINT_FILE))
 
 
 def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_dir, pe_path, device, threads, label,
@@ -225,34 +220,38 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
                        "splits": split_checksum, "fold": fold, "pe": None if pe_path is None else sha256_file(pe_path)})
     time_limit_s = (cfg["max_time"] if time_limit_hours is None else time_limit_hours) * 3600
 
-    run = RunState(guard, out_dir, key, model, optimizer, scheduler, shuffle)
+    run, rules = p1_trainable(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_metric", cfg,
+                              time_limit_s)
+    state = run.state
     setup_s = time.perf_counter() - setup_start
 
-    while run.running(cfg["epochs"]):
-        start = time.perf_counter()
+    def step() -> dict:
         lr = optimizer.param_groups[0]["lr"]
         train_loss = train_link_epoch(model, graph, parts["train"].pos, optimizer, loss_fn, batch_size, shuffle)
-        scores = _unscored(math.nan)  # diverged: not evaluated (RunState.end_epoch stops the run)
+        scores = _unscored(math.nan)  # diverged: not evaluated (the run stops)
         if math.isfinite(train_loss):
             scores = evaluate_link(model, graph, parts, batch_size, loss_fn)
-            scheduler.step(scores["val"][f"hits@{HEADLINE_K}"])
-        seconds = time.perf_counter() - start
-        run.end_epoch(_history_row(len(run.history), lr, train_loss, scores, seconds), seconds, cfg, time_limit_s)
-        log.info("epoch %d  lr %.2e  train loss %.4f  Hits@50 train %.4f  val %.4f  test %.4f  %.2fs",
-                 len(run.history) - 1, lr, train_loss, scores["train"]["hits@50"], scores["val"]["hits@50"],
-                 scores["test"]["hits@50"], seconds)
-    stop_reason = run.stop_reason or "max_epochs"
+        return _history_row(state.epoch, lr, train_loss, scores)
+
+    def after_epoch(state: RunState) -> None:
+        r = state.history[-1]
+        log.info("epoch %d  lr %.2e  train loss %.4f  Hits@50 train %.4f  val %.4f  test %.4f  %.2fs", r["epoch"],
+                 r["lr"], r["train_loss"], r["train_metric"], r["val_metric"], r["test_metric"], r["seconds"])
+        run.save()
+
+    fit(state, step, rules, after_epoch)
+    stop_reason = state.stop_reason
 
     final_start = time.perf_counter()
-    final = _unscored(None) if run.diverged else evaluate_link(model, graph, parts, batch_size, loss_fn)
+    final = _unscored(None) if state.diverged else evaluate_link(model, graph, parts, batch_size, loss_fn)
     final_s = time.perf_counter() - final_start
-    total_s = setup_s + run.elapsed + final_s
+    total_s = setup_s + state.elapsed + final_s
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": f"hits@{HEADLINE_K}", "higher_is_better": True,
         **{part: {"metric": scores[f"hits@{HEADLINE_K}"], **scores} for part, scores in final.items()},
-        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason, **run.status(),
-        "seconds_per_epoch": run.elapsed / max(len(run.history), 1), "total_seconds": total_s,
+        "num_params": num_params, "epochs": state.epoch, "stop_reason": stop_reason, **state.status(),
+        "seconds_per_epoch": state.elapsed / max(state.epoch, 1), "total_seconds": total_s,
         "total_hours": total_s / 3600,
         "time_limit_hours": time_limit_s / 3600, "config": cfg, "device": _device_name(dev),
         "threads": torch.get_num_threads(), "versions": package_versions(),
@@ -260,7 +259,7 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
                  "split_scheme": splits.scheme, "split_checksum": split_checksum,
                  "pe_file": None if pe_path is None else str(pe_path)},
     }
-    run.finish(results, HISTORY_SCHEMA)
+    write_outputs(guard, run, out_dir, results, HISTORY_SCHEMA)
     return results
 
 
@@ -269,10 +268,10 @@ def _unscored(value) -> dict[str, dict]:
     return {part: {"loss": value, **{f"hits@{k}": value for k in HITS_K}} for part in ("train", "val", "test")}
 
 
-def _history_row(epoch: int, lr: float, train_loss: float, scores: dict, seconds: float) -> dict:
+def _history_row(epoch: int, lr: float, train_loss: float, scores: dict) -> dict:
     row = {"epoch": epoch, "lr": lr, "train_loss": train_loss, "train_metric": scores["train"]["hits@50"],
            "val_loss": scores["val"]["loss"], "val_metric": scores["val"]["hits@50"],
-           "test_loss": scores["test"]["loss"], "test_metric": scores["test"]["hits@50"], "seconds": seconds}
+           "test_loss": scores["test"]["loss"], "test_metric": scores["test"]["hits@50"]}
     row.update({f"{part}_hits@{k}": scores[part][f"hits@{k}"] for part in ("train", "val", "test") for k in (10, 100)})
     return row
 

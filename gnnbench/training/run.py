@@ -2,7 +2,8 @@
 
 Protocol: Adam(init_lr, weight_decay); ReduceLROnPlateau(mode='min', factor=lr_reduce_factor,
 patience=lr_schedule_patience) stepped once per epoch on the validation loss. Each epoch: train → evaluate
-val → evaluate test → scheduler step → checkpoint. The run stops when the learning rate falls below
+val → evaluate test → scheduler step → checkpoint (:func:`gnnbench.training.engine.fit` with the callbacks
+``Diverged``, ``PlateauSchedule``, ``TimeLimit``, ``MaxEpochs``). The run stops when the learning rate falls below
 ``min_lr``, when the training time exceeds its budget (``time_limit_hours``, by default the config's ``max_time``;
 the benchmarking-gnns protocol divides it by 10 per fold under cross-validation, see
 :mod:`gnnbench.protocols.benchmarking_gnns`), or at ``epochs``. The reported scores are those of
@@ -69,18 +70,24 @@ from gnnbench.features.pe_file import read_pe
 from gnnbench.io import atomic_path, sha256_file, sha256_json, write_json
 from gnnbench.models import ModelData, build_model, count_parameters
 from gnnbench.splits import read_splits
-from gnnbench.training.checkpoint import (
-    CHECKPOINT_FILE,
-    load_resumable,
-    read_checkpoint,
-    restore_rng,
-    rng_state,
-    save_checkpoint,
+from gnnbench.training.checkpoint import CHECKPOINT_FILE
+from gnnbench.training.engine import (
+    Checkpoint,
+    Diverged,
+    MaxEpochs,
+    PlateauSchedule,
+    RunState,
+    TimeLimit,
+    Trainable,
+    checkpoint_epochs,
+    fit,
+    make_optimizer,
+    stoppable,
 )
 from gnnbench.training.loop import evaluate, train_epoch, train_epoch_accumulated
 from gnnbench.training.losses import get_loss
 from gnnbench.training.metrics import get_metric
-from gnnbench.training.preemption import Preempted, StopOnSignal
+from gnnbench.training.preemption import StopOnSignal
 
 log = logging.getLogger(__name__)
 METRICS_FILE, HISTORY_FILE = "metrics.json", "history.parquet"
@@ -94,12 +101,6 @@ def resolve_device(requested: str) -> torch.device:
     if requested not in ("cpu", "cuda"):
         raise ConfigError(f"device: unknown device {requested!r}; use auto, cpu or cuda")
     return torch.device(requested)
-
-
-def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Adam:
-    """Adam with classic L2 weight decay, as the benchmark; the fused kernel (same algorithm, one pass over all
-    parameters: ~7× faster per step on CPU, results equal up to rounding)."""
-    return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay, fused=True)
 
 
 def seed_everything(seed: int) -> None:
@@ -118,75 +119,30 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-class RunState:
-    """What a run carries from epoch to epoch — per-epoch history, training seconds, stop reason — and its
-    checkpoint: resumed from ``out_dir/checkpoint.pt`` when the key matches (weights, optimiser, scheduler, shuffle
-    RNG too), else saved once before the first epoch; saved after every epoch (a stop signal waits until the file is
-    in place); :meth:`finish` writes the outputs. Shared by graph mini-batch and link-prediction runs."""
+def write_outputs(guard: StopOnSignal, run: Trainable, out_dir: Path, results: dict,
+                  history_schema: pa.Schema) -> None:
+    """Mark the run's checkpoint finished and write ``history.parquet`` and ``metrics.json`` (a stop signal arriving
+    meanwhile lets them finish: the run is complete). Shared by graph mini-batch and link-prediction runs."""
+    with guard.deferred(raise_after=False):
+        run.save(finished=True)
+        with atomic_path(out_dir / HISTORY_FILE) as tmp:
+            pq.write_table(pa.Table.from_pylist(run.state.history, schema=history_schema), tmp)
+        write_json(out_dir / METRICS_FILE, results)
+    if guard.received is not None:
+        log.warning("%s arrived while the outputs were written; the run is complete",
+                    signal.Signals(guard.received).name)
 
-    def __init__(self, guard: StopOnSignal, out_dir: Path, key: str, model: torch.nn.Module,
-                 optimizer: torch.optim.Optimizer, scheduler, shuffle: torch.Generator) -> None:
-        self.guard, self.out_dir, self.key = guard, out_dir, key
-        self.model, self.optimizer, self.scheduler, self.shuffle = model, optimizer, scheduler, shuffle
-        self.path = out_dir / CHECKPOINT_FILE
-        self.history: list[dict] = []
-        self.elapsed, self.stop_reason = 0.0, None
-        state = load_resumable(self.path, key)
-        if state is None:
-            self.save(finished=False)  # a stop during the first epoch leaves a resumable (initial) state too
-            return
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        restore_rng(state["rng"], shuffle)
-        self.history, self.elapsed, self.stop_reason = state["history"], state["elapsed"], state["stop_reason"]
-        log.info("resuming from %s after epoch %d", self.path, len(self.history))
 
-    def running(self, max_epochs: int) -> bool:
-        return self.stop_reason is None and len(self.history) < max_epochs
-
-    def save(self, finished: bool) -> None:
-        with self.guard.deferred(raise_after=not finished):  # a stop signal waits until the file is in place
-            save_checkpoint(self.path, {
-                "key": self.key, "finished": finished, "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                "rng": rng_state(self.shuffle), "history": self.history, "elapsed": self.elapsed,
-                "stop_reason": self.stop_reason})
-
-    def end_epoch(self, row: dict, seconds: float, cfg: dict, time_limit_s: float) -> None:
-        """Record an epoch, apply the stop rules (a NaN or infinite training or validation loss, lr below
-        ``min_lr``, time budget, epoch cap) and save."""
-        self.elapsed += seconds
-        self.history.append(row)
-        if not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"])):
-            self.stop_reason = "diverged"
-        elif self.optimizer.param_groups[0]["lr"] < cfg["min_lr"]:
-            self.stop_reason = "min_lr"
-        elif self.elapsed > time_limit_s:
-            self.stop_reason = "max_time"
-        elif len(self.history) >= cfg["epochs"]:
-            self.stop_reason = "max_epochs"
-        self.save(finished=False)
-
-    @property
-    def diverged(self) -> bool:
-        return self.stop_reason == "diverged"
-
-    def status(self) -> dict:
-        """``status`` and ``diverged_epoch`` of the run's ``metrics.json`` (module docstring)."""
-        return {"status": "diverged" if self.diverged else "completed",
-                "diverged_epoch": len(self.history) - 1 if self.diverged else None}
-
-    def finish(self, results: dict, history_schema: pa.Schema) -> None:
-        """Mark the checkpoint finished and write ``history.parquet`` and ``metrics.json``."""
-        with self.guard.deferred(raise_after=False):  # the run is complete: a stop signal lets the outputs finish
-            self.save(finished=True)
-            with atomic_path(self.out_dir / HISTORY_FILE) as tmp:
-                pq.write_table(pa.Table.from_pylist(self.history, schema=history_schema), tmp)
-            write_json(self.out_dir / METRICS_FILE, results)
-        if self.guard.received is not None:
-            log.warning("%s arrived while the outputs were written; the run is complete",
-                        signal.Signals(self.guard.received).name)
+def p1_trainable(guard: StopOnSignal, out_dir: Path, key: str, model: torch.nn.Module, optimizer, scheduler,
+                 shuffle: torch.Generator, monitor: str, cfg: dict, time_limit_s: float):
+    """The run state, its checkpoint (every epoch, resumed when the key matches) and the stop rules of a
+    benchmarking-gnns run: divergence, lr below ``min_lr`` (ReduceLROnPlateau on ``monitor``), time budget, epochs."""
+    state = RunState()
+    schedule = PlateauSchedule(scheduler, monitor, cfg["min_lr"])
+    run = Trainable(state, {"model": model, "optimizer": optimizer, "scheduler": schedule}, shuffle,
+                    Checkpoint(out_dir / CHECKPOINT_FILE, key, guard))
+    run.resume()
+    return run, [Diverged(), schedule, TimeLimit(time_limit_s, "max_time"), MaxEpochs(cfg["epochs"])]
 
 
 def read_run_pe(cfg: dict, pe_path, store: GraphStore, meta) -> torch.Tensor | None:
@@ -223,18 +179,18 @@ def train_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
 
     Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
     """
-    with StopOnSignal() as guard:
-        try:
-            return _train_run(guard, dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config,
-                              out_dir=out_dir, pe_path=pe_path, device=device, threads=threads, label=label,
-                              time_limit_hours=time_limit_hours)
-        except Preempted as exc:
-            path = Path(out_dir) / CHECKPOINT_FILE
-            epochs = checkpoint_epochs(path)
-            where = (f"checkpoint {path} holds {epochs} completed epoch(s); run the same command again (Snakemake: "
-                     f"rerun the job) to resume from it" if epochs is not None else
-                     "no checkpoint was written yet; a rerun starts from the beginning")
-            raise Preempted(exc.signum, f"training stopped by {signal.Signals(exc.signum).name}; {where}") from None
+    return stoppable(lambda guard: _train_run(
+        guard, dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
+        pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=time_limit_hours),
+        lambda: resume_note(Path(out_dir) / CHECKPOINT_FILE))
+
+
+def resume_note(path: Path) -> str:
+    """What a rerun of a stopped run resumes from (the end of its Preempted message)."""
+    epochs = checkpoint_epochs(path)
+    return (f"checkpoint {path} holds {epochs} completed epoch(s); run the same command again (Snakemake: rerun the "
+            f"job) to resume from it" if epochs is not None else
+            "no checkpoint was written yet; a rerun starts from the beginning")
 
 
 def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_dir, pe_path, device, threads,
@@ -275,34 +231,38 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
                        "pe": None if pe_path is None else sha256_file(pe_path)})
     time_limit_s = (cfg["max_time"] if time_limit_hours is None else time_limit_hours) * 3600
 
-    run = RunState(guard, out_dir, key, model, optimizer, scheduler, shuffle)
+    run, rules = p1_trainable(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_loss", cfg, time_limit_s)
+    state = run.state
     setup_s = time.perf_counter() - setup_start
 
-    while run.running(cfg["epochs"]):
-        start = time.perf_counter()
+    def step() -> dict:
         lr = optimizer.param_groups[0]["lr"]
         if original_schedule:
             train_loss, train_score = train_epoch_accumulated(model, loaders["train"], optimizer, loss_fn, metric, dev,
                                                               accumulate=cfg["batch_size"])
         else:
             train_loss, train_score = train_epoch(model, loaders["train"], optimizer, loss_fn, metric, dev)
-        val_loss = val_score = test_loss = test_score = math.nan  # diverged: not evaluated (RunState.end_epoch stops)
+        val_loss = val_score = test_loss = test_score = math.nan  # diverged: not evaluated (the run stops)
         if math.isfinite(train_loss):
             val_loss, val_score = evaluate(model, loaders["val"], loss_fn, metric, dev)
             test_loss, test_score = evaluate(model, loaders["test"], loss_fn, metric, dev)
-            scheduler.step(val_loss)
-        seconds = time.perf_counter() - start
-        run.end_epoch({"epoch": len(run.history), "lr": lr, "train_loss": train_loss, "train_metric": train_score,
-                       "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss,
-                       "test_metric": test_score, "seconds": seconds}, seconds, cfg, time_limit_s)
-        log.info("epoch %d  lr %.2e  train %.4f/%.3f  val %.4f/%.3f  test %.4f/%.3f  %.2fs", len(run.history) - 1,
-                 lr, train_loss, train_score, val_loss, val_score, test_loss, test_score, seconds)
-    stop_reason = run.stop_reason or "max_epochs"
+        return {"epoch": state.epoch, "lr": lr, "train_loss": train_loss, "train_metric": train_score,
+                "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss, "test_metric": test_score}
+
+    def after_epoch(state: RunState) -> None:
+        r = state.history[-1]
+        log.info("epoch %d  lr %.2e  train %.4f/%.3f  val %.4f/%.3f  test %.4f/%.3f  %.2fs", r["epoch"], r["lr"],
+                 r["train_loss"], r["train_metric"], r["val_loss"], r["val_metric"], r["test_loss"],
+                 r["test_metric"], r["seconds"])
+        run.save()
+
+    fit(state, step, rules, after_epoch)
+    stop_reason = state.stop_reason
 
     final_start = time.perf_counter()
     final, per_task = {}, {}
     for part, loader in (("train", "train_eval"), ("val", "val"), ("test", "test")):
-        if run.diverged:  # no score: the weights are not finite (module docstring)
+        if state.diverged:  # no score: the weights are not finite (module docstring)
             final[part], per_task[part] = (None, None), {}
             continue
         final[part] = evaluate(model, loaders[loader], loss_fn, metric, dev)
@@ -311,29 +271,21 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
         scores = metric.per_task()
         per_task[part] = {"per_task": list(scores.items())} if scores else {}
     final_s = time.perf_counter() - final_start
-    total_s = setup_s + run.elapsed + final_s
+    total_s = setup_s + state.elapsed + final_s
     results = {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
         "fold": fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
         **{part: {"metric": score, "loss": loss, **per_task[part]}
            for part, (loss, score) in final.items()},
-        "num_params": num_params, "epochs": len(run.history), "stop_reason": stop_reason, **run.status(),
-        "seconds_per_epoch": run.elapsed / max(len(run.history), 1), "total_seconds": total_s,
+        "num_params": num_params, "epochs": state.epoch, "stop_reason": stop_reason, **state.status(),
+        "seconds_per_epoch": state.elapsed / max(state.epoch, 1), "total_seconds": total_s,
         "total_hours": total_s / 3600, "time_limit_hours": time_limit_s / 3600, "config": cfg,
         "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
         "data": {"dataset_checksum": meta.checksum, "split_scheme": splits.scheme,
                  "split_checksum": sha256_json(splits.folds), "pe_file": None if pe_path is None else str(pe_path)},
     }
-    run.finish(results, _HISTORY_SCHEMA)
+    write_outputs(guard, run, out_dir, results, _HISTORY_SCHEMA)
     return results
-
-
-def checkpoint_epochs(path: str | os.PathLike) -> int | None:
-    """Completed epochs in the checkpoint at ``path`` (None: no readable checkpoint)."""
-    try:
-        return len(read_checkpoint(path)["history"])
-    except Exception:  # missing, unreadable or foreign: nothing to resume from
-        return None
 
 
 _HISTORY_SCHEMA = pa.schema([("epoch", pa.int64())] + [

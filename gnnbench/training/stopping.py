@@ -1,4 +1,5 @@
-"""Early-stopping rules, vectorised over R runs trained side by side (R = 1 for a single run).
+"""Early stopping, the one implementation of every protocol, vectorised over R runs trained side by side (R = 1
+for a single run).
 
 Each rule sees, after every epoch, the validation loss and accuracy of every active run and answers two masks:
 ``save`` (this epoch's weights become the run's best state) and ``stop`` (the run is finished). The trainer keeps
@@ -13,6 +14,9 @@ the best state and restores it at the end.
     never passes and the counter grows every epoch: the rule always stops after exactly ``patience`` epochs,
     keeping the last state at which either quantity was at least as good as before. Reproduced as coded
     (spec p2-pitfalls.md §3.7, §6.6).
+``loss`` / ``accuracy`` — the fair-comparison protocol's ``Patience``: an epoch improves iff val_loss ≤ best_loss
+    (as ``gnnbench``) or iff val_acc ≥ best_acc (non-strict, so a later tie becomes the best); stop when the counter
+    of epochs without improvement reaches ``patience``.
 """
 
 from __future__ import annotations
@@ -21,19 +25,20 @@ import torch
 
 from gnnbench.errors import ConfigError
 
-CRITERIA = ("gnnbench", "gat_tol")
+CRITERIA = ("gnnbench", "gat_tol", "loss", "accuracy")
 
 
 class EarlyStopping:
     """State of one rule for R runs: best loss/accuracy, patience counters, best epoch (all (R,) tensors)."""
 
     def __init__(self, criterion: str, patience: int, runs: int, tolerance: float = 0.0,
-                 device: torch.device | str = "cpu") -> None:
+                 device: torch.device | str = "cpu",
+                 keys: tuple[str, str] = ("early_stopping_criterion", "early_stopping_tolerance")) -> None:
+        """``keys``: the config keys of the criterion and the patience, named in errors."""
         if criterion not in CRITERIA:
-            raise ConfigError(f"early_stopping_criterion: unknown criterion {criterion!r}; choose one of "
-                              f"{', '.join(CRITERIA)}")
+            raise ConfigError(f"{keys[0]}: unknown criterion {criterion!r}; choose one of {', '.join(CRITERIA)}")
         if patience < 1:
-            raise ConfigError(f"early_stopping_tolerance (the patience) must be at least 1, got {patience}")
+            raise ConfigError(f"{keys[1]} (the patience) must be at least 1, got {patience}")
         self.criterion, self.patience, self.tolerance = criterion, patience, tolerance
         self.best_loss = torch.full((runs,), float("inf"), dtype=torch.float64, device=device)
         self.best_accuracy = torch.zeros(runs, dtype=torch.float64, device=device)
@@ -44,9 +49,13 @@ class EarlyStopping:
                ) -> tuple[torch.Tensor, torch.Tensor]:
         """(save, stop) masks for this epoch's validation loss and accuracy of every active run."""
         val_loss, val_accuracy = val_loss.double(), val_accuracy.double()
-        if self.criterion == "gnnbench":
+        if self.criterion in ("gnnbench", "loss"):
             save = val_loss <= self.best_loss
             self.best_loss = torch.where(save, val_loss, self.best_loss)
+            self.counter = torch.where(save, torch.zeros_like(self.counter), self.counter + 1)
+        elif self.criterion == "accuracy":
+            save = val_accuracy >= self.best_accuracy
+            self.best_accuracy = torch.where(save, val_accuracy, self.best_accuracy)
             self.counter = torch.where(save, torch.zeros_like(self.counter), self.counter + 1)
         else:
             save = (val_accuracy >= self.best_accuracy) | (val_loss <= self.best_loss)

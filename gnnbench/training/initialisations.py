@@ -1,8 +1,9 @@
-"""Full-batch training on one graph: many initialisations of one model at once, each with its own early stopping.
+"""R initialisations of one model on one node split of one graph, full batch, each with its own early stopping: the
+task of the "Pitfalls of GNN evaluation" protocol (Shchur et al. §4.1), trained by :mod:`gnnbench.training.engine`
+(:func:`train_split`).
 
-Used by the "Pitfalls of GNN evaluation" protocol (spec p2-pitfalls.md §4.1). For one split (train / val / test node
-sets) a :class:`StackedTrainer` trains R initialisations of a :class:`~gnnbench.models.stacked.StackedModel`
-(every parameter stacked along dim 0) as one model:
+For one split (train / val / test node sets) a :class:`StackedTrainer` trains R initialisations of a
+:class:`~gnnbench.models.stacked.StackedModel` (every parameter stacked along dim 0) as one model:
 
     every epoch, for every active run r:
         loss_r      = mean CE over the training nodes (dropout on) + L2_r          one backward for all runs
@@ -26,6 +27,14 @@ in another run's loss), and dropping a run changes nothing for the others except
 serves the whole stack, seeded per split). Label propagation has no weights: :class:`PropagationTrainer` runs its
 propagation steps under the same rules (one "run", the state Y saved and restored like weights).
 
+A model without a stacked form (any model of the zoo: ``forward(batch)`` → (N, C) logits of the one graph) trains
+its initialisations one after another under the same rules (:class:`SequentialTrainer`): the same TF1 Adam, the
+same loss (mean CE over the training nodes + the model's ``l2_penalty()``, or for a model without one the coupled
+L2 ``weight_decay``/2·Σ‖w‖² over all its parameters, whose gradient is torch's ``weight_decay``), the same stopping
+rule on the total validation loss, the best weights restored and scored, the same records and history. Each
+initialisation draws its weights from its own seed and its dropout masks from the split's seed, as it would alone
+in a stack of one: ``init_ids=[i]`` of a stacked model and initialisation i here run the same procedure.
+
 The trainers' whole state (weights, optimiser, bests, counters, history, RNG) is a ``state_dict``, so a job can
 checkpoint between epochs and resume to the same results.
 """
@@ -40,7 +49,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gnnbench.training.stacked_adam import StackedAdam
+from gnnbench.training.engine import RunState, UntilDone, fit, make_optimizer
 from gnnbench.training.stopping import EarlyStopping
 
 PARTS = ("train", "val", "test")
@@ -68,6 +77,16 @@ def masked_scores(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Te
     return ce.view(runs, nodes).mean(dim=1), accuracy
 
 
+def stacked_history(init_ids: list[int], entries: list[tuple[torch.Tensor, ...]]) -> dict[str, np.ndarray]:
+    """The history columns of per-epoch entries (positions in ``init_ids``, epoch, train loss, val loss, val
+    accuracy), one row per initialisation and epoch."""
+    if not entries:
+        return {name: np.zeros(0) for name in ("init", "epoch", "train_loss", "val_loss", "val_accuracy")}
+    rows, epoch, train_loss, val_loss, val_acc = (torch.cat(c).numpy() for c in zip(*entries, strict=True))
+    return {"init": np.asarray(init_ids, dtype=np.int64)[rows], "epoch": epoch.astype(np.int64),
+            "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc}
+
+
 class StackedTrainer:
     """R initialisations of one stacked model on one split (see module docstring)."""
 
@@ -81,7 +100,7 @@ class StackedTrainer:
         runs = len(self.init_ids)
         device = labels.device
         self.params = list(model.parameters())
-        self.optimizer = StackedAdam(self.params, learning_rate)
+        self.optimizer = make_optimizer(self.params, learning_rate, name="TF1Adam")
         self.stopping = EarlyStopping(criterion, patience, runs, tolerance, device)
         with torch.no_grad():  # the best state starts as the initial weights (as the original's reset())
             self.best = [p.detach().clone() for p in self.params]
@@ -169,11 +188,7 @@ class StackedTrainer:
         return SplitResult(records, self.history())
 
     def history(self) -> dict[str, np.ndarray]:
-        if not self._history:
-            return {name: np.zeros(0) for name in ("init", "epoch", "train_loss", "val_loss", "val_accuracy")}
-        rows, epoch, train_loss, val_loss, val_acc = (torch.cat(c).numpy() for c in zip(*self._history, strict=True))
-        return {"init": np.asarray(self.init_ids, dtype=np.int64)[rows], "epoch": epoch.astype(np.int64),
-                "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc}
+        return stacked_history(self.init_ids, self._history)
 
     def state_dict(self) -> dict:
         return {"params": [p.detach() for p in self.params], "best": self.best, "final": self.final,
@@ -253,10 +268,130 @@ class PropagationTrainer:
         self.diverged = state.get("diverged", False)
 
 
-def train_to_end(trainer, checkpoint: Callable[[], None] | None = None) -> SplitResult:
-    """Run ``trainer`` until every run has stopped; ``checkpoint()`` is offered a chance after every epoch."""
-    while not trainer.finished:
-        trainer.train_epoch()
-        if checkpoint is not None:
-            checkpoint()
+class SequentialTrainer:
+    """R initialisations of a model without a stacked form, one after another (module docstring; "best weights"
+    are the model's whole state, batch-norm statistics included); the interface of :class:`StackedTrainer`.
+    ``build()`` returns a new model, its weights drawn from torch's global generator (seeded here with ``seeds[i]``
+    first); ``batch`` is the whole graph (``forward(batch)`` → (N, C) logits)."""
+
+    def __init__(self, build: Callable[[], torch.nn.Module], batch, labels: torch.Tensor,
+                 parts: dict[str, torch.Tensor], *, learning_rate: float, weight_decay: float, criterion: str,
+                 patience: int, max_epochs: int, init_ids: list[int], seeds: list[int], dropout_seed: int,
+                 tolerance: float = 0.0) -> None:
+        self.build, self.batch, self.labels, self.parts = build, batch, labels, parts
+        self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
+        self.learning_rate, self.weight_decay = learning_rate, weight_decay
+        self.rule = {"criterion": criterion, "patience": patience, "tolerance": tolerance}
+        self.max_epochs, self.init_ids, self.seeds, self.dropout_seed = max_epochs, list(init_ids), seeds, dropout_seed
+        self.member = 0  # the initialisation in training (position in init_ids)
+        self.records: list[dict] = []
+        self._history: list[tuple[torch.Tensor, ...]] = []
+        self.model = None
+
+    @property
+    def finished(self) -> bool:
+        return self.member >= len(self.init_ids)
+
+    @property
+    def epoch(self) -> int:
+        return 0 if self.model is None else self.member_epoch
+
+    def _start(self) -> None:
+        torch.manual_seed(self.seeds[self.member])
+        self.model = self.build()
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        # the state restored with the best weights: parameters and buffers (batch-norm statistics), shared storage
+        self.tensors = list(self.model.state_dict().values())
+        torch.manual_seed(self.dropout_seed)
+        self.optimizer = make_optimizer(self.params, self.learning_rate, name="TF1Adam")
+        self.stopping = EarlyStopping(runs=1, device=self.labels.device, **self.rule)
+        with torch.no_grad():
+            self.best = [t.clone() for t in self.tensors]
+        self.member_epoch = 0
+
+    def _penalty(self) -> torch.Tensor:
+        own = getattr(self.model, "l2_penalty", None)
+        if own is not None:
+            return own().reshape(1)
+        return (self.weight_decay / 2 * sum(p.pow(2).sum() for p in self.params)).reshape(1)
+
+    def _scores(self, part: str) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.model(self.batch).index_select(0, self.parts[part])
+        return masked_scores(logits.unsqueeze(0), self.targets[part])
+
+    def train_epoch(self) -> None:
+        if self.model is None:
+            self._start()
+        model, opt = self.model, self.optimizer
+        model.train()
+        opt.zero_grad()
+        train_ce, _ = self._scores("train")
+        penalty = self._penalty()
+        (train_ce + penalty).sum().backward()
+        opt.step()
+        model.eval()
+        with torch.no_grad():
+            val_ce, val_acc = self._scores("val")
+            val_loss = val_ce + self._penalty()
+            save, stop = self.stopping.update(self.member_epoch, val_loss, val_acc)
+            if bool(save[0]):
+                for best, t in zip(self.best, self.tensors, strict=True):
+                    best.copy_(t)
+        train_loss, val_loss_cpu = (train_ce + penalty).detach().double().cpu(), val_loss.double().cpu()
+        self._history.append((torch.tensor([self.member]), torch.full((1,), self.member_epoch), train_loss,
+                              val_loss_cpu, val_acc.cpu()))
+        self.member_epoch += 1
+        diverged = not bool(torch.isfinite(train_loss).all() and torch.isfinite(val_loss_cpu).all())
+        if diverged or bool(stop[0]) or self.member_epoch >= self.max_epochs:
+            self._finish("diverged" if diverged else "early_stopping" if bool(stop[0]) else "max_epochs")
+
+    @torch.no_grad()
+    def _finish(self, reason: str) -> None:
+        """Restore the member's best weights, score it on train / val / test and go to the next one."""
+        for t, best in zip(self.tensors, self.best, strict=True):
+            t.copy_(best)
+        self.model.eval()
+        diverged = reason == "diverged"
+        record = {"init": self.init_ids[self.member], "epochs": self.member_epoch,
+                  "best_epoch": int(self.stopping.best_epoch[0]), "stop_reason": reason,
+                  **run_status(diverged, self.member_epoch - 1)}
+        for part in PARTS:
+            ce, acc = self._scores(part)
+            loss = (ce + self._penalty()).double()
+            record[f"{part}_accuracy"] = math.nan if diverged else float(acc[0])
+            record[f"{part}_loss"] = math.nan if diverged else float(loss[0])
+        self.records.append(record)
+        self.member += 1
+        self.model = None
+
+    def results(self) -> SplitResult:
+        return SplitResult(list(self.records), stacked_history(self.init_ids, self._history))
+
+    def state_dict(self) -> dict:
+        state = {"member": self.member, "records": list(self.records), "history": list(self._history),
+                 "rng": torch.get_rng_state(), "current": None}
+        if self.model is not None:
+            state["current"] = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                                "stopping": self.stopping.state_dict(), "best": self.best,
+                                "epoch": self.member_epoch}
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.member, self.records, self._history = state["member"], list(state["records"]), list(state["history"])
+        self.model = None
+        if state["current"] is not None:
+            self._start()
+            current = state["current"]
+            self.model.load_state_dict(current["model"])
+            self.optimizer.load_state_dict(current["optimizer"])
+            self.stopping.load_state_dict(current["stopping"])
+            self.best, self.member_epoch = [b.clone() for b in current["best"]], current["epoch"]
+        torch.set_rng_state(state["rng"])
+
+
+def train_split(trainer, after_epoch: Callable[[RunState], None] | None = None) -> SplitResult:
+    """Train ``trainer``'s epochs on the engine until every initialisation has stopped (``after_epoch``: e.g. a
+    checkpoint) and return its results."""
+    # the trainers keep their own per-initialisation history: an epoch gives the engine no row
+    fit(RunState(), trainer.train_epoch, [UntilDone(lambda: trainer.finished)], after_epoch)
     return trainer.results()

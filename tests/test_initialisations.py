@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from gnnbench.errors import ConfigError
+from gnnbench.training.initialisations import PropagationTrainer, SequentialTrainer, StackedTrainer, train_split
 from gnnbench.training.stacked_adam import StackedAdam
 from gnnbench.training.stopping import EarlyStopping
-from gnnbench.training.transductive import PropagationTrainer, StackedTrainer, train_to_end
 
 
 class StackedLogReg(torch.nn.Module):
@@ -43,8 +43,9 @@ def problem(seed=0, nodes=120, features=6, classes=3):
     return x, labels, parts
 
 
-def reference_run(x, labels, parts, seed, lr, l2, patience, max_epochs):
-    """One run, written from the spec (§4.1) with plain tensors: TF1 Adam, KDD early stopping, restore."""
+def reference_run(x, labels, parts, seed, lr, l2, patience, max_epochs, l2_bias=False):
+    """One run, written from the spec (§4.1) with plain tensors: TF1 Adam, KDD early stopping, restore (``l2_bias``:
+    the L2 term covers the bias too)."""
     w = (torch.randn(x.shape[1], 3, generator=torch.Generator().manual_seed(seed)) * 0.1).double()
     b = torch.zeros(1, 3, dtype=torch.float64)
     x = x.double()
@@ -55,7 +56,8 @@ def reference_run(x, labels, parts, seed, lr, l2, patience, max_epochs):
         w.requires_grad_(True)
         b.requires_grad_(True)
         logits = x[parts["train"]] @ w + b
-        loss = F.cross_entropy(logits, labels[parts["train"]]) + l2 / 2 * (w ** 2).sum()
+        loss = (F.cross_entropy(logits, labels[parts["train"]]) + l2 / 2 * (w ** 2).sum()
+                + l2_bias * l2 / 2 * (b ** 2).sum())
         gw, gb = torch.autograd.grad(loss, [w, b])
         with torch.no_grad():
             t = epoch + 1
@@ -65,7 +67,8 @@ def reference_run(x, labels, parts, seed, lr, l2, patience, max_epochs):
                 v[i] = 0.999 * v[i] + 0.001 * g * g
                 p -= lr_t * m[i] / (v[i].sqrt() + 1e-8)
             w, b = w.detach(), b.detach()
-            val_loss = float(F.cross_entropy(x[parts["val"]] @ w + b, labels[parts["val"]]) + l2 / 2 * (w ** 2).sum())
+            val_loss = float(F.cross_entropy(x[parts["val"]] @ w + b, labels[parts["val"]]) + l2 / 2 * (w ** 2).sum()
+                             + l2_bias * l2 / 2 * (b ** 2).sum())
         if val_loss <= best_loss:
             best_loss, counter, best, best_epoch = val_loss, 0, (w.clone(), b.clone()), epoch
         else:
@@ -83,7 +86,7 @@ def test_stacked_runs_equal_runs_trained_one_at_a_time_by_a_reference_loop():
     model = StackedLogReg(x, 3, seeds, l2=0.05)
     trainer = StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
                              max_epochs=400, init_ids=[0, 1, 2, 3])
-    result = train_to_end(trainer)
+    result = train_split(trainer)
     epochs = []
     for r, seed in enumerate(seeds):
         ref = reference_run(x, labels, parts, seed, lr=0.05, l2=0.05, patience=10, max_epochs=400)
@@ -104,12 +107,116 @@ def test_stacked_runs_equal_runs_trained_one_at_a_time_by_a_reference_loop():
         assert history["val_loss"][rows][best] == pytest.approx(result.records[r]["val_loss"])
 
 
+class LogReg(torch.nn.Module):
+    """The same softmax regression without a stacked form: ``forward(batch)`` → logits of every node (the batch is the
+    feature matrix here); weights from torch's global generator, which the sequential trainer seeds per run."""
+
+    def __init__(self, features: torch.Tensor, classes: int, l2: float | None) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(features.shape[1], classes) * 0.1)
+        self.bias = torch.nn.Parameter(torch.zeros(1, classes))
+        if l2 is not None:  # its own L2 term on W only, as the stacked model's
+            self.l2_penalty = lambda: l2 / 2 * self.weight.square().sum()
+
+    def forward(self, batch):
+        return batch @ self.weight + self.bias
+
+
+class SingleForm(torch.nn.Module):
+    """A stacked model of one initialisation behind ``forward(batch)`` (full graph), as the registry wraps one."""
+
+    def __init__(self, stacked: torch.nn.Module) -> None:
+        super().__init__()
+        self.stacked = stacked
+
+    def forward(self, batch):
+        return self.stacked(None, self.training)[0]
+
+    def l2_penalty(self):
+        return self.stacked.l2_penalty()[0]
+
+
+def sequential(x, labels, parts, build, init_ids, seeds, **kwargs):
+    rule = {"learning_rate": 0.05, "weight_decay": 0.0, "criterion": "gnnbench", "patience": 10, "max_epochs": 400}
+    return SequentialTrainer(build, x, labels, parts, init_ids=init_ids, seeds=seeds, dropout_seed=0,
+                             **{**rule, **kwargs})
+
+
+@pytest.mark.parametrize("own_l2", [True, False])
+def test_runs_one_after_another_equal_a_reference_loop(own_l2):
+    """A model without a stacked form: each initialisation trains under the same rules as a stack (TF1 Adam, the
+    total validation loss, patience, best weights restored); without its own L2 term, weight_decay covers every
+    parameter."""
+    x, labels, parts = problem()
+    seeds = [3, 11, 29]
+    built = []
+
+    def build():
+        built.append(LogReg(x, 3, 0.05 if own_l2 else None))
+        return built[-1]
+
+    trainer = sequential(x, labels, parts, build, [0, 1, 2], seeds, weight_decay=0.0 if own_l2 else 0.05)
+    result = train_split(trainer)
+    for r, seed in enumerate(seeds):
+        # W drawn from the global generator seeded with `seed`: the reference's own generator draws the same W
+        ref = reference_run(x, labels, parts, seed, lr=0.05, l2=0.05, patience=10, max_epochs=400,
+                            l2_bias=not own_l2)
+        record = result.records[r]
+        assert record["init"] == r and record["stop_reason"] == "early_stopping"
+        assert record["epochs"] == ref["epochs"] and record["best_epoch"] == ref["best_epoch"]
+        assert torch.allclose(built[r].weight.detach().double(), ref["weight"], atol=1e-4)  # restored best weights
+        assert record["test_accuracy"] == pytest.approx(ref["test_accuracy"])
+        rows = result.history["init"] == r
+        assert rows.sum() == record["epochs"]
+        assert result.history["val_loss"][rows][record["best_epoch"]] == pytest.approx(record["val_loss"])
+
+
+def test_a_stacked_member_equals_the_same_model_trained_one_after_another():
+    """Initialisation i of a stack and the same initialisation in its single form, trained one after another: the
+    same arithmetic (no dropout), so the same stopping epoch, best epoch and scores."""
+    x, labels, parts = problem(3)
+    seeds = [7, 8]
+    stacked = StackedTrainer(StackedLogReg(x, 3, seeds, l2=0.05), labels, parts, learning_rate=0.05,
+                             criterion="gnnbench", patience=10, max_epochs=400, init_ids=[0, 1])
+    together = train_split(stacked)
+    builds = iter(seeds)
+    alone = train_split(sequential(x, labels, parts, lambda: SingleForm(StackedLogReg(x, 3, [next(builds)], 0.05)),
+                                   [0, 1], seeds))
+    for a, b in zip(together.records, alone.records, strict=True):
+        assert {k: a[k] for k in ("init", "epochs", "best_epoch", "stop_reason", "status")} == \
+               {k: b[k] for k in ("init", "epochs", "best_epoch", "stop_reason", "status")}
+        for key in ("train_accuracy", "val_accuracy", "test_accuracy", "train_loss", "val_loss", "test_loss"):
+            assert a[key] == pytest.approx(b[key], rel=1e-5), key
+    for key in ("init", "epoch"):
+        assert np.array_equal(together.history[key][np.lexsort((together.history["epoch"], together.history["init"]))],
+                              alone.history[key])
+
+
+def test_runs_one_after_another_resume_mid_run_to_identical_results():
+    x, labels, parts = problem(2)
+
+    def fresh():
+        return sequential(x, labels, parts, lambda: LogReg(x, 3, 0.02), [0, 1, 2], [1, 2, 3], patience=8)
+
+    straight = train_split(fresh())
+    first = fresh()
+    for _ in range(straight.records[0]["epochs"] + 5):  # into the second initialisation
+        first.train_epoch()
+    state = first.state_dict()
+    torch.save(state, "/dev/null")  # a checkpoint must be serialisable
+    second = fresh()
+    second.load_state_dict(state)
+    resumed = train_split(second)
+    assert resumed.records == straight.records
+    assert all(np.array_equal(resumed.history[k], straight.history[k]) for k in straight.history)
+
+
 def test_max_epochs_stops_every_run_and_keeps_the_best_weights():
     x, labels, parts = problem(1)
     model = StackedLogReg(x, 3, [5, 6], l2=0.0)
     trainer = StackedTrainer(model, labels, parts, learning_rate=0.01, criterion="gnnbench", patience=1000,
                              max_epochs=7, init_ids=[4, 9])
-    result = train_to_end(trainer)
+    result = train_split(trainer)
     assert [r["epochs"] for r in result.records] == [7, 7] and [r["init"] for r in result.records] == [4, 9]
     assert {r["stop_reason"] for r in result.records} == {"max_epochs"}
 
@@ -123,7 +230,7 @@ def test_state_dict_round_trip_resumes_to_identical_results():
         return StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=8,
                               max_epochs=300, init_ids=[0, 1, 2])
 
-    straight = train_to_end(fresh())
+    straight = train_split(fresh())
     first = fresh()
     for _ in range(25):
         first.train_epoch()
@@ -131,7 +238,7 @@ def test_state_dict_round_trip_resumes_to_identical_results():
     torch.save(state, "/dev/null")  # a checkpoint must be serialisable
     second = fresh()
     second.load_state_dict(state)
-    resumed = train_to_end(second)
+    resumed = train_split(second)
     assert resumed.records == straight.records
     assert all(np.array_equal(resumed.history[k], straight.history[k]) for k in straight.history)
 
@@ -202,7 +309,7 @@ def test_propagation_trainer_runs_patience_steps_and_restores_the_best_state():
     prop = ToyPropagation(labels, parts["train"])
     trainer = PropagationTrainer(prop, labels, parts, criterion="gat_tol", patience=6, max_epochs=1000,
                                  tolerance=1e-3)
-    result = train_to_end(trainer)
+    result = train_split(trainer)
     record = result.records[0]
     assert record["epochs"] == 6 and record["stop_reason"] == "early_stopping"
     states, reference = [], ToyPropagation(labels, parts["train"])
@@ -254,7 +361,7 @@ def test_a_run_whose_loss_turns_nan_leaves_the_stack_as_diverged_and_the_others_
     trainer = StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
                              max_epochs=400, init_ids=[0, 1, 2])
     track_rows(trainer, model)
-    result = train_to_end(trainer)
+    result = train_split(trainer)
     bad = result.records[1]
     assert bad["status"] == "diverged" and bad["stop_reason"] == "diverged"
     assert bad["diverged_epoch"] == 7 and bad["epochs"] == 8  # stopped at the epoch whose loss was NaN
@@ -277,7 +384,7 @@ def test_a_huge_learning_rate_makes_every_run_diverge_in_its_first_epochs():
     model = StackedLogReg(x, 3, [3, 11], l2=0.05)
     trainer = StackedTrainer(model, labels, parts, learning_rate=1e30, criterion="gnnbench", patience=10,
                              max_epochs=400, init_ids=[0, 1])
-    result = train_to_end(trainer)
+    result = train_split(trainer)
     assert [r["status"] for r in result.records] == ["diverged", "diverged"]
     for r in result.records:  # the first update overflows the weights: the loss after it is not finite
         assert r["epochs"] == r["diverged_epoch"] + 1 <= 2 and math.isnan(r["test_accuracy"])
@@ -298,7 +405,7 @@ def test_a_diverged_run_stays_diverged_after_a_resume():
         track_rows(trainer, model)
         return trainer, model
 
-    straight = train_to_end(fresh()[0])
+    straight = train_split(fresh()[0])
     first, _ = fresh()
     for _ in range(9):  # past the divergence (epoch 4)
         first.train_epoch()
@@ -306,7 +413,7 @@ def test_a_diverged_run_stays_diverged_after_a_resume():
     second, model = fresh()
     second.load_state_dict(state)
     model.rows = second.active.tolist()
-    resumed = train_to_end(second)
+    resumed = train_split(second)
     assert resumed.records[2]["status"] == "diverged" and resumed.records[2]["diverged_epoch"] == 4
 
     def numbers(records):  # NaN != NaN: compare the diverged run's missing scores by position
@@ -331,10 +438,46 @@ def test_label_propagation_whose_loss_is_not_finite_is_diverged():
     prop.step = step_to_nan
     trainer = PropagationTrainer(prop, labels, parts, criterion="gat_tol", patience=6, max_epochs=1000,
                                  tolerance=1e-3)
-    record = train_to_end(trainer).records[0]
+    record = train_split(trainer).records[0]
     assert record["status"] == "diverged" and record["stop_reason"] == "diverged"
     assert record["diverged_epoch"] == 2 and record["epochs"] == 3 and math.isnan(record["test_accuracy"])
-    completed = train_to_end(PropagationTrainer(ToyPropagation(labels, parts["train"]), labels, parts,
+    completed = train_split(PropagationTrainer(ToyPropagation(labels, parts["train"]), labels, parts,
                                                 criterion="gat_tol", patience=6, max_epochs=1000,
                                                 tolerance=1e-3)).records[0]
     assert completed["status"] == "completed" and completed["diverged_epoch"] is None
+
+
+def test_a_pitfalls_job_trains_a_model_without_a_stacked_form_one_initialisation_after_another(tmp_path):
+    """The benchmark's GCN (no stacked form) under the pitfalls protocol: every initialisation of every split
+    trained in one process under the protocol's rule (patience 50 on the total validation loss, best weights
+    restored), each independent of the others (alone it gives the same record)."""
+    pytest.importorskip("gnnbench.models.registry")
+    import pandas as pd
+
+    from gnnbench.config.presets import run_config
+    from gnnbench.pipeline import generate_dataset, make_split_file
+    from gnnbench.protocols.pitfalls import run_chunk
+
+    generate_dataset("csbm", "CSBM", {"num_nodes": 200, "num_classes": 3, "num_features": 8}, 1, tmp_path / "CSBM")
+    make_split_file(tmp_path / "CSBM", "random_per_class", {"splits": 2, "train_per_class": 10, "val_per_class": 10,
+                                                             "seed": 1}, tmp_path / "splits.json")
+    config = run_config("WikiCS_node_classification_GCN_100k", {"L": 2, "hidden_dim": 16, "out_dim": 16},
+                        protocol="pitfalls")
+    common = {"dataset_dir": tmp_path / "CSBM", "splits_path": tmp_path / "splits.json", "config": config, "inits": 2,
+              "seed": 5, "threads": 1}
+    metrics = run_chunk(splits=[0, 1], out_dir=tmp_path / "job", **common)
+    runs = pd.read_parquet(tmp_path / "job" / "runs.parquet")
+    history = pd.read_parquet(tmp_path / "job" / "history.parquet")
+    assert metrics["runs"] == 4 and metrics["num_params"] > 0
+    assert sorted(zip(runs["split"], runs["init"], strict=True)) == [(s, i) for s in (0, 1) for i in (0, 1)]
+    for _, run in runs.iterrows():
+        rows = history[(history["split"] == run["split"]) & (history["init"] == run["init"])]
+        assert rows["epoch"].tolist() == list(range(run["epochs"]))
+        assert run["stop_reason"] == "early_stopping" and run["epochs"] == run["best_epoch"] + 1 + 50
+        assert rows["val_loss"].iloc[run["best_epoch"]] == rows["val_loss"].min()  # the last minimum (≤)
+        assert run["val_loss"] == pytest.approx(rows["val_loss"].iloc[run["best_epoch"]], rel=1e-5)  # restored
+    run_chunk(splits=[1], init_ids=[1], out_dir=tmp_path / "alone", **common)
+    alone = pd.read_parquet(tmp_path / "alone" / "runs.parquet")
+    columns = ["split", "init", "seed", "epochs", "best_epoch", "test_accuracy", "val_loss"]
+    pd.testing.assert_frame_equal(alone[columns], runs[(runs["split"] == 1) & (runs["init"] == 1)][columns]
+                                  .reset_index(drop=True))
