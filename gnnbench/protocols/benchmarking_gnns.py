@@ -138,7 +138,6 @@ class BenchmarkingGNNs(Protocol):
                 "Check the axis label for the metric and its direction (accuracy and F1: higher is better; MAE and "
                 "MSE: lower is better).")
 
-
     def default_split(self, dataset) -> dict:
         return dict(dataset.generator_split)
 

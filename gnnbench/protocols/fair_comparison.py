@@ -609,3 +609,4 @@ def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], output
                           "time_limited": sum(f["stop_reason"] == "time_limit" for f in finals),
                           "config": report.config_summary(chosen["config"]), "chosen_config": chosen["config"]})
     report.write_reports(dataset, meta, folds, outputs, presets)
+

@@ -165,7 +165,6 @@ class Pitfalls(Protocol):
                 "std) over all runs (splits × initialisations), median and quartiles, minimum and maximum, "
                 "validation and train accuracy, epochs.")
 
-
     def default_split(self, dataset) -> dict:
         return {"scheme": "random_per_class"}
 
