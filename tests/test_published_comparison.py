@@ -200,3 +200,18 @@ def test_aggregate_tables_put_the_paper_beside_ours(tmp_path):
     assert "| Paper | vs paper |" in text and "85.498 ± 0.045" in text and "z = -5.4: ours 5.4σ lower (worse) †" in text
     assert "† not like-for-like — GCN: reduced: 100 of 14,000 graphs" in text
     assert pd.read_csv(csv)["verdict"].tolist() == table["verdict"].tolist()
+
+
+def test_a_paper_number_sits_beside_that_papers_network_only():
+    # the same family name from another paper's zoo (its run config names the variant) is another network
+    zinc_gcn = run_config("molecules_graph_regression_GatedGCN_ZINC_100k")
+    assert pub.match_benchmarking_gnns(meta("zinc"), "GatedGCN", zinc_gcn, 105735, None) is not None
+    foreign = {**zinc_gcn, "variant": "errica2020"}
+    assert pub.match_benchmarking_gnns(meta("zinc"), "GatedGCN", foreign, 105735, None) is None
+    cora, gcn = meta("npz", {"name": "cora"}), run_config("pitfalls_GCN")
+    assert pub.match_pitfalls(cora, "random_per_class", gcn).mean == 81.5
+    assert pub.match_pitfalls(cora, "random_per_class", {**gcn, "variant": "dwivedi2020"}) is None
+    assert pub.match_pitfalls(cora, "random_per_class", {**gcn, "variant": "shchur2018"}).mean == 81.5
+    enzymes = meta("tu", {"name": "ENZYMES"}, "ENZYMES")
+    assert pub.match_fair_comparison(enzymes, "GIN").mean == 59.6
+    assert pub.match_fair_comparison(enzymes, "GIN", {"model": "GIN", "variant": "dwivedi2020"}) is None

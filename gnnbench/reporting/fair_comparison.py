@@ -55,7 +55,8 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
     rows = []
     for label, group in folds.groupby("model", sort=False):
         architecture = group["architecture"].iloc[0]
-        paper = pub.fair_comparison_value(meta, architecture)
+        chosen = group["chosen_config"].iloc[0] if "chosen_config" in group else None
+        paper = pub.fair_comparison_value(meta, architecture) if pub.same_network(chosen, "errica2020") else None
         layers = [v for v in group["layers"] if v is not None and not pd.isna(v)]
         test = group["test_accuracy"].to_numpy(float)
         test = test[~np.isnan(test)]  # a fold whose every final run diverged has no score
@@ -72,7 +73,7 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
                "paper": "" if paper is None else str(paper)}
         if isinstance(paper, list):
             row["paper"] = mean_std(paper[0], paper[1], P3_DECIMALS)
-        match = pub.match_fair_comparison(meta, architecture)
+        match = pub.match_fair_comparison(meta, architecture, chosen)
         setting = ""
         if match is not None:
             configs = list(group["chosen_config"]) if "chosen_config" in group else []

@@ -326,11 +326,18 @@ def preset_reference(preset: str, config: dict) -> dict:
     return {**reference, **(variants[0] if variants else {})}
 
 
+def same_network(config: dict | None, variant: str) -> bool:
+    """Whether a run config is the paper's own network (variant ``variant`` of :mod:`gnnbench.models.registry`): a
+    paper's number sits beside its own networks only, not beside another paper's layer of the same family name
+    (Errica et al.'s GIN run under the benchmark's protocol is not the benchmark's GIN)."""
+    return (config or {}).get("variant", variant) == variant
+
+
 def match_benchmarking_gnns(meta, architecture: str, config: dict, num_params: int,
                             preset: str | None = None) -> Paper | None:
     """The published P1 number of a model on a dataset (module docstring: the matching rule), or None."""
     key = benchmarking_gnns_key(meta)
-    if key is None:
+    if key is None or not same_network(config, "dwivedi2020"):
         return None
     train_size = (meta.split_sizes or {}).get("train")
     family = P1_FAMILIES.get(architecture, architecture)
@@ -404,7 +411,7 @@ def pitfalls_family(config: dict) -> str:
 
 def match_pitfalls(meta, split_scheme: str, config: dict) -> Paper | None:
     key = pitfalls_key(meta, split_scheme)
-    if key is None:
+    if key is None or not same_network(config, "shchur2018"):
         return None
     table, dataset = key
     section = load("pitfalls")[table]
@@ -477,9 +484,9 @@ def fair_comparison_value(meta, architecture: str):
     return fair_comparison()[key].get(P3_FAMILIES.get(architecture, architecture))
 
 
-def match_fair_comparison(meta, architecture: str) -> Paper | None:
+def match_fair_comparison(meta, architecture: str, config: dict | None = None) -> Paper | None:
     value = fair_comparison_value(meta, architecture)
-    if not isinstance(value, list):
+    if not isinstance(value, list) or not same_network(config, "errica2020"):
         return None
     family = P3_FAMILIES.get(architecture, architecture)
     return Paper(float(value[0]), float(value[1]), P3_FOLDS, f"Errica et al. {family} on {fair_comparison_key(meta)}")
