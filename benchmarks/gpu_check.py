@@ -17,12 +17,16 @@ blocking, atomic scatter-adds); the rounding error of a sum of n terms is bounde
 magnitude of its terms, and the sums here (feature widths, node degrees, nodes per batch, a few layers deep,
 backward through the same) reach a few hundred to a few thousand terms, so 1e-4 allows the reorderings with margin
 while a wrong kernel (a missing term, a wrong index, a BatchNorm over the wrong axis) moves a tensor by far more.
-Normalising by the tensor's largest value keeps cancellations near zero from inflating the figure. A gradient that is
-zero in exact arithmetic is rounding noise on both devices, and its per-tensor figure is meaningless (a bias followed
-by a train-mode BatchNorm: the normalisation subtracts it again, so its gradient is 0 up to rounding; measured on an
-H100, such biases of GCN, GAT, GIN and GatedGCN had gradients near 1e-9 differing by 100 % or more between devices
-while every other tensor agreed to 1e-6). So a gradient's scale is at least ``GRAD_SCALE_FLOOR`` = 1e-3 of the
-model's largest gradient.
+Normalising by the tensor's largest value keeps cancellations near zero from inflating the figure. A gradient much
+smaller than the model's largest is a sum with heavy cancellation, so its float32 rounding is large relative to
+itself: measured on an H100, the biases before a train-mode BatchNorm (zero in exact arithmetic) and GatedGCN's
+edge-gate weights on superpixel graphs (about 1e-3 of the largest gradient) differed between devices by 0.1 % to 5 %
+of their own size, 5.6e-5 of the model's largest gradient at most, while in float64 (``--float64``) the same models
+agreed to 1e-12. So in float32 a gradient is compared at the scale of the model's largest gradient
+(``GRAD_SCALE_FLOOR`` = 1: ``max|a − b| ≤ 1e-4 · max(max|a|, G)``), and ``--float64`` checks every tensor at its own
+scale with ``FLOAT64_RTOL`` = 1e-9 — the check that tells a wrong kernel from rounding, where every kernel has a
+float64 form (CUDA's sparse CSR product has none: GCN's one-step check fails there in float64 with "operation not
+supported", and the stacked pitfalls models are float32 throughout).
 
 What runs. Tiny datasets from gnnbench's own offline generators (no download), made by the functions the workflow
 scripts call (:func:`gnnbench.pipeline.generate_dataset`, ``make_split_file``, ``compute_pe``), then for every model
@@ -99,7 +103,9 @@ DROPOUT_KEYS = ("dropout", "dropout_prob", "input_dropout_prob", "coefficient_dr
 FIXED_DROPOUT_MODELS = ("DGCNN",)  # a dropout layer without a config key (DGCNN's Dropout(0.5) before its output)
 MAX_BATCH = 4
 ONE_STEP_RTOL = 1e-4  # module docstring, One step
-GRAD_SCALE_FLOOR = 1e-3  # a gradient's scale is at least this fraction of the model's largest (module docstring)
+ONE_STEP_DTYPE: list = [None]  # [torch.float64] with --float64
+GRAD_SCALE_FLOOR = 1.0  # float32: a gradient's scale is at least the model's largest gradient (module docstring)
+FLOAT64_RTOL = 1e-9  # --float64: every tensor at its own scale
 ONE_STEP_SEED = 12345
 
 # name → (generator, params, split scheme + params, Laplacian PE dimensions to compute)
@@ -313,6 +319,14 @@ def one_step_models(case: Case, data: dict, devices: list[str]) -> list:
         reference = build_model(case.config, ModelData(meta, np.asarray(columns.num_nodes, dtype=np.int64), store),
                                 **kwargs)
         models = [copy.deepcopy(reference).to(device) for device in devices]
+    if ONE_STEP_DTYPE[0] is torch.float64:  # --float64: the kernels' arithmetic without float32 rounding
+        import dataclasses
+
+        models = [m.double() for m in models]
+        batch = dataclasses.replace(batch, **{f.name: getattr(batch, f.name).double()
+                                              for f in dataclasses.fields(batch)
+                                              if torch.is_tensor(getattr(batch, f.name))
+                                              and getattr(batch, f.name).is_floating_point()})
     return [(model, batch.to(device)) for model, device in zip(models, devices, strict=True)]
 
 
@@ -353,17 +367,29 @@ def one_step(case: Case, devices: list[str], data: dict) -> list[dict]:
             rows.append({**base, "device": name, "status": "FAIL", "error": "outputs or parameters differ in kind"})
             continue
         grads = {}
-        floor = GRAD_SCALE_FLOOR * max((float(g.detach().abs().max()) for g in ref["grads"].values()
-                                        if g is not None and g.numel()), default=0.0)
+        model_scale = max((float(g.detach().abs().max()) for g in ref["grads"].values()
+                           if g is not None and g.numel()), default=0.0)
+        float64 = ONE_STEP_DTYPE[0] is not None
+        floor, tol = (0.0, FLOAT64_RTOL) if float64 else (GRAD_SCALE_FLOOR * model_scale, ONE_STEP_RTOL)
         for key, g in ref["grads"].items():
             h = res["grads"][key]
             grads[key] = (0.0 if g is None and h is None else math.inf if g is None or h is None
                           else rel_diff(g, h, floor))
         verdict = one_step_verdict(max((rel_diff(a, b) for a, b in zip(ref["outputs"], res["outputs"], strict=True)),
-                                       default=0.0), rel_diff(ref["loss"], res["loss"]), grads)
+                                       default=0.0), rel_diff(ref["loss"], res["loss"]), grads, tol)
+        # the five worst gradients with their own scale and |a − b|, both relative to the model's largest gradient
+        # (JSON only): tells rounding noise of a gradient that is zero in exact arithmetic from a wrong kernel
+        model_scale = model_scale or 1.0
+        worst = sorted(grads, key=grads.get, reverse=True)[:5]
+        detail = [{"parameter": k, "rel_diff": grads[k],
+                   "scale_vs_model": float(ref["grads"][k].detach().abs().max()) / model_scale,
+                   "abs_diff_vs_model": float((ref["grads"][k].detach().double().cpu()
+                                               - res["grads"][k].detach().double().cpu()).abs().max()) / model_scale}
+                  for k in worst if ref["grads"][k] is not None and res["grads"][k] is not None]
         rows.append({**base, "device": name, "output_diff": verdict["output_diff"], "loss_diff": verdict["loss_diff"],
                      "grad_diff": verdict["grad_diff"], "grad_param": verdict["grad_param"],
-                     "status": "OK" if verdict["ok"] else "FAIL", "error": verdict["reason"], "wall_seconds": wall})
+                     "status": "OK" if verdict["ok"] else "FAIL", "error": verdict["reason"], "wall_seconds": wall,
+                     "grad_detail": detail})
     return rows
 
 
@@ -653,6 +679,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for gpu_check.md / .json (and work files)")
+    parser.add_argument("--float64", action="store_true",
+                        help="one-step check in float64: devices must then agree to rounding of float64, which "
+                             "tells a wrong kernel from float32 rounding")
     parser.add_argument("--devices", nargs="+", default=["cuda", "cpu"],
                         help="devices to train on; the first is the reference the others are compared with")
     parser.add_argument("--quick", action="store_true",
@@ -666,6 +695,9 @@ def main(argv: list[str] | None = None) -> int:
     epochs = args.epochs or (2 if args.quick else 3)
 
     import torch
+
+    if args.float64:
+        ONE_STEP_DTYPE[0] = torch.float64
 
     start = time.perf_counter()
     if any(d.startswith("cuda") for d in args.devices):
