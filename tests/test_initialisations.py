@@ -451,7 +451,6 @@ def test_a_pitfalls_job_trains_a_model_without_a_stacked_form_one_initialisation
     """The benchmark's GCN (no stacked form) under the pitfalls protocol: every initialisation of every split
     trained in one process under the protocol's rule (patience 50 on the total validation loss, best weights
     restored), each independent of the others (alone it gives the same record)."""
-    pytest.importorskip("gnnbench.models.registry")
     import pandas as pd
 
     from gnnbench.config.presets import run_config
