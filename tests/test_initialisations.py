@@ -192,15 +192,12 @@ def test_a_stacked_member_equals_the_same_model_trained_one_after_another():
                               alone.history[key])
 
 
-def test_runs_one_after_another_resume_mid_run_to_identical_results():
-    x, labels, parts = problem(2)
-
-    def fresh():
-        return sequential(x, labels, parts, lambda: LogReg(x, 3, 0.02), [0, 1, 2], [1, 2, 3], patience=8)
-
+def assert_resumes_identically(fresh, stop_after) -> None:
+    """A trainer stopped after ``stop_after(uninterrupted result)`` epochs, saved through its state dict and resumed
+    in a fresh trainer ends with the records and history of an uninterrupted one."""
     straight = train_split(fresh())
     first = fresh()
-    for _ in range(straight.records[0]["epochs"] + 5):  # into the second initialisation
+    for _ in range(stop_after(straight)):
         first.train_epoch()
     state = first.state_dict()
     torch.save(state, "/dev/null")  # a checkpoint must be serialisable
@@ -209,6 +206,15 @@ def test_runs_one_after_another_resume_mid_run_to_identical_results():
     resumed = train_split(second)
     assert resumed.records == straight.records
     assert all(np.array_equal(resumed.history[k], straight.history[k]) for k in straight.history)
+
+
+def test_runs_one_after_another_resume_mid_run_to_identical_results():
+    x, labels, parts = problem(2)
+
+    def fresh():
+        return sequential(x, labels, parts, lambda: LogReg(x, 3, 0.02), [0, 1, 2], [1, 2, 3], patience=8)
+
+    assert_resumes_identically(fresh, lambda straight: straight.records[0]["epochs"] + 5)  # into the 2nd init
 
 
 def test_max_epochs_stops_every_run_and_keeps_the_best_weights():
@@ -230,17 +236,7 @@ def test_state_dict_round_trip_resumes_to_identical_results():
         return StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=8,
                               max_epochs=300, init_ids=[0, 1, 2])
 
-    straight = train_split(fresh())
-    first = fresh()
-    for _ in range(25):
-        first.train_epoch()
-    state = first.state_dict()
-    torch.save(state, "/dev/null")  # a checkpoint must be serialisable
-    second = fresh()
-    second.load_state_dict(state)
-    resumed = train_split(second)
-    assert resumed.records == straight.records
-    assert all(np.array_equal(resumed.history[k], straight.history[k]) for k in straight.history)
+    assert_resumes_identically(fresh, lambda straight: 25)
 
 
 def test_tf_adam_update_by_hand():
