@@ -26,7 +26,7 @@ from gnnbench.data.catalog import describe_dataset
 from gnnbench.models import build_model, count_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLISHED = ROOT / "gnnbench" / "reporting" / "published" / "benchmarking_gnns.yaml"
+PUBLISHED = ROOT / "gnnbench" / "reporting" / "published" / "dwivedi2020.yaml"
 TABLE = {"SBM_PATTERN": "PATTERN", "SBM_CLUSTER": "CLUSTER"}
 
 

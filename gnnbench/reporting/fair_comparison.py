@@ -21,7 +21,7 @@ diverged ones, ``diverged_grid_runs`` the model-selection runs that diverged (ne
 cell reads "mean ± std (k of n final runs diverged)" — "diverged (n of n final runs)" when none completed — and the
 grid cell "size (k diverged)". In the per-fold table a diverged final run's accuracy reads "diverged".
 
-The paper's numbers are data (``gnnbench/reporting/published/fair_comparison.yaml``), matched by the TU dataset
+The paper's numbers are data (``gnnbench/reporting/published/errica2020.yaml``), matched by the TU dataset
 name and feature variant recorded in the dataset's ``meta.json`` and the model family (the config's ``model``;
 MolecularFingerprint and DeepMultisets are the paper's "Baseline") — in :mod:`gnnbench.reporting.published`, with
 the other two papers' numbers.

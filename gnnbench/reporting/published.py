@@ -1,10 +1,11 @@
 """The three papers' published numbers and how ours compare with them (one module for all three table writers).
 
-The numbers are data, transcribed from the papers: ``published/benchmarking_gnns.yaml`` (Dwivedi et al., P1),
-``published/pitfalls.yaml`` (Shchur et al., P2, Tables 1 and 2b) and ``published/fair_comparison.yaml`` (Errica
-et al., P3). For one row of one of our tables this module finds the published number of the same experiment
-(*matching*), says how far ours is from it (*verdict*) and whether the two were run under the same conditions
-(*setting*). Every table row gets the columns of :data:`COLUMNS` (empty where nothing matches).
+The numbers are data, transcribed from the papers, one file per paper named by its key (the paper keys of
+:mod:`gnnbench.models.registry`): ``published/dwivedi2020.yaml`` (Dwivedi et al., P1), ``published/shchur2018.yaml``
+(Shchur et al., P2, Tables 1 and 2b) and ``published/errica2020.yaml`` (Errica et al., P3). For one row of one of
+our tables this module finds the published number of the same experiment (*matching*), says how far ours is from
+it (*verdict*) and whether the two were run under the same conditions (*setting*). Every table row gets the
+columns of :data:`COLUMNS` (empty where nothing matches).
 
 Matching — where the information comes from:
 
@@ -12,7 +13,7 @@ Matching — where the information comes from:
   ``sbm_pattern`` / released PATTERN → PATTERN, ``sbm_cluster`` → CLUSTER, ``superpixels_mnist`` → MNIST,
   ``superpixels_cifar10`` → CIFAR10, ``tsp`` → TSP, ``csl`` / released CSL → CSL, ``cycles`` / ``cycles_release``
   → CYCLES (the row of the training-set size), ``graph_theory_prop`` → GraphTheoryProp, ``zinc`` (the 12k subset)
-  → ZINC, ``aqsol``, ``wikics``, ``ogbl_collab``, and ``tu`` with ``variant: benchmarking-gnns`` (ENZYMES, DD,
+  → ZINC, ``aqsol``, ``wikics``, ``ogbl_collab``, and ``tu`` with ``variant: dwivedi2020`` (ENZYMES, DD,
   PROTEINS_full) → the TU table. Any other generator (``superpixels_digits``, ``csbm``, ``graph_families``, ZINC-full,
   ...) is not a dataset of the paper: no match. P2: ``npz`` / ``planetoid`` with ``standardize: true`` → Table 1
   (cora, citeseer, pubmed, cora_full, coauthor_*, amazon_*); ``planetoid`` with ``standardize: false`` → Table 2b
@@ -71,11 +72,14 @@ PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 COLUMNS = ("paper_mean", "paper_std", "paper_n", "paper_row", "diff_vs_paper", "z_vs_paper", "verdict", "setting")
 Z_CONSISTENT = 2.0
 PUBLISHED = "published"
+# The papers' keys (gnnbench.models.registry's DWIVEDI2020, SHCHUR2018, ERRICA2020; a test checks they agree),
+# spelled here so that reporting does not import the model registry (and torch).
+DWIVEDI2020, SHCHUR2018, ERRICA2020 = "dwivedi2020", "shchur2018", "errica2020"
 
 
 @cache
 def load(name: str) -> dict:
-    """One published-numbers file (``benchmarking_gnns``, ``pitfalls``, ``fair_comparison``), parsed."""
+    """The published numbers of one paper (its key: ``dwivedi2020``, ``shchur2018``, ``errica2020``), parsed."""
     return yaml.safe_load((PUBLISHED_DIR / f"{name}.yaml").read_text())
 
 
@@ -234,8 +238,8 @@ def benchmarking_gnns_key(meta) -> str | None:
     if generator == "zinc":
         return "ZINC" if params.get("subset", True) else None
     if generator == "released":
-        return params.get("name") if params.get("name") in load("benchmarking_gnns")["tables"] else None
-    if generator == "tu" and params.get("variant") == "benchmarking-gnns":
+        return params.get("name") if params.get("name") in load(DWIVEDI2020)["tables"] else None
+    if generator == "tu" and params.get("variant") == DWIVEDI2020:
         return P1_TU.get(params.get("name"))
     return None
 
@@ -251,7 +255,7 @@ def _suffixes(name: str) -> tuple[str, frozenset]:
 
 def _p1_rows(key: str, train_size: int | None) -> list[dict]:
     """Rows of a published P1 table with a number: name, family, flags, params, Paper."""
-    tables = load("benchmarking_gnns")["tables"]
+    tables = load(DWIVEDI2020)["tables"]
     if key.startswith("TU/"):
         rows = []
         for r in tables["TU"]["datasets"][key[3:]]:
@@ -337,7 +341,7 @@ def match_benchmarking_gnns(meta, architecture: str, config: dict, num_params: i
                             preset: str | None = None) -> Paper | None:
     """The published P1 number of a model on a dataset (module docstring: the matching rule), or None."""
     key = benchmarking_gnns_key(meta)
-    if key is None or not same_network(config, "dwivedi2020"):
+    if key is None or not same_network(config, DWIVEDI2020):
         return None
     train_size = (meta.split_sizes or {}).get("train")
     family = P1_FAMILIES.get(architecture, architecture)
@@ -360,7 +364,7 @@ def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int,
     key = benchmarking_gnns_key(meta)
     allowed = {}
     if key == "CYCLES":  # every training size of Table 11 is the paper's
-        row = load("benchmarking_gnns")["tables"]["CYCLES"]["rows"][0]
+        row = load(DWIVEDI2020)["tables"]["CYCLES"]["rows"][0]
         allowed = {"num_train": tuple(row["test_by_train_samples"])}
     differences = data_differences(meta, allowed)
     if preset is None:
@@ -411,10 +415,10 @@ def pitfalls_family(config: dict) -> str:
 
 def match_pitfalls(meta, split_scheme: str, config: dict) -> Paper | None:
     key = pitfalls_key(meta, split_scheme)
-    if key is None or not same_network(config, "shchur2018"):
+    if key is None or not same_network(config, SHCHUR2018):
         return None
     table, dataset = key
-    section = load("pitfalls")[table]
+    section = load(SHCHUR2018)[table]
     family = pitfalls_family(config)
     value = section["rows"].get(family, {}).get(dataset)
     if not isinstance(value, list):
@@ -458,7 +462,7 @@ P3_TRAINING_KEYS = ("epochs", "patience", "time_limit_hours", "optimizer", "sche
 
 def fair_comparison() -> dict:
     """Errica et al.'s Tables 3 and 4: key → model family → [mean, std] or "OOR"."""
-    return load("fair_comparison")
+    return load(ERRICA2020)
 
 
 def fair_comparison_key(meta) -> str | None:
@@ -486,7 +490,7 @@ def fair_comparison_value(meta, architecture: str):
 
 def match_fair_comparison(meta, architecture: str, config: dict | None = None) -> Paper | None:
     value = fair_comparison_value(meta, architecture)
-    if not isinstance(value, list) or not same_network(config, "errica2020"):
+    if not isinstance(value, list) or not same_network(config, ERRICA2020):
         return None
     family = P3_FAMILIES.get(architecture, architecture)
     return Paper(float(value[0]), float(value[1]), P3_FOLDS, f"Errica et al. {family} on {fair_comparison_key(meta)}")
