@@ -29,12 +29,14 @@ Schemes
     ``random_sizes``      ``splits`` random node splits with ``train_per_class`` training nodes per class and
                           ``val_size`` / ``test_size`` nodes drawn from the rest regardless of class (the
                           Planetoid-sized "another random split" of Shchur et al.: 20 per class / 500 / 1,000).
-    ``published``         the split files a paper released for the dataset, imported (``source``:
-                          ``fair-comparison`` — Errica et al.'s ``data_splits/*/NAME_splits.json``, see
-                          :func:`read_fair_comparison_folds`; ``benchmarking-gnns`` — Dwivedi et al.'s
-                          ``{NAME}_{train,val,test}.index`` of the TU sets (10 folds) and CSL (5 folds), see
-                          :func:`read_index_folds`). The dataset's generator names the files and the number of
-                          folds (raw downloads, checksummed); the workflow fetches them before the split stage.
+    ``published``         the split files a paper released for the dataset, imported (``source``, the paper's
+                          key as in :mod:`gnnbench.models.registry`: ``errica2020`` — Errica et al.'s
+                          ``data_splits/*/NAME_splits.json``, see :func:`read_fair_comparison_folds`;
+                          ``dwivedi2020`` — Dwivedi et al.'s ``{NAME}_{train,val,test}.index`` of the TU sets
+                          (10 folds) and CSL (5 folds), see :func:`read_index_folds`). The dataset's generator
+                          names the files and the number of folds (raw downloads, checksummed); the workflow
+                          fetches them before the split stage. Sources were once named by the protocol of their
+                          paper; such a value is refused with the paper key to use (:func:`check_source`).
 
 The random node schemes follow gnn-benchmark's ``get_train_val_test_split`` draw for draw: split k uses
 ``RandomState(s_k)`` where ``s_k`` is the k-th of ``RandomState(seed).randint(0, 10**6, splits)`` (its job
@@ -61,17 +63,18 @@ import numpy as np
 from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_json, write_json
+from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
 
 SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published")
 NODE_SCHEMES = ("given", "random_per_class", "random_sizes")  # schemes of a transductive (one-graph) dataset
 GRAPH_SCHEMES = ("given", "stratified_kfold", "published")
-PUBLISHED_SOURCES = ("fair-comparison", "benchmarking-gnns")  # papers whose released split files are read
+PUBLISHED_SOURCES = (ERRICA2020, DWIVEDI2020)  # papers whose released split files are read (their paper keys)
 SCHEME_DEFAULTS = {
     "given": {},
     "stratified_kfold": {"folds": 5, "val_fraction": 0.25, "seed": 0},
     "random_per_class": {"splits": 100, "train_per_class": 20, "val_per_class": 30, "seed": 2018},
     "random_sizes": {"splits": 1, "train_per_class": 20, "val_size": 500, "test_size": 1000, "seed": 2018},
-    "published": {"source": "fair-comparison", "mirror": ""},
+    "published": {"source": ERRICA2020, "mirror": ""},
 }
 PARTS = ("train", "val", "test")
 FORMAT = 2
@@ -117,10 +120,33 @@ def resolve_split(split: dict, where: str) -> dict:
         known = ", ".join(defaults) or "none"
         raise ConfigError(f"{where}.{unknown[0]}: not a parameter of split scheme {scheme} (its parameters: {known})")
     resolved = {"scheme": scheme, **defaults, **split}
-    if scheme == "published" and resolved["source"] not in PUBLISHED_SOURCES:
-        raise ConfigError(f"{where}.source: unknown published split {resolved['source']!r}; choose one of "
-                          f"{', '.join(PUBLISHED_SOURCES)}")
+    if scheme == "published":
+        check_source(resolved["source"], f"{where}.source")
     return resolved
+
+
+def renamed_error(where: str, key: str, value: object, allowed) -> ConfigError | None:
+    """The one-line error for a data-source value (split ``source``, TU ``variant``) spelled the old way — by the
+    name of the protocol of the paper that released it — naming the paper key to use instead; None for any other
+    value. The old names are read from the protocols (a protocol's ``default_variant`` is its paper's key), so they
+    are spelled only where the protocols register themselves."""
+    from gnnbench.protocols import get_protocol, protocol_names
+
+    if not isinstance(value, str) or value not in protocol_names():
+        return None
+    new = get_protocol(value).default_variant
+    if new not in allowed:
+        return None
+    return ConfigError(f"{where}: {value!r} was renamed: use {key}: {new} (data released with a paper are named by "
+                       "the paper)")
+
+
+def check_source(source: object, where: str) -> None:
+    """A ConfigError naming ``where`` unless ``source`` is one of :data:`PUBLISHED_SOURCES`."""
+    if source in PUBLISHED_SOURCES:
+        return
+    raise (renamed_error(where, "source", source, PUBLISHED_SOURCES)
+           or ConfigError(f"{where}: unknown published split {source!r}; choose one of {', '.join(PUBLISHED_SOURCES)}"))
 
 
 def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, params: dict,
@@ -247,16 +273,15 @@ def _stratified_kfold(labels: np.ndarray, k: int, val_fraction: float, seed: int
 
 def read_published_folds(source: str, paths: list, num_graphs: int) -> list[dict[str, list[int]]]:
     """The folds of a released split of ``source`` from its downloaded files (see the module docstring)."""
-    if source == "fair-comparison":
+    check_source(source, "split.source")
+    if source == ERRICA2020:
         if len(paths) != 1:
-            raise ConfigError(f"the fair-comparison split is one file (NAME_splits.json), got {len(paths)}")
+            raise ConfigError(f"the {ERRICA2020} split is one file (NAME_splits.json), got {len(paths)}")
         return read_fair_comparison_folds(paths[0], num_graphs)
-    if source == "benchmarking-gnns":
-        if len(paths) != 3:
-            raise ConfigError("the benchmarking-gnns split is three files (NAME_train.index, NAME_val.index, "
-                              f"NAME_test.index, in this order), got {len(paths)}")
-        return read_index_folds(*paths, num_graphs=num_graphs)
-    raise ConfigError(f"unknown published split {source!r}; choose one of {', '.join(PUBLISHED_SOURCES)}")
+    if len(paths) != 3:  # DWIVEDI2020
+        raise ConfigError(f"the {DWIVEDI2020} split is three files (NAME_train.index, NAME_val.index, "
+                          f"NAME_test.index, in this order), got {len(paths)}")
+    return read_index_folds(*paths, num_graphs=num_graphs)
 
 
 def _published_error(path, message: str, source: str) -> DataError:
@@ -291,7 +316,7 @@ def _check_partition(folds: list[dict], num_graphs: int, bad) -> None:
 
 def read_index_folds(train: str | os.PathLike, val: str | os.PathLike, test: str | os.PathLike, *,
                      num_graphs: int) -> list[dict[str, list[int]]]:
-    """The folds of the benchmarking-gnns split files ``{NAME}_{train,val,test}.index`` (benchmarking-gnns.md
+    """The folds of Dwivedi et al.'s split files ``{NAME}_{train,val,test}.index`` (benchmarking-gnns.md
     §3.4, §3.10): CSV text, one line per fold (CRLF or LF), each a comma-separated list of graph indices; line i
     of the three files is fold i, index order kept. Checked like :func:`read_fair_comparison_folds`: the three
     files have the same number of lines; every fold's parts are disjoint and cover the dataset; the test lines
@@ -305,17 +330,17 @@ def read_index_folds(train: str | os.PathLike, val: str | os.PathLike, test: str
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}" if str(exc) else type(exc).__name__
             raise _published_error(path, f"is not comma-separated graph indices, one line per fold ({reason})",
-                                   "benchmarking-gnns") from None
+                                   DWIVEDI2020) from None
     counts = {part: len(lines) for part, lines in rows.items()}
     if len(set(counts.values())) != 1 or not counts["test"]:
         raise _published_error(test, f"the three files have {counts['train']} / {counts['val']} / {counts['test']} "
-                               "lines (train / val / test), expected one line per fold in each", "benchmarking-gnns")
+                               "lines (train / val / test), expected one line per fold in each", DWIVEDI2020)
     folds = []
     for i in range(counts["test"]):
         parts = {part: rows[part][i] for part in PARTS}
-        _check_fold(parts, num_graphs, lambda m: _published_error(test, m, "benchmarking-gnns"), i)
+        _check_fold(parts, num_graphs, lambda m: _published_error(test, m, DWIVEDI2020), i)
         folds.append(parts)
-    _check_partition(folds, num_graphs, lambda m: _published_error(test, m, "benchmarking-gnns"))
+    _check_partition(folds, num_graphs, lambda m: _published_error(test, m, DWIVEDI2020))
     return folds
 
 
@@ -333,7 +358,7 @@ def read_fair_comparison_folds(path: str | os.PathLike, num_graphs: int) -> list
     data = read_json(path, "published split file")
 
     def bad(message: str) -> DataError:
-        return _published_error(path, message, "fair-comparison")
+        return _published_error(path, message, ERRICA2020)
 
     if not isinstance(data, list) or not data:
         raise bad("expected a JSON list of outer folds")

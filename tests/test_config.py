@@ -109,6 +109,15 @@ BAD_CONFIGS = [
      "datasets.PATTERN.split.scheme: stratified_kfold needs graph labels"),
     ("datasets.CSL.split", {"scheme": "given"}, "datasets.CSL.split.scheme: dataset CSL comes without a split"),
     ("datasets.CSL.split", {"protocol": "given"}, "datasets.CSL.split.scheme: dataset CSL comes without a split"),
+    # released data are named by paper: the protocol's name of old is refused with the paper key to use
+    ("datasets.CSL.split", {"scheme": "published", "source": "benchmarking-gnns"},
+     "datasets.CSL.split.source: 'benchmarking-gnns' was renamed: use source: dwivedi2020"),
+    ("datasets.CSL.split", {"scheme": "published", "source": "fair-comparison"},
+     "datasets.CSL.split.source: 'fair-comparison' was renamed: use source: errica2020"),
+    ("datasets.CSL.split", {"scheme": "published", "source": "pitfalls"},  # Shchur et al. released no split files
+     "datasets.CSL.split.source: unknown published split 'pitfalls'; choose one of errica2020, dwivedi2020"),
+    ("datasets.CSL.split", {"scheme": "published", "source": "errica2020"},
+     "datasets.CSL.split.scheme: no errica2020 split was published for dataset CSL"),
     ("datasets.CSL.split", {"scheme": "random_per_class"},
      "datasets.CSL.split: protocol benchmarking-gnns evaluates on split schemes given, stratified_kfold, published, "
      "but dataset "

@@ -19,6 +19,8 @@ import pytest
 import yaml
 from test_download import LocalServer
 
+from gnnbench.models.registry import DWIVEDI2020
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "real"
 NEEDED = [SHARED / "tu" / "ENZYMES.zip", SHARED / "splits" / "benchmarking-gnns" / "TUs_ENZYMES_test.index",
@@ -50,9 +52,9 @@ def results(tmp_path_factory):
                         "split": {"scheme": "published", "mirror": server.url + "/s"}},
             "CORA": {"generator": "planetoid", "params": {"name": "cora", "mirror": server.url + "/cora"},
                      "split": {"scheme": "random_per_class", "splits": 1, "seed": 2018}},
-            "ENZYMES-bench": {"generator": "tu", "params": {"name": "ENZYMES", "variant": "benchmarking-gnns",
+            "ENZYMES-bench": {"generator": "tu", "params": {"name": "ENZYMES", "variant": DWIVEDI2020,
                                                             "mirror": server.url + "/tu"},
-                              "split": {"scheme": "published", "source": "benchmarking-gnns",
+                              "split": {"scheme": "published", "source": DWIVEDI2020,
                                         "mirror": server.url + "/idx"}}},
         "benchmarks": {
             "ENZYMES": {"protocol": "fair-comparison", "folds": [0], "final_runs": 1,

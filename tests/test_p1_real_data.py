@@ -30,6 +30,7 @@ from gnnbench.data.meta import read_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError
 from gnnbench.models import build_model, count_parameters
+from gnnbench.models.registry import DWIVEDI2020
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.benchmarking_gnns import train
 from gnnbench.splits import read_index_folds, read_splits
@@ -56,9 +57,9 @@ def enzymes(tmp_path_factory):
     raw = root / "raw"
     (raw / "tu").mkdir(parents=True)
     (raw / "tu" / "ENZYMES.zip").write_bytes((SHARED / "tu" / "ENZYMES.zip").read_bytes())
-    generate_dataset("tu", "ENZYMES", {"name": "ENZYMES", "variant": "benchmarking-gnns"}, 0, root / "ds", raw)
+    generate_dataset("tu", "ENZYMES", {"name": "ENZYMES", "variant": DWIVEDI2020}, 0, root / "ds", raw)
     files = [INDEX / f"TUs_ENZYMES_{part}.index" for part in ("train", "val", "test")]
-    make_split_file(root / "ds", "published", {"source": "benchmarking-gnns"}, root / "splits.json", files)
+    make_split_file(root / "ds", "published", {"source": DWIVEDI2020}, root / "splits.json", files)
     return root
 
 
@@ -128,7 +129,7 @@ def test_index_files_are_read_line_by_line_and_checked(tmp_path):
 def test_index_files_of_another_dataset_do_not_fit(enzymes, tmp_path):
     files = [INDEX / f"TUs_PROTEINS_full_{part}.index" for part in ("train", "val", "test")]
     with pytest.raises(DataError, match="refers to graph 1112 but the dataset has 600 graphs"):
-        make_split_file(enzymes / "ds", "published", {"source": "benchmarking-gnns"}, tmp_path / "s.json", files)
+        make_split_file(enzymes / "ds", "published", {"source": DWIVEDI2020}, tmp_path / "s.json", files)
     assert not (tmp_path / "s.json").exists()
 
 
@@ -136,7 +137,7 @@ def test_index_files_of_another_dataset_do_not_fit(enzymes, tmp_path):
 def test_csl_takes_the_released_five_folds(tmp_path):
     generate_dataset("csl", "CSL", {}, 0, tmp_path / "ds")
     files = [INDEX / f"CSL_{part}.index" for part in ("train", "val", "test")]
-    make_split_file(tmp_path / "ds", "published", {"source": "benchmarking-gnns"}, tmp_path / "s.json", files)
+    make_split_file(tmp_path / "ds", "published", {"source": DWIVEDI2020}, tmp_path / "s.json", files)
     splits = read_splits(tmp_path / "s.json")
     rows = {part: index_rows("CSL", part) for part in ("train", "val", "test")}
     assert splits.num_folds == 5 and all(splits.folds[i][p] == rows[p][i] for i in range(5) for p in rows)
@@ -152,16 +153,16 @@ def make_splits_expecting(tmp_path, files, folds):
     from gnnbench.splits import make_splits
 
     meta, columns = read_dataset(tmp_path / "ds")
-    return make_splits(meta, columns.graph["y"], "published", {"source": "benchmarking-gnns"}, None, files, folds)
+    return make_splits(meta, columns.graph["y"], "published", {"source": DWIVEDI2020}, None, files, folds)
 
 
 def test_suites_plan_the_released_folds_and_their_downloads():
     suite = load_suite({
-        "datasets": {"DD": {"generator": "tu", "params": {"name": "DD", "variant": "benchmarking-gnns"},
-                            "split": {"scheme": "published", "source": "benchmarking-gnns"}}},
+        "datasets": {"DD": {"generator": "tu", "params": {"name": "DD", "variant": DWIVEDI2020},
+                            "split": {"scheme": "published", "source": DWIVEDI2020}}},
         "benchmarks": {"DD": {"seeds": [41, 95], "models": {"GCN": "TUs_graph_classification_GCN_DD_100k"}}}})
     assert suite.datasets["DD"].num_folds == 10
-    assert suite.split_raw_files("DD") == [f"resources/raw/tu/splits/benchmarking-gnns/DD_{p}.index"
+    assert suite.split_raw_files("DD") == [f"resources/raw/tu/splits/dwivedi2020/DD_{p}.index"
                                            for p in ("train", "val", "test")]
     assert len(suite.benchmarks["DD"].runs()) == 20  # 2 seeds × 10 folds
 
@@ -281,9 +282,9 @@ def test_enzymes_and_wikics_train_through_the_workflow(server, tmp_path):
     short = {"epochs": 2, "L": 2}
     config = {
         "datasets": {
-            "ENZYMES": {"generator": "tu", "params": {"name": "ENZYMES", "variant": "benchmarking-gnns",
+            "ENZYMES": {"generator": "tu", "params": {"name": "ENZYMES", "variant": DWIVEDI2020,
                                                       "mirror": server.url + "/tu"},
-                        "split": {"scheme": "published", "source": "benchmarking-gnns",
+                        "split": {"scheme": "published", "source": DWIVEDI2020,
                                   "mirror": server.url + "/idx"}},
             "WikiCS": {"generator": "wikics", "params": {"mirror": server.url + "/wikics"}}},
         "benchmarks": {

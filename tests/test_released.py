@@ -34,6 +34,7 @@ from gnnbench.data.generators import released as R
 from gnnbench.data.meta import read_dataset
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.models import build_model, count_parameters
+from gnnbench.models.registry import DWIVEDI2020
 from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
 from gnnbench.protocols.benchmarking_gnns import train
 
@@ -182,9 +183,9 @@ def test_real_csl_download_checksum_and_circulant_classes(server, tmp_path):
     data = (REAL / "CSL.zip").read_bytes()
     meta, columns = generate(server, tmp_path, "CSL", data)
     assert server.requests == ["/m/CSL.zip"]
-    assert meta.source["raw_sha256"] == {"benchmarking-gnns/CSL.zip": R.CSL_SHA256}
+    assert meta.source["raw_sha256"] == {"dwivedi2020/CSL.zip": R.CSL_SHA256}
     assert hashlib.sha256(data).hexdigest() == R.CSL_SHA256
-    assert recorded_sha256(tmp_path / "raw" / "benchmarking-gnns" / "CSL.zip") == R.CSL_SHA256
+    assert recorded_sha256(tmp_path / "raw" / "dwivedi2020" / "CSL.zip") == R.CSL_SHA256
     assert columns.num_graphs == 150 and meta.num_graphs == 150 and meta.split_sizes is None
     assert columns.num_nodes.tolist() == [41] * 150 and columns.num_edges.tolist() == [164] * 150
     assert not (columns.src == columns.dst).any()  # the raw matrices' 41 self loops per graph are gone
@@ -236,7 +237,7 @@ def test_conversion_equals_pyg_processing_of_the_same_file(server, tmp_path, nam
     meta, columns = generate(server, tmp_path, name, data, **SIZES)
     assert_matches_pyg(name, columns, pyg_datasets(tmp_path, name, parts), (5, 3, 4))
     assert meta.split_sizes == {"train": 5, "val": 3, "test": 4} and meta.num_graphs == 12
-    assert meta.source["raw_sha256"] == {f"benchmarking-gnns/{name}_v2.zip": hashlib.sha256(data).hexdigest()}
+    assert meta.source["raw_sha256"] == {f"dwivedi2020/{name}_v2.zip": hashlib.sha256(data).hexdigest()}
     assert "mirror" not in meta.source["params"]
     # the generators' dtypes: ids and labels int16, continuous features float32, (E, 1) edge features
     level = {"PATTERN": "node", "CLUSTER": "node", "MNIST": "graph", "CIFAR10": "graph", "TSP": "edge"}[name]
@@ -247,7 +248,7 @@ def test_conversion_equals_pyg_processing_of_the_same_file(server, tmp_path, nam
     else:
         assert columns.node["x"].dtype == np.float32 and columns.node["x"].shape[1] == meta.node_features.size
         assert columns.edge["edge_attr"].dtype == np.float32 and columns.edge["edge_attr"].shape[1] == 1
-    raw = f"benchmarking-gnns/{name}_v2.zip"
+    raw = f"dwivedi2020/{name}_v2.zip"
     assert leftovers(tmp_path / "raw") == [raw, f"{raw}.sha256"]  # the extracted .pt copy is gone
 
 
@@ -301,7 +302,7 @@ def test_meta_equals_the_regenerating_generators(name):
     if name != "CSL":  # CSL has no given split: by default the benchmark's 5 released folds
         assert generator.default_split == released_default == {"scheme": "given"}
     else:
-        assert released_default == {"scheme": "published", "source": "benchmarking-gnns"}
+        assert released_default == {"scheme": "published", "source": DWIVEDI2020}
     # the catalog's description of the benchmark's dataset (hand-written for MNIST / CIFAR10) agrees too
     catalog = describe_dataset(R.BENCHMARK_NAMES[name])
     assert (catalog.task, catalog.num_outputs, catalog.node_features, catalog.edge_features, catalog.pe_usage) == (
@@ -469,7 +470,7 @@ def test_suite_fits_budgets_from_the_released_datasets_published_configs():
                      "C": {"generator": "released", "params": {"name": "CSL"}, "split": csl_split}},
         "benchmarks": {name: {"seeds": [1], "models": {"fit": {"model": "GatedGCN", "budget": 100000}}}
                        for name in ("P", "C")}})
-    assert suite.raw_files("P") == ["resources/raw/benchmarking-gnns/PATTERN_v2.zip"]
+    assert suite.raw_files("P") == ["resources/raw/dwivedi2020/PATTERN_v2.zip"]  # named by the paper
     assert suite.datasets["P"].split == {"scheme": "given"} and suite.datasets["C"].split == csl_split
     pattern, csl = (suite.run_config(name, "fit", 1) for name in ("P", "C"))
     assert (pattern["batch_size"], pattern["init_lr"]) == (128, 0.001)  # SBMs_node_clustering_GatedGCN_PATTERN_100k

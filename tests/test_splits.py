@@ -208,6 +208,23 @@ def test_split_configs_resolve_with_scheme_defaults_and_reject_foreign_keys():
         resolve_split({"scheme": "random_per_class", "val_size": 5}, "s")
 
 
+def test_published_sources_are_the_papers_keys_and_the_protocol_names_of_old_say_which_key():
+    from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
+    from gnnbench.splits import PUBLISHED_SOURCES, read_published_folds, resolve_split
+
+    assert PUBLISHED_SOURCES == (ERRICA2020, DWIVEDI2020)
+    assert resolve_split({"scheme": "published"}, "s") == {"scheme": "published", "source": ERRICA2020, "mirror": ""}
+    assert resolve_split({"scheme": "published", "source": DWIVEDI2020}, "s")["source"] == DWIVEDI2020
+    for old, new in (("fair-comparison", ERRICA2020), ("benchmarking-gnns", DWIVEDI2020)):
+        with pytest.raises(ConfigError) as err:
+            resolve_split({"scheme": "published", "source": old}, "datasets.D.split")
+        assert str(err.value).startswith(f"datasets.D.split.source: {old!r} was renamed: use source: {new} ")
+        with pytest.raises(ConfigError, match=f"{old!r} was renamed: use source: {new} "):
+            read_published_folds(old, [], 10)  # a split file's params read directly
+    with pytest.raises(ConfigError, match="unknown published split 'pitfalls'; choose one of errica2020, dwivedi2020"):
+        resolve_split({"scheme": "published", "source": "pitfalls"}, "s")  # a protocol whose paper released no split
+
+
 # ------------------------------------------------------------------------------- structure, checked on every read
 
 

@@ -25,6 +25,7 @@ from gnnbench.data.download import DownloadError, recorded_sha256
 from gnnbench.data.generators import get_generator, resolve_params, tu
 from gnnbench.data.meta import read_dataset
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
 from gnnbench.pipeline import generate_dataset
 from gnnbench.splits import make_splits
 
@@ -299,6 +300,10 @@ def test_download_failure_names_the_fix(tmp_path):
     ({"name": "DD", "features": "attributes"}, r"DD has no node attributes, so 'attributes' is impossible"),
     ({"name": "MUTAGEN"}, r"'MUTAGEN' is not a supported TU dataset; choose one of DD, ENZYMES"),
     ({"name": "ENZYMES", "features": "onehot"}, r"'onehot' is unknown; choose one of labels"),
+    # the benchmark's loader is named by its paper; its protocol's name of old says which key to use
+    ({"name": "DD", "variant": "benchmarking-gnns"},
+     r"^datasets.X.params.variant: 'benchmarking-gnns' was renamed: use variant: dwivedi2020 "),
+    ({"name": "DD", "variant": "fair-comparison"}, r"'fair-comparison' is unknown; use dwivedi2020"),
 ])
 def test_config_errors(params, message):
     with pytest.raises(ConfigError, match=message):
@@ -324,3 +329,20 @@ def test_describe_widths_and_spec_defaults():
     assert all(widths[name, f] == 1 for name in ("IMDB-BINARY", "IMDB-MULTI", "REDDIT-BINARY", "REDDIT-MULTI-5K",
                                                  "COLLAB") for f in ("constant", "degree"))
     assert ("COLLAB", "") not in widths and ("COLLAB", "labels") not in widths
+
+
+def test_the_benchmarks_variant_and_released_splits_are_named_by_its_paper():
+    gen = get_generator("tu")
+    # variant dwivedi2020: DGL's feature rule (attributes, else labels, else constant) and ones(in_dim) edge input
+    for name, features, width in (("ENZYMES", "attributes", 18), ("DD", "labels", 89), ("COLLAB", "constant", 1)):
+        meta = gen.describe(name, resolve_params(gen, {"name": name, "variant": DWIVEDI2020}, "p"), 0)
+        assert (meta.source["features"], meta.node_features.size) == (features, width)
+        assert meta.net_conventions == ["edge_ones_node_width"]
+    assert gen.describe("DD", resolve_params(gen, {"name": "DD"}, "p"), 0).net_conventions == []
+    # split files: Dwivedi et al.'s three index files, Errica et al.'s one JSON — chosen by the paper's key
+    dd = resolve_params(gen, {"name": "DD"}, "p")
+    ours = tu.published_splits(dd, DWIVEDI2020)
+    assert ours.folds == 10 and [f.relative_path for f in ours.files] == [
+        f"tu/splits/dwivedi2020/DD_{part}.index" for part in ("train", "val", "test")]
+    assert [f.relative_path for f in tu.published_splits(dd, ERRICA2020).files] == ["tu/splits/CHEMICAL/DD_splits.json"]
+    assert tu.published_splits(resolve_params(gen, {"name": "NCI1"}, "p"), DWIVEDI2020) is None  # not released

@@ -43,7 +43,7 @@ from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
 from gnnbench.protocols.base import Benchmark
-from gnnbench.splits import resolve_split
+from gnnbench.splits import check_source, resolve_split
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 # the workflow's paths: gnnbench.paths (names kept here for callers of this module)
@@ -330,6 +330,8 @@ def _check_schema(config: object, schema_path: Path) -> None:
         if error.validator == "maxLength" and isinstance(error.instance, str):  # a dataset name or model label
             message = (f"name {error.instance[:20]!r}... is {len(error.instance)} characters long; it becomes a "
                        f"folder or file name: use at most {error.validator_value} characters")
+        if error.validator == "enum" and keys and keys[-1] == "source":
+            check_source(error.instance, where)  # a source spelled by its protocol's name: "renamed: use ..."
         if error.validator == "not" and isinstance(error.instance, str):  # see the schema: a periodic ending
             shown = repr(error.instance) if len(error.instance) <= 40 else f"{error.instance[:40]!r}..."
             message = (f"name {shown} ends in one piece repeated 20 times or more, which Snakemake "

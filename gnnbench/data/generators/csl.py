@@ -12,7 +12,7 @@ Decision: the released CSL.zip fixes its relabellings without a seed; gnnbench d
 Isomorphism classes, sizes and labels are identical to the released set (generator ``released`` reads the
 released graphs themselves).
 
-Released splits (split scheme ``published``, ``source: benchmarking-gnns``): the benchmark's
+Released splits (split scheme ``published``, ``source: dwivedi2020``): the benchmark's
 ``data/CSL/CSL_{train,val,test}.index`` — 5 folds of 90 / 30 / 30 graphs (§3.4), indices into the class-sorted
 order that both the released and the regenerated sets have.
 """
@@ -25,6 +25,7 @@ from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
+from gnnbench.models.registry import DWIVEDI2020
 
 NUM_NODES = 41
 SKIP_LENGTHS = (2, 3, 4, 5, 6, 9, 11, 12, 13, 16)
@@ -35,8 +36,8 @@ INDEX_SHA256 = {"train": "c951d98c8fae5aed3b2faf0fbcb64adcc60dd754329b556f8886cb
 
 
 def published_splits(params: dict, source: str) -> PublishedSplit | None:
-    """The benchmark's 5 CSL folds (``source`` benchmarking-gnns) for the 150-graph set; None otherwise."""
-    if source != "benchmarking-gnns" or params.get("copies_per_class", 15) != 15:
+    """The benchmark's 5 CSL folds (``source`` dwivedi2020) for the 150-graph set; None otherwise."""
+    if source != DWIVEDI2020 or params.get("copies_per_class", 15) != 15:
         return None
     return PublishedSplit(tuple(RawFile(f"csl/splits/CSL_{part}.index", None, (INDEX_URL.format(part=part),),
                                         INDEX_SHA256[part]) for part in ("train", "val", "test")), folds=5)

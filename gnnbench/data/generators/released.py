@@ -8,7 +8,8 @@ data. Parameter ``name`` picks the dataset; the output has **the same columns, d
 metric, feature specs, outputs, PE usage, split sizes) as the regenerating generator**, so every preset and model
 trains on it unchanged.
 
-Raw files (``raw_dir/benchmarking-gnns/``; ``mirror`` is tried first, as ``mirror/<file name>``):
+Raw files (``raw_dir/dwivedi2020/``, named by the paper that released them — a cache downloaded when it was named
+``raw_dir/benchmarking-gnns/`` can be renamed to be reused; ``mirror`` is tried first, as ``mirror/<file name>``):
 
 * PATTERN, CLUSTER, MNIST, CIFAR10, TSP: ``https://data.pyg.org/datasets/benchmarking-gnns/{NAME}_v2.zip``. The
   zip holds one member ``{NAME}_v2.pt`` (PyG's ``raw_file_names``; ``train_data.pt`` / ``val_data.pt`` /
@@ -106,6 +107,7 @@ from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.models.registry import DWIVEDI2020
 
 PYG_URL = "https://data.pyg.org/datasets/benchmarking-gnns/{name}_v2.zip"
 CSL_URL = "https://www.dropbox.com/s/rnbkp5ubgk82ocu/CSL.zip?dl=1"
@@ -113,7 +115,7 @@ CSL_SHA256 = "b01ec7b67e78746546382cb02951a7d1b19c024ad8835b04254aa7156df0d166"
 CSL_GRAPHS = "graphs_Kary_Deterministic_Graphs.pkl"
 CSL_LABELS = "y_Kary_Deterministic_Graphs.pt"
 CSL_NODES, CSL_EDGES, CSL_CLASSES, CSL_GRAPH_COUNT = 41, 164, 10, 150
-RAW_FOLDER = "benchmarking-gnns"
+RAW_FOLDER = DWIVEDI2020  # raw_dir folder of the released files, named by their paper
 SPLITS = ("train", "val", "test")
 WHAT = "released dataset zip"
 
@@ -483,7 +485,7 @@ def _check(params: dict, where: str) -> None:
 
 def _default_split(params: dict) -> dict:
     """The published split: the given train/val/test order, or for CSL the benchmark's 5 released folds."""
-    return {"scheme": "published", "source": "benchmarking-gnns"} if params["name"] == "CSL" else {"scheme": "given"}
+    return {"scheme": "published", "source": DWIVEDI2020} if params["name"] == "CSL" else {"scheme": "given"}
 
 
 def _published_splits(params: dict, source: str):

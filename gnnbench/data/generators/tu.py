@@ -41,18 +41,19 @@ Conversion (the semantics of PyG's ``read_tu_data``):
   ``""`` (default)           the spec's choice for the dataset (§1.2): ``labels`` for DD, NCI1, PROTEINS,
                              PROTEINS_full; ``labels_and_attributes`` for ENZYMES. The social sets have two
                              variants (§1.3) and no default: ``constant`` or ``degree`` must be given. With
-                             ``variant: benchmarking-gnns``: DGL's ``LegacyTUDataset`` rule the benchmark used —
+                             ``variant: dwivedi2020``: DGL's ``LegacyTUDataset`` rule the benchmark used —
                              ``attributes`` when the dataset has them (ENZYMES 18, PROTEINS_full 29), else
                              ``labels`` (DD 89), else ``constant``
   =========================  ===================================================================================
 
-* graph column ``y`` int16; no edge features. ``variant: benchmarking-gnns`` marks the dataset with the net
+* graph column ``y`` int16; no edge features. ``variant: dwivedi2020`` marks the dataset with the net
   convention ``edge_ones_node_width``: the benchmark's loader gives every edge ``ones(E, in_dim)``, which its
   GatedGCN projects with ``Linear(in_dim, hidden)`` (benchmarking-gnns.md §2.4, TU).
 
 Released splits (split scheme ``published``, :func:`published_splits`): Errica et al.'s ``NAME_splits.json``
-(``source: fair-comparison``) and Dwivedi et al.'s ``NAME_{train,val,test}.index`` (``source:
-benchmarking-gnns``: DD, ENZYMES, PROTEINS_full, COLLAB, 10 folds of 80 / 10 / 10 %).
+(``source: errica2020``) and Dwivedi et al.'s ``NAME_{train,val,test}.index`` (``source: dwivedi2020``: DD,
+ENZYMES, PROTEINS_full, COLLAB, 10 folds of 80 / 10 / 10 %). ``variant`` and ``source`` take the paper keys of
+:mod:`gnnbench.models.registry`.
 
 Decision: the released code's cleaning (keep graphs with > 1 node and ≥ 1 edge) is not applied — it removes no graph
 of the nine datasets (§1.1) and the official split files index the full TU graph counts. ``name`` must be one of
@@ -83,6 +84,8 @@ from gnnbench.data.generators import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
+from gnnbench.splits import renamed_error
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +141,7 @@ INDEX_SHA256 = {
     ("PROTEINS_full", "val"): "83f24461a70bf49b9cf36be21da7beed9d3ed2a778288e480de9aba261e16db9",
     ("PROTEINS_full", "test"): "af2d7a2d8d0a609e419b6ba857e663b79fa66f92b28b19aad49b648e23c91fdb",
 }
-VARIANTS = ("", "benchmarking-gnns")
+VARIANTS = ("", DWIVEDI2020)  # the fair comparison's features (spec §1.2), or the benchmark's TU loader
 REQUIRED = ("A", "graph_indicator", "graph_labels")
 OPTIONAL = ("node_labels", "node_attributes")
 
@@ -175,20 +178,20 @@ def raw_files(params: dict) -> list[RawFile]:
 def published_splits(params: dict, source: str) -> PublishedSplit | None:
     """The released split of the dataset by ``source``, or None when that paper released none for it.
 
-    ``fair-comparison`` — Errica et al.'s split file: CHEMICAL files serve DD, NCI1, ENZYMES and PROTEINS (their
+    ``errica2020`` — Errica et al.'s split file: CHEMICAL files serve DD, NCI1, ENZYMES and PROTEINS (their
     PROTEINS is PROTEINS_full: same graphs and order); the social sets have one file per feature variant —
     COLLABORATIVE_1 for ``constant``, COLLABORATIVE_DEGREE for ``degree`` (§1.3: the two variants were split
-    separately). ``benchmarking-gnns`` — Dwivedi et al.'s ``{name}_{train,val,test}.index`` (DD, ENZYMES,
+    separately). ``dwivedi2020`` — Dwivedi et al.'s ``{name}_{train,val,test}.index`` (DD, ENZYMES,
     PROTEINS_full and COLLAB; 10 folds). SHA-256 pinned from the released files; the split's ``mirror`` (a folder
     URL holding the files by name) is tried first."""
     name, features = params["name"], resolved_features(params)
-    if source == "benchmarking-gnns":
+    if source == DWIVEDI2020:
         if (name, "test") not in INDEX_SHA256:
             return None
-        return PublishedSplit(tuple(RawFile(f"tu/splits/benchmarking-gnns/{name}_{part}.index", None,
+        return PublishedSplit(tuple(RawFile(f"tu/splits/{DWIVEDI2020}/{name}_{part}.index", None,
                                             (INDEX_URL.format(name=name, part=part),), INDEX_SHA256[(name, part)])
                                     for part in ("train", "val", "test")), folds=10)
-    if source != "fair-comparison":
+    if source != ERRICA2020:
         return None
     if name in SPEC_FEATURES:
         group, file_name = "CHEMICAL", "PROTEINS_full" if name == "PROTEINS" else name
@@ -203,12 +206,12 @@ def published_splits(params: dict, source: str) -> PublishedSplit | None:
 
 def resolved_features(params: dict) -> str:
     """``params["features"]``, or the default of the variant when it is empty: the fair comparison's choice for
-    the dataset (spec §1.2), or — ``variant: benchmarking-gnns`` — DGL's ``LegacyTUDataset`` rule the benchmark
+    the dataset (spec §1.2), or — ``variant: dwivedi2020`` — DGL's ``LegacyTUDataset`` rule the benchmark
     used (benchmarking-gnns.md §3.10): the node attributes when the dataset has them (they override the labels),
     else the one-hot node labels, else a constant."""
     if params["features"]:
         return params["features"]
-    if params.get("variant") == "benchmarking-gnns":
+    if params.get("variant") == DWIVEDI2020:
         _, _, label_width, attribute_width = PUBLISHED[params["name"]]
         return "attributes" if attribute_width else "labels" if label_width else "constant"
     return SPEC_FEATURES[params["name"]]
@@ -404,7 +407,7 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
                                 f"node features: {features}"],
               "raw_files": {raw_file(dataset).relative_path: None}}
     # the benchmark's TU loader gives every edge ones(in_dim) (benchmarking-gnns.md §3.10)
-    conventions = ["edge_ones_node_width"] if params.get("variant") == "benchmarking-gnns" else []
+    conventions = ["edge_ones_node_width"] if params.get("variant") == DWIVEDI2020 else []
     return DatasetMeta(name=name, task="graph_classification", loss="cross_entropy", metric="accuracy",
                        num_outputs=classes, num_graphs=graphs,
                        node_features=FeatureSpec("continuous", _width(dataset, features)), edge_features=None,
@@ -420,8 +423,9 @@ def _check(params: dict, where: str) -> None:
         raise ConfigError(f"{where}.features: {features!r} is unknown; choose one of {', '.join(FEATURES)} (or leave "
                           "it empty for the spec's choice)")
     if params["variant"] not in VARIANTS:
-        raise ConfigError(f"{where}.variant: {params['variant']!r} is unknown; use benchmarking-gnns (the benchmark's "
-                          "TU loader: DGL's feature rule, edge input ones of the node width) or leave it empty")
+        raise (renamed_error(f"{where}.variant", "variant", params["variant"], VARIANTS)
+               or ConfigError(f"{where}.variant: {params['variant']!r} is unknown; use {DWIVEDI2020} (the benchmark's "
+                              "TU loader: DGL's feature rule, edge input ones of the node width) or leave it empty"))
     if not features and name not in SPEC_FEATURES and not params["variant"]:
         raise ConfigError(f"{where}.features: {name} has no node labels and two feature variants (spec §1.3); set "
                           "features: constant or features: degree")
