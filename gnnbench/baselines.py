@@ -4,7 +4,8 @@ TSP k-nearest-neighbour heuristic (paper: F1 0.693 for k = 2): predict an edge i
 is among the k nearest neighbours of i (by the edge feature, the Euclidean distance; ties by stored order).
 It is scored exactly like a model — :class:`~gnnbench.training.metrics.F1` over the same evaluation loader
 (split order, the benchmark's batch size), so its number is comparable with the models' rows — and written as
-a ``metrics.json`` with the fields the aggregation reads (0 parameters, 0 epochs, no loss).
+a run's ``metrics.json`` (0 parameters, 0 epochs, no loss) and as its run record (:mod:`gnnbench.records`), which
+the dataset's table reads like the models' records.
 """
 
 from __future__ import annotations
@@ -55,19 +56,27 @@ def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
         for batch in GraphLoader(store, torch.from_numpy(index), batch_size):
             metric.update(knn_scores(batch, k), batch)
         scores[part] = metric.compute()
+    seconds = time.perf_counter() - start
     return {
         "dataset": meta.name, "label": KNN_LABEL.format(k=k), "model": "k-NN heuristic", "seed": 0, "fold": 0,
         "task": meta.task, "metric": "f1", "higher_is_better": True,
         **{part: {"metric": scores[part], "loss": None} for part in ("train", "val", "test")},
-        "num_params": 0, "epochs": 0, "seconds_per_epoch": 0.0,
-        "total_hours": (time.perf_counter() - start) / 3600, "stop_reason": "baseline (not trained)",
-        "data": {"split_scheme": splits.scheme, "dataset_checksum": meta.checksum},
+        "num_params": 0, "epochs": 0, "seconds_per_epoch": 0.0, "total_seconds": seconds,
+        "total_hours": seconds / 3600, "stop_reason": "baseline (not trained)", "status": "completed",
+        "device": "cpu", "data": {"split_scheme": splits.scheme, "dataset_checksum": meta.checksum},
         "config": {"k": k, "batch_size": batch_size},
     }
 
 
 def write_knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
-                       out: str | os.PathLike, k: int = 2) -> dict:
+                       out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> dict:
+    """The k-NN heuristic's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run
+    record (stage "run" of protocol benchmarking-gnns, model label :data:`KNN_LABEL`)."""
+    from gnnbench.protocols.benchmarking_gnns import run_records
+    from gnnbench.records import write_records
+
     record = knn_baseline(dataset_dir, splits_path, batch_size, k)
     write_json(out, record)
+    if record_out is not None:
+        write_records(record_out, run_records(record))
     return record

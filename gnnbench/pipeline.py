@@ -85,8 +85,8 @@ def merge_tsp_shards(name: str, params: dict | None, seed: int, shard_files: lis
 
 
 def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
-                 out: str | os.PathLike, k: int = 2) -> None:
+                 out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> None:
     from gnnbench.baselines import write_knn_baseline
 
-    record = write_knn_baseline(dataset_dir, splits_path, batch_size, out, k)
+    record = write_knn_baseline(dataset_dir, splits_path, batch_size, out, k, record_out)
     log.info("%s on %s: test F1 %.4f", record["label"], record["dataset"], record["test"]["metric"])

@@ -16,6 +16,9 @@ dataset, model      the dataset and the suite's model label
 architecture        the model family (config key ``model``); ``variant`` which paper's layers (may be null)
 stage               ``run`` (a scored run), ``inner`` (a model-selection run), ``final`` (a final run)
 split               the P1 fold, the P2 random split, the P3 outer fold
+split_scheme        how the dataset was split (:mod:`gnnbench.splits`: P1 ``given``, ``stratified_kfold``,
+                    ``published``; P2 ``random_per_class``, ``random_sizes``, ``given``; P3 ``stratified_kfold``,
+                    ``published``)
 seed                the seed the run trained with
 init                the P2 initialisation, the P3 final-run index, else 0
 config_id, config   hash and JSON of the run's full config
@@ -26,7 +29,11 @@ epochs              epochs trained; ``scored_epoch`` the epoch whose weights wer
                     the early-stopping epoch), ``stop_reason`` why training stopped
 status              ``completed`` or ``diverged`` (a NaN or infinite loss at ``diverged_epoch``)
 num_params          trainable parameters (null where the job does not count them)
-seconds             training seconds of the run; ``device`` what it ran on; ``versions`` JSON of packages
+seconds             seconds of the run (P1: the whole run, setup and final scoring included); ``device`` what
+                    it ran on; ``versions`` JSON of packages
+extra               JSON of a protocol's own values (null where it has none): P1 ``seconds_per_epoch`` (seconds
+                    of the training epochs over their count, without setup and scoring) and, for multitask
+                    datasets, ``per_task`` (part -> [[task, score], ...] in the metric's order)
 ==================  ======================================================================================
 
 Scores are as each protocol reports them: accuracies in percent for P2 and P3, the dataset's metric for P1
@@ -51,12 +58,13 @@ PARTS = ("train", "val", "test")
 SCHEMA = pa.schema([
     ("run_id", pa.string()), ("protocol", pa.string()), ("dataset", pa.string()), ("model", pa.string()),
     ("architecture", pa.string()), ("variant", pa.string()), ("stage", pa.string()), ("split", pa.int64()),
-    ("seed", pa.int64()), ("init", pa.int64()), ("config_id", pa.string()), ("config", pa.string()),
+    ("split_scheme", pa.string()), ("seed", pa.int64()), ("init", pa.int64()), ("config_id", pa.string()),
+    ("config", pa.string()),
     ("metric", pa.string()), ("higher_is_better", pa.bool_()),
     *((f"{part}_{what}", pa.float64()) for what in ("score", "loss") for part in PARTS),
     ("epochs", pa.int64()), ("scored_epoch", pa.int64()), ("stop_reason", pa.string()), ("status", pa.string()),
     ("diverged_epoch", pa.int64()), ("num_params", pa.int64()), ("seconds", pa.float64()), ("device", pa.string()),
-    ("versions", pa.string()),
+    ("versions", pa.string()), ("extra", pa.string()),
 ])
 COLUMNS = tuple(SCHEMA.names)
 _FLOATS = {f.name for f in SCHEMA if pa.types.is_floating(f.type)}
@@ -74,12 +82,12 @@ def config_id(config: dict) -> str:
 
 
 def record(*, protocol: str, dataset: str, model: str, config: dict, stage: str = "run", split: int = 0,
-           seed: int | None = None, init: int = 0, versions: dict | str | None = None,
+           seed: int | None = None, init: int = 0, versions: dict | str | None = None, extra: dict | None = None,
            default_variant: str | None = None, **fields) -> dict:
     """One row of :data:`SCHEMA`: the given fields, the rest null; ``architecture`` defaults to the config's
     ``model``, ``variant`` to the registered variant the config resolves to under the protocol's
     ``default_variant`` (:func:`gnnbench.models.registry.resolve`), ``config_id`` to the config's hash; NaN scores
-    and losses become null (not scored, or diverged)."""
+    and losses become null (not scored, or diverged); ``extra`` (a mapping, or None) is stored as JSON."""
     if stage not in STAGES:
         raise ValueError(f"stage {stage!r}: expected one of {', '.join(STAGES)}")
     unknown = set(fields) - set(COLUMNS)
@@ -95,6 +103,7 @@ def record(*, protocol: str, dataset: str, model: str, config: dict, stage: str 
     row["config_id"] = row["config_id"] or config_id(config)
     row["versions"] = versions if isinstance(versions, str) or versions is None else json.dumps(versions,
                                                                                                 sort_keys=True)
+    row["extra"] = None if extra is None else json.dumps(extra, sort_keys=True)
     for name in _FLOATS:
         value = row[name]
         row[name] = None if value is None or not math.isfinite(float(value)) else float(value)
@@ -134,10 +143,14 @@ def read_tables(files: list[str | os.PathLike], what: str = "run-record", schema
         if not path.is_file():
             raise DataError(f"{what} file {path} does not exist; run snakemake for it")
         try:
+            missing = [] if schema is None else [n for n in schema.names if n not in pq.read_schema(path).names]
             tables.append(pq.read_table(path, schema=schema))
         except (pa.ArrowException, OSError) as exc:
             raise DataError(f"{what} file {path} is corrupt ({str(exc).splitlines()[0]}); delete it and rerun "
                             "snakemake for that job") from None
+        if missing:  # Parquet would read an absent column as nulls: a file of an older schema, not a run's values
+            raise DataError(f"{what} file {path} has no column {', '.join(missing)} (written by an older gnnbench); "
+                            "delete it and rerun snakemake for that job")
     if not tables:
         import pandas as pd
 
@@ -153,3 +166,8 @@ def read_runs(source: str | os.PathLike | list[str | os.PathLike]):
     else:
         files = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     return read_tables(files, "run-record", SCHEMA)
+
+
+def extras(runs) -> list[dict]:
+    """The ``extra`` column of read records as mappings (an empty one where it is null), in row order."""
+    return [json.loads(value) if isinstance(value, str) else {} for value in runs["extra"]]

@@ -176,7 +176,8 @@ def test_presets_no_script_ran_have_no_runs_variants():
 
 
 def test_aggregate_tables_put_the_paper_beside_ours(tmp_path):
-    from gnnbench.protocols.benchmarking_gnns import aggregate_tables
+    from gnnbench.protocols.benchmarking_gnns import aggregate_tables, run_records
+    from gnnbench.records import write_records
 
     dataset = tmp_path / "ds"
     dataset.mkdir()
@@ -190,13 +191,14 @@ def test_aggregate_tables_put_the_paper_beside_ours(tmp_path):
         config = run_config(presets[label], own)
         params = 100923 if label == "GCN" else 1234
         for seed, value in zip((1, 2), values, strict=True):
-            path = tmp_path / f"{label}{seed}.json"
-            write_json(path, {"dataset": "PATTERN", "label": label, "model": "GCN", "seed": seed, "fold": 0,
-                              "metric": "weighted_accuracy", "higher_is_better": True,
-                              "data": {"split_scheme": "given"}, "test": {"metric": value, "loss": 0.1},
-                              "val": {"metric": value, "loss": 0.1}, "train": {"metric": value, "loss": 0.1},
-                              "num_params": params, "epochs": 3, "seconds_per_epoch": 0.1, "total_hours": 0.001,
-                              "stop_reason": "epochs", "config": {**config, "seed": seed}})
+            path = tmp_path / f"{label}{seed}.parquet"  # the run's record, from its metrics.json content
+            write_records(path, run_records({
+                "dataset": "PATTERN", "label": label, "model": "GCN", "seed": seed, "fold": 0,
+                "metric": "weighted_accuracy", "higher_is_better": True, "data": {"split_scheme": "given"},
+                "test": {"metric": value, "loss": 0.1}, "val": {"metric": value, "loss": 0.1},
+                "train": {"metric": value, "loss": 0.1}, "num_params": params, "epochs": 3, "seconds_per_epoch": 0.1,
+                "total_seconds": 3.6, "total_hours": 0.001, "stop_reason": "epochs",
+                "config": {**config, "seed": seed}}))
             files.append(path)
     csv, md, parquet = tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.parquet"
     aggregate_tables(files, csv, md, parquet, dataset_dir=dataset, presets=presets)

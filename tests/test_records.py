@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
 from gnnbench.config.presets import run_config
+from gnnbench.data.meta import read_meta
 from gnnbench.errors import DataError
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
@@ -106,3 +108,49 @@ def test_each_protocol_fills_the_shared_columns(records_folder):
         assert frame["higher_is_better"].all() and (frame["metric"] == "accuracy").all()
     # the variant: which paper's layers (each protocol's own zoo here)
     assert (p1["variant"], set(p2["variant"]), set(final["variant"])) == ("dwivedi2020", {"shchur2018"}, {"errica2020"})
+
+
+def test_split_schemes_and_protocol_values_of_each_protocol(records_folder):
+    """Each protocol fills split_scheme; P1 keeps its table's values in ``extra``; P3 counts the weights."""
+    from gnnbench.models.registry import ERRICA2020, num_parameters
+    from gnnbench.records import extras
+
+    root = records_folder.parent.parent
+    runs = read_runs(records_folder)
+    schemes = runs.groupby("protocol")["split_scheme"].agg(set).to_dict()
+    assert schemes == {"benchmarking-gnns": {"stratified_kfold"}, "pitfalls": {"random_per_class"},
+                       "fair-comparison": {"stratified_kfold"}}
+    p1 = runs[runs["protocol"] == "benchmarking-gnns"]
+    metrics = json.loads((root / "p1" / "metrics.json").read_text())
+    assert extras(p1) == [{"seconds_per_epoch": metrics["seconds_per_epoch"]}]  # CSL: no per-task scores
+    assert p1["seconds"].iloc[0] == metrics["total_seconds"]
+    assert extras(runs[runs["protocol"] != "benchmarking-gnns"]) == [{}] * (len(runs) - 1)
+    p3 = runs[runs["protocol"] == "fair-comparison"]
+    for _, r in p3.iterrows():  # counted where the job builds the model; here from the config, independently
+        config = json.loads(r["config"])
+        assert r["num_params"] == num_parameters(config, read_meta(root / "GF"), default_variant=ERRICA2020) > 0
+
+
+def test_significance_from_records_equals_the_job_files(records_folder):
+    """The paired-test scores read from the records equal those the protocols' own files give: P2 record scores
+    are the runs.parquet test accuracies (percent), a split's score their mean over the inits; a P3 fold's score the
+    mean of its final.parquet test accuracies."""
+    from gnnbench.protocols import get_protocol
+
+    root = records_folder.parent.parent
+    p2_runs = pd.read_parquet(root / "p2" / "runs.parquet").sort_values(["split", "init"])
+    p2_file = records_folder / "pitfalls" / "CSBM" / "GCN" / "chunk0.parquet"
+    p2 = read_runs([p2_file]).sort_values(["split", "init"])
+    assert p2_runs["test_accuracy"].between(1, 100).all()  # percent, not a fraction
+    assert p2["test_score"].tolist() == p2_runs["test_accuracy"].tolist()
+    scores, metric, higher = get_protocol("pitfalls").significance_scores([p2_file])
+    assert (metric, higher, scores["unit"].tolist()) == ("accuracy", True, [0, 1])
+    previous = p2_runs.groupby(["model", "split"], sort=False)["test_accuracy"].mean()  # the runs.parquet reading
+    assert scores["score"].tolist() == previous.tolist()
+    assert scores["score"].tolist() == pytest.approx([p2_runs[p2_runs["split"] == k]["test_accuracy"].mean()
+                                                      for k in (0, 1)], rel=1e-15)
+    p3_files = sorted((records_folder / "fair-comparison").rglob("*.parquet"))  # inner and final: stage decides
+    scores, _, _ = get_protocol("fair-comparison").significance_scores(p3_files)
+    finals = pd.read_parquet(root / "p3" / "fold0" / "final.parquet")
+    assert scores["unit"].tolist() == [0]
+    assert scores["score"].iloc[0] == pytest.approx(float(np.mean(finals["test_accuracy"])), rel=1e-15)

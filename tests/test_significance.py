@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import yaml
 from scipy.stats import ttest_rel, wilcoxon
 
+from gnnbench.protocols import get_protocol
 from gnnbench.reporting import significance as S
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -103,24 +102,47 @@ def test_too_few_pairs_for_the_rank_test_fall_back_on_the_paired_t_test():
     assert rows.loc[("GCN", "GIN"), "verdict"] == "no significant difference at α=0.05"
 
 
+def write_runs(path, protocol: str, rows: list[dict], stage: str = "run"):
+    """Run records of one job (gnnbench.records), one per row: model, split, seed, init, test_score, status."""
+    from gnnbench.records import record, write_records
+
+    write_records(path, [record(protocol=protocol, dataset="D", model=r["model"], config={"model": r["model"]},
+                                stage=stage, split=r["split"], seed=r.get("seed", 0), init=r.get("init", 0),
+                                metric=r.get("metric", "accuracy"), higher_is_better=r.get("higher", True),
+                                test_score=r["test_score"], status=r.get("status", "completed")) for r in rows])
+    return path
+
+
 def test_pitfalls_and_fair_comparison_units(tmp_path):
-    runs = []
-    for model, split, init in itertools.product(("GCN", "MLP"), range(3), range(2)):
-        runs.append({"dataset": "D", "model": model, "split": split, "init": init,
-                     "test_accuracy": 70.0 + 5 * (model == "GCN") + split + init})
-    path = tmp_path / "runs.parquet"
-    pq.write_table(pa.Table.from_pylist(runs), path)
-    per_split, metric, higher = S.pitfalls_scores([path])
+    runs = [{"model": model, "split": split, "init": init, "test_score": 70.0 + 5 * (model == "GCN") + split + init}
+            for model, split, init in itertools.product(("GCN", "MLP"), range(3), range(2))]
+    per_split, metric, higher = get_protocol("pitfalls").significance_scores(
+        [write_runs(tmp_path / "chunk0.parquet", "pitfalls", runs)])
     assert metric == "accuracy" and higher
     assert per_split[per_split["model"] == "GCN"]["score"].tolist() == [75.5, 76.5, 77.5]  # mean over the 2 inits
-    finals = {}
+    assert per_split[per_split["model"] == "GCN"]["unit"].tolist() == [0, 1, 2]
+    files = []
     for label, fold in itertools.product(("A", "B"), range(2)):
-        f = tmp_path / f"{label}{fold}.parquet"
-        pq.write_table(pa.Table.from_pylist([{"test_accuracy": 60.0 + fold + r + (label == "A")} for r in range(3)]),
-                       f)
-        finals.setdefault(label, []).append((fold, f))
-    folds, _, _ = S.fair_comparison_scores(finals)
+        finals = [{"model": label, "split": fold, "init": r, "test_score": 60.0 + fold + r + (label == "A")}
+                  for r in range(3)]
+        inner = [{"model": label, "split": fold, "test_score": None}]  # model selection: no test score
+        files += [write_runs(tmp_path / f"{label}{fold}_inner.parquet", "fair-comparison", inner, "inner"),
+                  write_runs(tmp_path / f"{label}{fold}_final.parquet", "fair-comparison", finals, "final")]
+    folds, _, _ = get_protocol("fair-comparison").significance_scores(files)
     assert folds[folds["model"] == "A"]["score"].tolist() == [62.0, 63.0]  # mean of the 3 final runs per fold
+    assert len(folds) == 4  # the inner runs are no unit
+
+
+def test_benchmarking_gnns_units_are_seed_and_fold_runs(tmp_path):
+    rng = np.random.default_rng(3)
+    runs = [{"model": m, "seed": seed, "split": fold, "test_score": float(rng.uniform(0, 1)), "metric": "MAE",
+             "higher": False} for m, seed, fold in itertools.product(("GCN", "GIN"), (41, 95), range(3))]
+    files = [write_runs(tmp_path / f"{r['model']}_{r['seed']}_{r['split']}.parquet", "benchmarking-gnns", [r])
+             for r in runs]
+    scores_, metric, higher = get_protocol("benchmarking-gnns").significance_scores(files)
+    assert (metric, higher) == ("MAE", False)
+    assert scores_["unit"].tolist() == [(seed, fold) for _ in range(2) for seed in (41, 95) for fold in range(3)]
+    assert scores_["score"].tolist() == [r["test_score"] for r in runs]  # one run per unit: its own score
 
 
 def test_a_diverged_unit_is_no_score_and_is_counted(tmp_path):
@@ -141,39 +163,30 @@ def test_a_diverged_unit_is_no_score_and_is_counted(tmp_path):
     line = S.markdown("D", none, "(seed, fold) runs", "accuracy", True).splitlines()[4]
     assert line.startswith("| A | C | 0 | 0 | 8 |") and "nan" not in line
 
-    # the run files: a diverged P1 run has null scores; P2 splits average their completed inits; P3 folds their
+    # the run records: a diverged P1 run has null scores; P2 splits average their completed inits; P3 folds their
     # completed final runs
-    metrics = []
-    for label, seed in itertools.product(("GCN", "MLP"), range(3)):
-        path = tmp_path / label / f"{seed}.json"
-        path.parent.mkdir(exist_ok=True)
-        diverged = label == "MLP" and seed == 1
-        score = None if diverged else 0.5 + 0.1 * seed
-        path.write_text(json.dumps({
-            "dataset": "D", "label": label, "model": label, "seed": seed, "fold": 0, "metric": "accuracy",
-            "higher_is_better": True, "data": {"split_scheme": "given"}, "num_params": 1, "epochs": 1,
-            "seconds_per_epoch": 1.0, "total_hours": 0.1, "stop_reason": "diverged" if diverged else "max_epochs",
-            "status": "diverged" if diverged else "completed",
-            **{part: {"metric": score, "loss": score} for part in ("train", "val", "test")}}))
-        metrics.append(path)
-    p1, _, _ = S.benchmarking_gnns_scores(metrics)
+    p1_runs = [{"model": label, "seed": seed, "split": 0, "status": "diverged" if diverged else "completed",
+                "test_score": None if diverged else 0.5 + 0.1 * seed}
+               for label, seed in itertools.product(("GCN", "MLP"), range(3))
+               for diverged in [label == "MLP" and seed == 1]]
+    p1, _, _ = get_protocol("benchmarking-gnns").significance_scores(
+        [write_runs(tmp_path / "p1.parquet", "benchmarking-gnns", p1_runs)])
     row = S.paired_tests(p1, True).iloc[0]
     assert (row["pairs"], row["diverged_units"]) == (2, 1)
-    runs = [{"dataset": "D", "model": "GCN", "split": split, "init": init, "status": status,
-             "test_accuracy": np.nan if status == "diverged" else 70.0 + split + init}
+    runs = [{"model": "GCN", "split": split, "init": init, "status": status,
+             "test_score": np.nan if status == "diverged" else 70.0 + split + init}
             for split, init, status in [(0, 0, "completed"), (0, 1, "diverged"), (1, 0, "diverged"),
                                         (1, 1, "diverged"), (2, 0, "completed"), (2, 1, "completed")]]
-    pq.write_table(pa.Table.from_pylist(runs), tmp_path / "runs.parquet")
-    per_split, _, _ = S.pitfalls_scores([tmp_path / "runs.parquet"])
+    per_split, _, _ = get_protocol("pitfalls").significance_scores(
+        [write_runs(tmp_path / "runs.parquet", "pitfalls", runs)])
     got = per_split["score"].tolist()
     assert got[0] == 70.0 and np.isnan(got[1]) and got[2] == 72.5  # split 1: every init diverged, no score
-    finals = tmp_path / "final.parquet"
-    pq.write_table(pa.Table.from_pylist([{"test_accuracy": 60.0, "status": "completed"},
-                                         {"test_accuracy": np.nan, "status": "diverged"},
-                                         {"test_accuracy": 64.0, "status": "completed"}]), finals)
-    all_diverged = tmp_path / "final_diverged.parquet"
-    pq.write_table(pa.Table.from_pylist([{"test_accuracy": np.nan, "status": "diverged"}]), all_diverged)
-    folds, _, _ = S.fair_comparison_scores({"A": [(0, finals), (1, all_diverged)]})
+    finals = [{"model": "A", "split": 0, "init": 0, "test_score": 60.0},
+              {"model": "A", "split": 0, "init": 1, "test_score": np.nan, "status": "diverged"},
+              {"model": "A", "split": 0, "init": 2, "test_score": 64.0},
+              {"model": "A", "split": 1, "init": 0, "test_score": np.nan, "status": "diverged"}]
+    folds, _, _ = get_protocol("fair-comparison").significance_scores(
+        [write_runs(tmp_path / "final.parquet", "fair-comparison", finals, "final")])
     assert folds["score"].iloc[0] == 62.0 and np.isnan(folds["score"].iloc[1])
 
 
@@ -196,7 +209,8 @@ def test_workflow_writes_the_significance_table_of_a_benchmark(tmp_path):
     tables = tmp_path / "results" / "tables"
     table = pd.read_csv(tables / "CSL_significance.csv")
     assert len(table) == 1 and (table["model_a"].iloc[0], table["model_b"].iloc[0]) == ("GCN", "MLP")
-    # recomputed from the metrics files: MLP has seed 1 only, so the pairs are the three folds of seed 1
+    # recomputed from the runs' metrics.json (the tests read the records): MLP has seed 1 only, so the pairs are the
+    # three folds of seed 1
     score = {}
     for path in (tmp_path / "results" / "runs" / "CSL").rglob("metrics.json"):
         m = json.loads(path.read_text())

@@ -178,10 +178,13 @@ class Suite:
                        for raw, _ in self._downloads(spec)})
 
     def baseline_files(self, dataset: str) -> list[str]:
-        """Non-learnt baselines reported in a dataset's table: the k-NN heuristic for TSP datasets."""
+        """The run records of the non-learnt baselines reported in a dataset's table: the k-NN heuristic for TSP
+        datasets."""
         if self.datasets[dataset].generator != "tsp":
             return []
-        return [KNN_BASELINE_FILE.format(dataset=dataset, k=KNN_BASELINE_K)]
+        from gnnbench.protocols.benchmarking_gnns import KNN_RECORD_FILE
+
+        return [KNN_RECORD_FILE.format(dataset=dataset, k=KNN_BASELINE_K)]
 
     def baseline_batch_size(self, dataset: str) -> int:
         """Evaluation batch size of the baselines (batch-averaged metrics depend on it): the models' most common

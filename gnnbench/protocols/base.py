@@ -56,9 +56,9 @@ class Benchmark(ABC):
         """Figures of the report beside the tables (kinds of :data:`gnnbench.paths.PLOT_FILE`; none by default)."""
         return []
 
-    def significance_inputs(self):
-        """What :meth:`Protocol.significance_scores` reads: by default the run files of the table."""
-        return self.run_files()
+    def significance_inputs(self) -> list[str]:
+        """The run-record files :meth:`Protocol.significance_scores` reads: by default every job's."""
+        return self.record_files()
 
 
 def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
@@ -93,7 +93,11 @@ class Protocol(ABC):
     name: str
     title: str
     split_schemes: tuple[str, ...]  # split schemes this protocol evaluates on
-    significance_units: str = "shared units"  # what two models' scores are paired over
+    significance_units: str = "shared units"  # what two models' scores are paired over, in words
+    # ... as run-record columns, and the stage of the runs scored: a unit's score is the mean test score of its
+    # completed runs of that stage (gnnbench.reporting.significance.unit_scores)
+    significance_unit_columns: tuple[str, ...] = ("split",)
+    significance_stage: str = "run"
 
     @abstractmethod
     def default_split(self, dataset) -> dict:
@@ -139,11 +143,15 @@ class Protocol(ABC):
 
     # ------------------------------------------------------------------------------------ reports
 
-    @abstractmethod
-    def significance_scores(self, inputs) -> tuple:
+    def significance_scores(self, inputs: list) -> tuple:
         """(scores per (model, unit), metric, higher_is_better) for the paired tests
         (:func:`gnnbench.reporting.significance.paired_tests`), from a benchmark's
-        :meth:`Benchmark.significance_inputs`."""
+        :meth:`Benchmark.significance_inputs` (run-record files): the protocol's units and stage
+        (:attr:`significance_unit_columns`, :attr:`significance_stage`) over :func:`gnnbench.records.read_runs`."""
+        from gnnbench.records import read_runs
+        from gnnbench.reporting.significance import unit_scores
+
+        return unit_scores(read_runs(inputs), self.significance_unit_columns, self.significance_stage)
 
     def significance_report(self, *, dataset: str, inputs, csv, md, parquet) -> None:
         """The paired tests of one benchmark, written as CSV, Markdown and Parquet."""

@@ -33,6 +33,9 @@ from gnnbench.splits import GRAPH_SCHEMES
 NAME = "benchmarking-gnns"
 RUN_DIR = paths.P1_RUN_DIR
 RECORD_JOB = "seed{seed}_fold{fold}"  # a job's run-record file: paths.RECORD_FILE with this job name
+# TSP's k-NN heuristic (gnnbench.baselines): its run record, a row of the dataset's table like the models'
+KNN_RECORD_FILE = paths.RECORD_FILE.replace("{protocol}", NAME).replace("{model}", "knn_k{k}").replace(
+    "{job}", "baseline")
 TABLE_FILE = paths.DATASET_TABLE
 TABLE_FORMATS = paths.TABLE_FORMATS
 FOLD_TIME_DIVISOR = 10  # the original's per-fold time budget under cross-validation: max_time / 10
@@ -96,6 +99,7 @@ class BenchmarkingGNNs(Protocol):
     training_keys = {**TRAIN_KEYS, **OTHER_KEYS}  # the original JSON's ``params`` (+ dense_schedule, loss)
     training_defaults = FOREIGN_TRAINING_DEFAULTS
     significance_units = "(seed, fold) runs"
+    significance_unit_columns = ("seed", "split")  # a run: one seed on one fold
 
     def add_train_arguments(self, parser) -> None:
         parser.add_argument("--fold", type=int, default=0, help="fold of the split file (default 0)")
@@ -115,11 +119,6 @@ class BenchmarkingGNNs(Protocol):
 
     def aggregate_command(self, files: list[str], out: str) -> None:
         aggregate_tables(files, f"{out}.csv", f"{out}.md", f"{out}.parquet")
-
-    def significance_scores(self, inputs) -> tuple:
-        from gnnbench.reporting.significance import benchmarking_gnns_scores
-
-        return benchmarking_gnns_scores(inputs)
 
     def table_caption(self, table: str, dataset: str | None) -> str:
         return (f"Table of **{table}** (protocol {self.name}): one row per model — runs, parameters, test and train "
@@ -223,30 +222,36 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
 
 def run_records(results: dict) -> list[dict]:
     """The run record (:mod:`gnnbench.records`) of one run, from its ``metrics.json`` content: the last epoch is
-    the scored one."""
+    the scored one (none for a diverged run or a baseline that trains no epoch); ``extra`` holds the table's
+    seconds per training epoch and a multitask run's per-task scores (``per_task``: part -> [[task, score], ...])."""
     from gnnbench.records import record
 
-    scores = {f"{part}_{what}": results[part][key] for part in ("train", "val", "test")
+    parts = ("train", "val", "test")
+    scores = {f"{part}_{what}": results[part][key] for part in parts
               for what, key in (("score", "metric"), ("loss", "loss"))}
     diverged = results.get("status") == "diverged"
+    per_task = {part: results[part]["per_task"] for part in parts if results[part].get("per_task")}
+    extra = {"seconds_per_epoch": results["seconds_per_epoch"], **({"per_task": per_task} if per_task else {})}
     return [record(protocol=NAME, default_variant=BenchmarkingGNNs.default_variant, dataset=results["dataset"],
-                   model=results["label"], config=results["config"],
-                   split=results["fold"], seed=results["seed"], metric=results["metric"],
-                   higher_is_better=results["higher_is_better"], **scores, epochs=results["epochs"],
-                   scored_epoch=None if diverged else results["epochs"] - 1, stop_reason=results["stop_reason"],
+                   model=results["label"], architecture=results["model"], config=results["config"],
+                   split=results["fold"], split_scheme=results["data"]["split_scheme"], seed=results["seed"],
+                   metric=results["metric"], higher_is_better=results["higher_is_better"], **scores,
+                   epochs=results["epochs"], scored_epoch=None if diverged or not results["epochs"] else
+                   results["epochs"] - 1, stop_reason=results["stop_reason"],
                    status=results.get("status", "completed"), diverged_epoch=results.get("diverged_epoch"),
-                   num_params=results["num_params"], seconds=results["total_seconds"], device=results["device"],
-                   versions=results["versions"])]
+                   num_params=results["num_params"], seconds=results["total_seconds"], device=results.get("device"),
+                   versions=results.get("versions"), extra=extra)]
 
 
-def aggregate_tables(metrics_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,
+def aggregate_tables(record_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,
                      parquet: str | os.PathLike, dataset_dir: str | os.PathLike | None = None,
                      presets: dict[str, str | None] | None = None) -> None:
-    """One table per dataset; with cross-validation splits also the min and max test score; with the dataset's
-    folder (its meta.json) also the paper's numbers beside ours (``presets``: label → the suite's preset)."""
+    """One table per dataset from the runs' record files (:mod:`gnnbench.records`; baselines' records included);
+    with cross-validation splits also the min and max test score; with the dataset's folder (its meta.json) also
+    the paper's numbers beside ours (``presets``: label → the suite's preset)."""
     from gnnbench.reporting.aggregate import aggregate, load_runs, with_paper, write_tables
 
-    runs = load_runs(metrics_files, configs=dataset_dir is not None)
+    runs = load_runs(record_files, configs=dataset_dir is not None)
     extrema = bool(runs["split_scheme"].isin(["stratified_kfold", "published"]).any())
     table = aggregate(runs, extrema=extrema)
     if dataset_dir is not None:

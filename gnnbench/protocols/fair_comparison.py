@@ -145,10 +145,10 @@ class FairComparisonBenchmark(Benchmark):
         """Score bars: outer-fold test accuracy beside the selected configurations' validation accuracy."""
         return ["bars"]
 
-    def significance_inputs(self) -> dict[str, list[tuple[int, str]]]:
-        """Label -> [(outer fold, final.parquet), ...]: a fold's score is the mean of its final runs."""
-        return {label: list(zip(self.folds, files["finals"], strict=True))
-                for label, files in self.report_inputs().items()}
+    def significance_inputs(self) -> list[str]:
+        """The final runs' record files (a fold's score is the mean of its final runs)."""
+        return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=m,
+                                         job=FINAL_RECORD_JOB.format(fold=f)) for m in self.models for f in self.folds]
 
 
 class FairComparison(Protocol):
@@ -160,6 +160,7 @@ class FairComparison(Protocol):
     training_defaults = FOREIGN_TRAINING_DEFAULTS
     selects_models = True  # a preset's grid is searched (other protocols need its dimensions fixed)
     significance_units = "outer folds (mean of the final runs)"
+    significance_unit_columns, significance_stage = ("split",), "final"  # an outer fold: the mean of its final runs
 
     def add_train_arguments(self, parser) -> None:
         parser.add_argument("--fold", type=int, default=0, help="the outer fold (default 0)")
@@ -192,11 +193,6 @@ class FairComparison(Protocol):
         return (f"fold {fold}: {len(configs)} configurations, chosen validation accuracy "
                 f"{chosen['val_accuracy']:.2f}, test accuracy {sum(test) / len(test):.2f} (mean of {len(test)} "
                 "final runs)")
-
-    def significance_scores(self, inputs) -> tuple:
-        from gnnbench.reporting.significance import fair_comparison_scores
-
-        return fair_comparison_scores(inputs)
 
     def table_caption(self, table: str, dataset: str | None) -> str:
         if dataset is not None and table == f"{dataset}_folds":
@@ -360,29 +356,33 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
                   device, guard) -> dict:
     """One training run, or its stored result: ``run_dir/{id}.json`` (id from config, data, parts and seed).
     Interrupted runs resume from ``run_dir/{id}.checkpoint.pt``."""
-    from gnnbench.models.registry import ModelData, build_model
+    from gnnbench.models.registry import ModelData, build_model, count_parameters, num_parameters
     from gnnbench.training.engine import Checkpoint
     from gnnbench.training.holdout import train_holdout
 
     key = sha256_json({"config": config, "data": data.key, "seed": seed,
                        "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
     result_path, checkpoint_path = run_dir / f"{key[:24]}.json", run_dir / f"{key[:24]}.checkpoint.pt"
+    cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
+    model_data = ModelData(data.meta, data.sizes, data.store)
     if result_path.is_file():
         try:
             stored = read_json(result_path, "run result")
             if stored.get("key") == key:
+                if "num_params" not in stored:  # a result stored before runs counted their weights
+                    stored["num_params"] = num_parameters(cfg, model_data, default_variant=ERRICA2020)
                 return {"status": "completed", "diverged_epoch": None, **stored}  # (kept before runs had a status)
         except DataError:
             pass  # unreadable: train again
-    cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
     torch.manual_seed(seed)
-    model = build_model(cfg, ModelData(data.meta, data.sizes, data.store), default_variant=ERRICA2020).to(device)
+    model = build_model(cfg, model_data, default_variant=ERRICA2020).to(device)
     # a stop signal abandons the epoch in progress; the resumed run repeats it from the saved state (RNG included),
     # so its results equal an uninterrupted run's
     checkpoint = Checkpoint(checkpoint_path, key, guard, every_s=CHECKPOINT_SECONDS, label=str(what))
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
     out = train_holdout(model, data.store, tensors, cfg, device=device, checkpoint=checkpoint)
-    result = {"key": key, **what, "config": config, "seed": seed, "best_epoch": out["best_epoch"],
+    result = {"key": key, **what, "config": config, "seed": seed, "num_params": count_parameters(model),
+              "best_epoch": out["best_epoch"],
               "epochs": out["epochs"], "stop_reason": out["stop_reason"], "status": out["status"],
               "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
               **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
@@ -425,7 +425,7 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
         data = _load(dataset_dir, splits_path)
         fold_parts = data.splits.fold(fold)
         parts = {"train": fold_parts["train"], "val": fold_parts["val"]}
-        rows = []
+        rows, weights = [], []
         for position, config in zip(positions, configs, strict=True):
             cid = config_id(config)
             s = run_seed(seed, fold, int(cid[:8], 16))
@@ -435,10 +435,11 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
                      r["best_epoch"], r["epochs"], r["stop_reason"])
             rows.append({"position": position, "config_id": cid, "config": config_json(config), "seed": s,
                          **{k: r[k] for k in INNER_COLUMNS[4:]}})
+            weights.append(r["num_params"])
         with guard.deferred(raise_after=False), atomic_path(out) as tmp:
             pq.write_table(pa.Table.from_pylist(rows), tmp)
             if records_out is not None:
-                _write_records(records_out, "inner", data, fold, label, configs, rows, dev)
+                _write_records(records_out, "inner", data, fold, label, configs, rows, weights, dev)
 
     _stoppable(job, out)
 
@@ -529,7 +530,7 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
         chosen = selection["chosen"]
         dev = _setup(device, threads)
         data = _load(dataset_dir, splits_path)
-        rows, history = [], []
+        rows, history, weights = [], [], []
         for r in range(runs):
             s = run_seed(seed, fold, 2**31 + r)
             parts = final_parts(data, fold, r, holdout, s)
@@ -541,6 +542,7 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
             rows.append({"run": r, "config_id": chosen["config_id"], "seed": s, "holdout": holdout,
                          **{k: result[k] for k in FINAL_COLUMNS[4:]}})
             history += [{"run": r, **h} for h in result["history"]]
+            weights.append(result["num_params"])
         with guard.deferred(raise_after=False):
             with atomic_path(history_out) as tmp:
                 pq.write_table(pa.Table.from_pylist(history), tmp)
@@ -548,33 +550,34 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
                 pq.write_table(pa.Table.from_pylist(rows), tmp)
             if records_out is not None:
                 _write_records(records_out, "final", data, fold, label or selection["model"],
-                               [chosen["config"]] * len(rows), rows, dev)
+                               [chosen["config"]] * len(rows), rows, weights, dev)
 
     _stoppable(job, out)
 
 
 def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, configs: list[dict], rows: list[dict],
-                   dev) -> None:
+                   weights: list[int], dev) -> None:
     """The run records (:mod:`gnnbench.records`) of a job's inner (model-selection) or final runs: the early-stopping
-    epoch is the scored one; inner runs have no test part; a final run's ``init`` is its index."""
+    epoch is the scored one; inner runs have no test part; a final run's ``init`` is its index; ``weights``: each
+    run's trainable parameters."""
     from gnnbench.records import record, write_records
     from gnnbench.training.run import _device_name, package_versions
 
     device, versions = _device_name(dev), package_versions()
     parts = ("train", "val") if stage == "inner" else ("train", "val", "test")
     records = []
-    for config, r in zip(configs, rows, strict=True):
+    for config, r, num_params in zip(configs, rows, weights, strict=True):
         diverged = r.get("status") == "diverged"
         records.append(record(
             protocol=NAME, default_variant=FairComparison.default_variant, dataset=data.meta.name,
             model=label or config["model"], config=config, stage=stage,
-            split=fold, seed=r["seed"], init=r.get("run", 0),
+            split=fold, split_scheme=data.splits.scheme, seed=r["seed"], init=r.get("run", 0),
             config_id=r["config_id"], metric="accuracy", higher_is_better=True,
             **{f"{part}_{what}": r[f"{part}_{key}"] for part in parts
                for what, key in (("score", "accuracy"), ("loss", "loss"))},
             epochs=r["epochs"], scored_epoch=None if diverged else r["best_epoch"], stop_reason=r["stop_reason"],
             status=r.get("status", "completed"), diverged_epoch=r.get("diverged_epoch"), seconds=r["seconds"],
-            device=device, versions=versions))
+            num_params=num_params, device=device, versions=versions))
     write_records(path, records)
 
 

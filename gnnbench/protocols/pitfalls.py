@@ -128,6 +128,7 @@ class Pitfalls(Protocol):
     training_keys = TRAINING_KEYS
     training_defaults = FOREIGN_TRAINING_DEFAULTS
     significance_units = "random splits (mean over inits)"
+    significance_unit_columns = ("split",)  # the paper's per-split score s(m, d, k): the mean over the inits
 
     def add_train_arguments(self, parser) -> None:
         parser.add_argument("--fold", type=int, nargs="+", default=[0], help="the splits to train (default 0)")
@@ -147,11 +148,6 @@ class Pitfalls(Protocol):
 
     def aggregate_command(self, files: list[str], out: str) -> None:
         dataset_report(files, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
-
-    def significance_scores(self, inputs) -> tuple:
-        from gnnbench.reporting.significance import pitfalls_scores
-
-        return pitfalls_scores(inputs)
 
     def table_caption(self, table: str, dataset: str | None) -> str:
         if table == SUITE_TABLE_NAME:
@@ -486,7 +482,8 @@ def chunk_records(runs, metrics: dict) -> list[dict]:
         out.append(record(
             protocol=NAME, default_variant=Pitfalls.default_variant, dataset=r["dataset"], model=r["model"],
             architecture=r["architecture"],
-            config=metrics["config"], split=r["split"], seed=r["seed"], init=r["init"], metric="accuracy",
+            config=metrics["config"], split=r["split"], split_scheme=metrics["data"]["split_scheme"], seed=r["seed"],
+            init=r["init"], metric="accuracy",
             higher_is_better=True, **{f"{part}_{what}": r.get(f"{part}_{key}") for part in ("train", "val", "test")
                                       for what, key in (("score", "accuracy"), ("loss", "loss"))},
             epochs=r["epochs"], scored_epoch=None if diverged else r.get("best_epoch"), stop_reason=r["stop_reason"],

@@ -1,25 +1,27 @@
-"""Aggregate runs of the benchmarking-gnns protocol into one table per dataset (spec protocols.md P1).
+"""Aggregate runs of the benchmarking-gnns protocol into one table per dataset (Dwivedi et al., "Benchmarking GNNs").
 
-One row per model label: number of runs, parameter count, mean ± std over seeds (and folds) of the
-test and train metric, epochs, seconds per epoch and total hours; with ``extrema`` (the protocol asks for them
-under cross-validation) also the minimum and maximum test score (CSL reports mean ± std, max, min over 5 folds ×
-seeds). Standard deviations are population deviations (ddof = 0, NumPy's ``np.std``), as the original computes
-them.
+The table is read from the runs' records (:mod:`gnnbench.records`, one file per run, written by every training
+job: :func:`load_runs`), not from their ``metrics.json``. One row per model label: number of runs, parameter count,
+mean ± std over seeds (and folds) of the test and train metric, epochs, seconds per epoch and total hours; with
+``extrema`` (the protocol asks for them under cross-validation) also the minimum and maximum test score (CSL
+reports mean ± std, max, min over 5 folds × seeds). Standard deviations are population deviations (ddof = 0,
+NumPy's ``np.std``), as the original computes them. Seconds per epoch are the training epochs' seconds over their
+count (the record's ``extra``), total hours the run's seconds (setup and final scoring included) over 3600.
 
-Multitask runs (GraphTheoryProp) also report each task's test score (``metrics.json`` ``test.per_task``, [task, score]
-pairs in the metric's order):
-columns ``test_<task>_mean`` / ``_std`` and one Markdown column per task. Baselines (e.g. TSP's k-NN
-heuristic) come as metrics records with 0 parameters and 0 epochs and appear as rows like the models.
+Multitask runs (GraphTheoryProp) also report each task's test score (the record's ``extra`` ``per_task``, [task,
+score] pairs in the metric's order): columns ``test_<task>_mean`` / ``_std`` and one Markdown column per task.
+Baselines (e.g. TSP's k-NN heuristic) come as run records with 0 parameters and 0 epochs and appear as rows like
+the models.
 
 With the dataset's ``meta.json`` (and the suite's preset of every label) each row also gets the paper's number for
 the same experiment and how ours compares (:mod:`gnnbench.reporting.published`: columns paper_mean, paper_std,
 paper_n, paper_row, diff_vs_paper, z_vs_paper, verdict, setting; Markdown "Paper" and "vs paper").
 
-Diverged runs (``metrics.json`` ``status: "diverged"``: a NaN or infinite loss stopped the run, and it has no
-scores, :mod:`gnnbench.training.run`) are never averaged: every mean ± std (scores, epochs, times) is over the
+Diverged runs (record ``status`` "diverged": a NaN or infinite loss stopped the run, and it has no scores,
+:mod:`gnnbench.training.run`) are never averaged: every mean ± std (scores, epochs, times) is over the
 label's completed runs, column ``diverged`` counts the others (``runs`` counts all), and the Markdown test cell reads
 "mean ± std (k of n diverged)", or "diverged (n of n)" when no run completed (its other cells "–"). The comparison
-with the paper uses the completed runs. Files written before runs had a ``status`` count as completed.
+with the paper uses the completed runs.
 
 Written as CSV and Parquet (numbers) and Markdown (formatted "mean ± std").
 """
@@ -32,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from gnnbench.errors import DataError
-from gnnbench.io import atomic_path, read_json
+from gnnbench.io import atomic_path
 from gnnbench.reporting.formatting import P1_DECIMALS, mean_std, number
 from gnnbench.reporting.status import diverged, diverged_cell
 
@@ -41,34 +43,39 @@ RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is
                "seconds_per_epoch", "total_hours", "stop_reason", "status")
 
 
-def load_runs(metrics_files: list[str | os.PathLike], configs: bool = False) -> pd.DataFrame:
-    """One row per run, in the given order; ``configs`` adds the run config (column ``config``)."""
-    rows, tasks = [], {}
-    for path in metrics_files:
-        m = read_json(path, "run metrics file")
-        try:
-            rows.append({
-                "dataset": m["dataset"], "label": m["label"], "model": m["model"], "seed": m["seed"],
-                "fold": m["fold"], "metric": m["metric"], "higher_is_better": m["higher_is_better"],
-                "split_scheme": _scheme(m["data"]), "test_metric": m["test"]["metric"],
-                "val_metric": m["val"]["metric"], "train_metric": m["train"]["metric"],
-                "test_loss": m["test"]["loss"], "num_params": m["num_params"], "epochs": m["epochs"],
-                "seconds_per_epoch": m["seconds_per_epoch"], "total_hours": m["total_hours"],
-                "stop_reason": m["stop_reason"], "status": m.get("status", "completed")})
-            per_task = {f"test_{task}": value for task, value in m["test"].get("per_task") or []}
-            rows[-1].update(per_task)
-            tasks.update(dict.fromkeys(per_task))
-            if configs:
-                rows[-1]["config"] = m["config"]
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise DataError(f"run metrics file {path} lacks {exc}; delete it and rerun snakemake for that run") \
-                from None
-    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *tasks, *(["config"] if configs else [])])
+def load_runs(record_files: list[str | os.PathLike], configs: bool = False) -> pd.DataFrame:
+    """One row per run of the given run-record files (:func:`gnnbench.records.read_runs`), in their order, with the
+    table's :data:`RUN_COLUMNS` (``label``: the suite's model label, ``model``: its architecture, ``fold``: the
+    record's split) and a ``test_<task>`` column per task of multitask runs; ``configs`` adds the run config
+    (column ``config``, a mapping)."""
+    import json
 
+    from gnnbench.records import extras, read_runs
 
-def _scheme(data: dict) -> str:
-    """The split scheme a run was trained on (``split_protocol`` in files written before gnnbench 0.2)."""
-    return data["split_scheme"] if "split_scheme" in data else data["split_protocol"]
+    records = read_runs(record_files)
+    records = records[records["stage"] == "run"].reset_index(drop=True)
+    extra = extras(records)
+    if any("seconds_per_epoch" not in e for e in extra):
+        bad = records.iloc[next(i for i, e in enumerate(extra) if "seconds_per_epoch" not in e)]
+        raise DataError(f"run record of {bad['model']} (dataset {bad['dataset']}, protocol {bad['protocol']}, seed "
+                        f"{bad['seed']}, split {bad['split']}) has no seconds_per_epoch in its extra column, which "
+                        "this table needs: give it only the records of single training runs")
+    runs = pd.DataFrame({
+        "dataset": records["dataset"], "label": records["model"], "model": records["architecture"],
+        "seed": records["seed"], "fold": records["split"], "metric": records["metric"],
+        "higher_is_better": records["higher_is_better"], "split_scheme": records["split_scheme"],
+        "test_metric": records["test_score"], "val_metric": records["val_score"],
+        "train_metric": records["train_score"], "test_loss": records["test_loss"], "num_params": records["num_params"],
+        "epochs": records["epochs"], "seconds_per_epoch": [e["seconds_per_epoch"] for e in extra],
+        "total_hours": records["seconds"] / 3600, "stop_reason": records["stop_reason"],
+        "status": records["status"].fillna("completed")}, columns=list(RUN_COLUMNS))
+    per_task = [dict(e.get("per_task", {}).get("test") or []) for e in extra]
+    tasks = list(dict.fromkeys(task for scores in per_task for task in scores))
+    for task in tasks:
+        runs[f"test_{task}"] = [scores.get(task, float("nan")) for scores in per_task]
+    if configs:
+        runs["config"] = [json.loads(config) for config in records["config"]]
+    return runs
 
 
 def _task_columns(frame: pd.DataFrame) -> list[str]:
@@ -103,7 +110,7 @@ def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
 def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str, str | None] | None = None
                ) -> pd.DataFrame:
     """``table`` with the comparison columns of :mod:`gnnbench.reporting.published` (``runs`` from
-    ``load_runs(..., configs=True)``; ``presets``: label → the suite's preset)."""
+    :func:`load_runs` with ``configs=True``; ``presets``: label → the suite's preset)."""
     from gnnbench.reporting import published as pub
 
     out = []

@@ -1,11 +1,15 @@
 """Is model A better than model B on this dataset? Paired tests over the units both were evaluated on.
 
-A *unit* is what two models of a benchmark share, so their scores on it are paired; each protocol says which
-(:meth:`gnnbench.protocols.base.Protocol.significance_scores`, with the readers below):
+A *unit* is what two models of a benchmark share, so their scores on it are paired. Every protocol's scores come
+from the one run record (:mod:`gnnbench.records`, :func:`unit_scores`); each protocol declares only its unit
+columns and the stage of the runs scored (:attr:`gnnbench.protocols.base.Protocol.significance_unit_columns`,
+``significance_stage``), and a unit's score is the mean test score of its completed runs:
 
-* benchmarking-gnns: a (seed, fold) run — the test metric of ``metrics.json``;
-* pitfalls: a random split — the paper's per-split score s(m, d, k), the mean test accuracy over the inits;
-* fair-comparison: an outer fold — the mean test accuracy of the fold's final runs.
+* benchmarking-gnns: a (seed, fold) run — its test score (columns ``seed``, ``split``);
+* pitfalls: a random split — the paper's per-split score s(m, d, k), the mean test accuracy over the inits
+  (column ``split``);
+* fair-comparison: an outer fold — the mean test accuracy of the fold's final runs (column ``split``, stage
+  ``final``).
 
 For every pair of models (A before B in the benchmark's order) on the units both have (a unit one of them lacks —
 a missing seed or fold — is dropped from that pair and counted in ``dropped_units``; a unit both have where either
@@ -27,11 +31,10 @@ d = score_A − score_B:
   (which assumes normally distributed differences — say so when quoting it; the verdict names the test) — unless
   the differences are all equal, where the t statistic is infinite and meaningless: "too few pairs to tell".
 
-Diverged runs (``status: "diverged"``: a NaN or infinite loss, no score) are never a score: a benchmarking-gnns run
-that diverged gives its unit no score (NaN); a pitfalls split scores the mean over its completed inits (no score if
-every init diverged); a fair-comparison fold the mean over its completed final runs (no score if all diverged). A
-NaN in ``scores`` means exactly this: the unit is dropped from every pair of that model and counted in
-``diverged_units``.
+Diverged runs (record ``status`` "diverged": a NaN or infinite loss, no score) are never a score: a unit scores the
+mean over its completed runs (a benchmarking-gnns run that diverged, a pitfalls split whose every init diverged, a
+fair-comparison fold whose every final run diverged: no score, NaN). A NaN in ``scores`` means exactly this: the
+unit is dropped from every pair of that model and counted in ``diverged_units``.
 
 Small samples: with n pairs the exact two-sided Wilcoxon p-value is at least 2 / 2^n (every difference with the
 same sign), so with n ≤ 5 pairs (2/32 = 0.0625) no pair can be significant at 0.05 by the rank test — four seeds
@@ -42,7 +45,6 @@ pairs (45 pairs of ten models need 12 or more units for the rank test to reject 
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -182,42 +184,21 @@ def _p(value: float) -> str:
 # ---------------------------------------------------------------------------------------------- unit scores
 
 
-def benchmarking_gnns_scores(metrics_files: list[str | os.PathLike]) -> tuple[pd.DataFrame, str, bool]:
-    """(scores per (label, (seed, fold)), metric, higher_is_better) from runs' ``metrics.json``."""
-    from gnnbench.reporting.aggregate import load_runs
-
-    runs = load_runs(metrics_files)
-    scores = pd.DataFrame({"model": runs["label"], "unit": list(zip(runs["seed"], runs["fold"], strict=True)),
-                           "score": runs["test_metric"]})
+def unit_scores(runs: pd.DataFrame, units: tuple[str, ...] = ("split",), stage: str = "run"
+                ) -> tuple[pd.DataFrame, str, bool]:
+    """(scores per (model, unit), metric, higher_is_better) of run records (:func:`gnnbench.records.read_runs`):
+    a unit is a value of the record columns ``units`` (one column: its value; several: a tuple), its score the mean
+    test score of the model's completed runs of ``stage`` on it (NaN where every one diverged); models and units in
+    order of first appearance."""
+    runs = runs[runs["stage"] == stage]
+    if runs.empty:
+        raise DataError(f"no {stage!r} runs among the run records to compare; check the benchmark's models")
+    score = runs["test_score"].astype(float).where(runs["status"].ne("diverged"))  # a diverged run has no score
+    means = score.groupby([runs["model"], *(runs[c] for c in units)], sort=False).mean()  # NaNs skipped
+    keys = [tuple(v.item() if isinstance(v, np.generic) else v for v in key) for key in means.index]
+    unit = [key[1] if len(units) == 1 else key[1:] for key in keys]
+    scores = pd.DataFrame({"model": [key[0] for key in keys], "unit": unit, "score": means.to_numpy(float)})
     return scores, str(runs["metric"].iloc[0]), bool(runs["higher_is_better"].iloc[0])
-
-
-def pitfalls_scores(runs_files: list[str | os.PathLike]) -> tuple[pd.DataFrame, str, bool]:
-    """Per-split scores s(m, d, k) (mean test accuracy over inits) from jobs' ``runs.parquet``."""
-    from gnnbench.records import read_tables
-
-    runs = read_tables(runs_files, "runs")
-    if "status" in runs:  # a diverged init has no score; a split whose every init diverged keeps a NaN score
-        runs.loc[runs["status"].eq("diverged"), "test_accuracy"] = np.nan
-    scores = runs.groupby(["model", "split"], sort=False)["test_accuracy"].mean().reset_index()
-    return scores.rename(columns={"split": "unit", "test_accuracy": "score"}), "accuracy", True
-
-
-def fair_comparison_scores(models: dict[str, list[tuple[int, str | os.PathLike]]]) -> tuple[pd.DataFrame, str, bool]:
-    """Per outer fold the mean test accuracy of its final runs; ``models``: label → [(fold, final.parquet), ...]."""
-    import pyarrow.parquet as pq
-
-    rows = []
-    for label, files in models.items():
-        for fold, path in files:
-            if not Path(path).is_file():
-                raise DataError(f"final-runs file {path} does not exist; run snakemake for it")
-            finals = pq.read_table(path).to_pandas()
-            if "status" in finals:  # the mean over the completed final runs (NaN: all diverged)
-                finals = finals[finals["status"].ne("diverged")]
-            score = float(finals["test_accuracy"].mean()) if len(finals) else np.nan
-            rows.append({"model": label, "unit": int(fold), "score": score})
-    return pd.DataFrame(rows, columns=["model", "unit", "score"]), "accuracy", True
 
 
 def significance_report(*, dataset: str, scores: pd.DataFrame, metric: str, higher_is_better: bool, units: str,

@@ -3,7 +3,8 @@ rule tsp_knn_baseline:
         unpack(lambda wc: dataset_files(wc.dataset)),
         splits=paths.SPLITS_FILE,
     output:
-        paths.KNN_BASELINE_FILE,
+        json=paths.KNN_BASELINE_FILE,
+        record=benchmarking_gnns.KNN_RECORD_FILE,
     params:
         batch_size=lambda wc: SUITE.baseline_batch_size(wc.dataset),
         k=lambda wc: int(wc.k),
@@ -15,10 +16,11 @@ rule tsp_knn_baseline:
         "../scripts/knn_baseline.py"
 
 
-# benchmarking-gnns: one table per dataset (with the paper's numbers where the dataset and model are the paper's)
+# benchmarking-gnns: one table per dataset (with the paper's numbers where the dataset and model are the paper's),
+# read from the run records of its runs and baselines
 rule aggregate:
     input:
-        runs=lambda wc: SUITE.metrics_files(wc.dataset) + SUITE.baseline_files(wc.dataset),
+        runs=lambda wc: SUITE.benchmarks[wc.dataset].record_files() + SUITE.baseline_files(wc.dataset),
         meta=paths.DATASET_META,
     output:
         **table_outputs("{dataset}", "{dataset}"),

@@ -1,6 +1,6 @@
 # Is A better than B? Per benchmark, paired tests of every pair of models over the units both share (seed/fold
-# runs, random splits, outer folds: the protocol says which, Protocol.significance_scores), from the same run files
-# as the dataset's table (gnnbench.reporting.significance).
+# runs, random splits, outer folds: the protocol says which, Protocol.significance_scores), from the run records
+# of its jobs (Benchmark.significance_inputs; gnnbench.reporting.significance).
 
 
 localrules:
@@ -9,14 +9,13 @@ localrules:
 
 rule significance:
     input:
-        lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
+        lambda wc: SUITE.benchmarks[wc.dataset].significance_inputs(),
     output:
         csv=paths.SIGNIFICANCE_FILE.format(dataset="{dataset}", ext="csv"),
         md=paths.SIGNIFICANCE_FILE.format(dataset="{dataset}", ext="md"),
         parquet=paths.SIGNIFICANCE_FILE.format(dataset="{dataset}", ext="parquet"),
     params:
         protocol=lambda wc: SUITE.benchmarks[wc.dataset].protocol,
-        inputs=lambda wc: SUITE.benchmarks[wc.dataset].significance_inputs(),
     log:
         paths.log_file("tables", "{dataset}_significance"),
     conda:

@@ -3,6 +3,7 @@
 from gnnbench.pipeline import knn_baseline
 from gnnbench.workflow import run_step
 
+out = snakemake.output
 run_step(snakemake, lambda: knn_baseline(
     snakemake.input.meta.rsplit("/", 1)[0], snakemake.input.splits, snakemake.params.batch_size,
-    snakemake.output[0], snakemake.params.k))
+    out.json, snakemake.params.k, record_out=out.record))
