@@ -12,7 +12,7 @@
     gnnbench train fair-comparison --dataset results/datasets/ENZYMES --splits ... --fold 0 \\
         --preset fair_Baseline_ENZYMES --set epochs=100 --out results/runs/ENZYMES/Baseline/fold0
     gnnbench train pitfalls --help                      # the options of one protocol
-    gnnbench aggregate benchmarking-gnns results/runs/CSL/*/*/*/metrics.json --out results/tables/CSL
+    gnnbench aggregate benchmarking-gnns results/records/benchmarking-gnns/CSL/*/*.parquet --out results/tables/CSL
     gnnbench aggregate pitfalls results/runs/Cora/*/*/runs.parquet --out results/tables/Cora
     gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
     gnnbench fit-budget --dataset ZINC --model GAT --layers 4 --budget 100000
@@ -142,7 +142,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         _train_parsers(p)
 
     p = sub.add_parser("aggregate", help="the dataset table of a protocol's job outputs (benchmarking-gnns: runs' "
-                                         "metrics.json; pitfalls: jobs' runs.parquet)")
+                                         "records, OUT/records/run.parquet; pitfalls: jobs' runs.parquet)")
     p.add_argument("protocol", metavar="PROTOCOL", help="the protocol that trained the runs")
     p.add_argument("metrics", nargs="+", metavar="FILE")
     p.add_argument("--out", required=True, help="output prefix: writes PREFIX.csv, .md and .parquet (pitfalls: "
