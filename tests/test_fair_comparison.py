@@ -189,7 +189,7 @@ def test_bad_split_files_are_one_line_errors(tmp_path, folds, message):
 
 
 def test_published_scheme_needs_a_published_split():
-    with pytest.raises(ConfigError, match="no fair-comparison split was published for dataset GF"):
+    with pytest.raises(ConfigError, match="no errica2020 split was published for dataset GF"):
         load_suite(suite({"B": "fair_Baseline_social"}, {"generator": "graph_families",
                                                          "split": {"scheme": "published"}}))
     spec = load_suite(suite({"B": "fair_Baseline_social"}, {"generator": "tu", "params": {

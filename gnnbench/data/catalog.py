@@ -22,7 +22,7 @@ Amazon-Computers 767 / 10, Amazon-Photo 745 / 8.
 TU edges: the original TU loader gives every edge an all-ones feature as wide as the node features, which
 GatedGCN projects with ``Linear(in_dim, hidden)``; the datasets have no edge features and say so by the net
 convention ``edge_ones_node_width`` (the constant edge input is as wide as the node features), which the ``tu``
-generator's ``variant: benchmarking-gnns`` sets too.
+generator's ``variant: dwivedi2020`` sets too.
 """
 
 from __future__ import annotations
