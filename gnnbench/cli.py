@@ -40,7 +40,7 @@ import yaml
 
 from gnnbench.allocator import keep_freed_memory
 from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError, os_error_message
-from gnnbench.splits import PUBLISHED_SOURCES, SCHEMES
+from gnnbench.splits import PUBLISHED_SOURCES, SCHEME_DEFAULTS, SCHEMES
 
 
 def _key_values(pairs: list[str] | None) -> dict:
@@ -132,8 +132,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--published", metavar="FILE", nargs="+", help="scheme published: the released split file(s) to "
                    "import (Errica et al.'s ENZYMES_splits.json; the benchmark's ENZYMES_train.index "
                    "ENZYMES_val.index ENZYMES_test.index, in this order)")
-    p.add_argument("--source", choices=PUBLISHED_SOURCES, help="scheme published: whose release (default "
-                   "fair-comparison)")
+    p.add_argument("--source", choices=PUBLISHED_SOURCES, help="scheme published: whose release, by paper "
+                   f"key (default {SCHEME_DEFAULTS['published']['source']})")
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("train", help="train one job of a protocol: gnnbench train PROTOCOL ... (gnnbench train "
