@@ -37,6 +37,8 @@ Schemes
                           names the files and the number of folds (raw downloads, checksummed); the workflow
                           fetches them before the split stage. Sources were once named by the protocol of their
                           paper; such a value is refused with the paper key to use (:func:`check_source`).
+    ``file``              the user's own folds from a JSON file (``path``; in a suite relative to the suite file):
+                          graph or node indices per fold, format and checks in :mod:`gnnbench.split_file`.
 
 The random node schemes follow gnn-benchmark's ``get_train_val_test_split`` draw for draw: split k uses
 ``RandomState(s_k)`` where ``s_k`` is the k-th of ``RandomState(seed).randint(0, 10**6, splits)`` (its job
@@ -65,9 +67,9 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_json, write_json
 from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
 
-SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published")
-NODE_SCHEMES = ("given", "random_per_class", "random_sizes")  # schemes of a transductive (one-graph) dataset
-GRAPH_SCHEMES = ("given", "stratified_kfold", "published")
+SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published", "file")
+NODE_SCHEMES = ("given", "random_per_class", "random_sizes", "file")  # schemes of a transductive (one-graph) dataset
+GRAPH_SCHEMES = ("given", "stratified_kfold", "published", "file")
 PUBLISHED_SOURCES = (ERRICA2020, DWIVEDI2020)  # papers whose released split files are read (their paper keys)
 SCHEME_DEFAULTS = {
     "given": {},
@@ -75,6 +77,7 @@ SCHEME_DEFAULTS = {
     "random_per_class": {"splits": 100, "train_per_class": 20, "val_per_class": 30, "seed": 2018},
     "random_sizes": {"splits": 1, "train_per_class": 20, "val_size": 500, "test_size": 1000, "seed": 2018},
     "published": {"source": ERRICA2020, "mirror": ""},
+    "file": {"path": ""},  # the user's split file (gnnbench.split_file)
 }
 PARTS = ("train", "val", "test")
 FORMAT = 2
@@ -122,6 +125,9 @@ def resolve_split(split: dict, where: str) -> dict:
     resolved = {"scheme": scheme, **defaults, **split}
     if scheme == "published":
         check_source(resolved["source"], f"{where}.source")
+    if scheme == "file" and not (isinstance(resolved["path"], str) and resolved["path"]):
+        raise ConfigError(f"{where}.path: split scheme file needs the JSON file of folds, e.g. path: my_splits.json "
+                          "(README, \"Your own dataset\")")
     return resolved
 
 
@@ -184,7 +190,14 @@ def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, param
                             f"(the released {params['source']} split of {meta.name}); delete it and rerun to "
                             "download it again")
         return Splits(meta.name, meta.checksum, scheme, params, folds, level)
-    if scheme == "given" and transductive:
+    if scheme == "file":
+        from gnnbench.io import sha256_file
+        from gnnbench.split_file import read_folds
+
+        size = meta.num_graphs if not transductive else None if labels is None else len(labels)
+        folds = read_folds(params["path"], size, level, labels if transductive else None)
+        params = {**params, "sha256": sha256_file(params["path"])}  # which file the folds came from
+    elif scheme == "given" and transductive:
         folds = _given_nodes(meta, given)
     elif scheme == "given":
         if not meta.split_sizes:

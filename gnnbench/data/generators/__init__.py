@@ -44,6 +44,10 @@ class Generator:
     raw_files: Callable[[dict], list[RawFile]] | None = None  # raw files needed (fetched into raw_dir before build)
     # the split files a paper released for (params, source) — split scheme "published"; None: the dataset has none
     published_splits: Callable[[dict, str], PublishedSplit | None] | None = None
+    # parameters naming a user's file: a relative path is relative to the suite file's folder (resolve_params)
+    path_params: tuple[str, ...] = ()
+    # files outside the raw cache the dataset is made from (a user's graph file): inputs of the workflow's dataset job
+    input_files: Callable[[dict], list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,11 +66,13 @@ def _registry() -> dict[str, Generator]:
         cycles,
         cycles_release,
         graph_families,
+        graph_files,
         graph_theory_prop,
         molecules,
         npz,
         ogbl_collab,
         planetoid,
+        pyg,
         released,
         sbm,
         superpixels,
@@ -79,7 +85,7 @@ def _registry() -> dict[str, Generator]:
                   superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
                   cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU,
                   graph_families.GRAPH_FAMILIES, wikics.WIKICS, released.RELEASED, molecules.ZINC, molecules.AQSOL,
-                  ogbl_collab.OGBL_COLLAB)
+                  ogbl_collab.OGBL_COLLAB, pyg.PYG, graph_files.GRAPH_FILE)
     return {g.name: g for g in generators}
 
 
@@ -94,14 +100,19 @@ def get_generator(name: str, where: str = "generator") -> Generator:
     return registry[name]
 
 
-def resolve_params(generator: Generator, params: dict | None, where: str) -> dict:
-    """Defaults overridden by ``params``; unknown keys and wrong types raise a ConfigError naming them."""
+def resolve_params(generator: Generator, params: dict | None, where: str,
+                   base_dir: str | os.PathLike | None = None) -> dict:
+    """Defaults overridden by ``params``; unknown keys and wrong types raise a ConfigError naming them. A relative
+    path in one of the generator's ``path_params`` is made absolute against ``base_dir`` (the suite file's folder)
+    when it is given."""
     resolved = dict(generator.defaults)
     for key, value in (params or {}).items():
         if key not in generator.defaults:
             known = ", ".join(sorted(generator.defaults))
             raise ConfigError(f"{where}.{key}: unknown parameter of generator {generator.name!r}; known: {known}")
         resolved[key] = _check_type(value, generator.defaults[key], f"{where}.{key}")
+        if key in generator.path_params and base_dir is not None and value:
+            resolved[key] = str(Path(base_dir, value).absolute())  # an absolute value stays as it is
     if generator.check is not None:
         generator.check(resolved, where)
     return resolved
@@ -128,8 +139,8 @@ def _check_type(value: Any, default: Any, where: str) -> Any:
         ok = isinstance(value, type(default))
     if not ok:
         expected = expected or {bool: "true or false", int: "a positive integer", float: "a probability in [0, 1]",
-                                list: "an inclusive range [low, high] of positive integers"}.get(type(default),
-                                                                                                 type(default))
+                                list: "an inclusive range [low, high] of positive integers", str: "a string",
+                                dict: "a mapping"}.get(type(default), type(default))
         raise ConfigError(f"{where}: expected {expected}, got {value!r}; fix the value in the config")
     return value
 
@@ -150,6 +161,7 @@ def generate(generator: str, dataset: str, params: dict | None, seed: int,
     raw_dir = Path(RAW_DIR if raw_dir is None else raw_dir)
     files = {raw.relative_path: fetch(raw, raw_dir, mirror=resolved.get("mirror") or None)
              for raw in gen.raw_files(resolved)}
+    columns = gen.build(resolved, seed, raw_dir)  # first: a generator that describes from its data (pyg) reuses it
     meta = gen.describe(dataset, resolved, seed)
     meta.source["raw_sha256"] = {name: sha256_file(path) for name, path in files.items()}  # what was read
-    return gen.build(resolved, seed, raw_dir), meta
+    return columns, meta

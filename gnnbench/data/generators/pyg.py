@@ -1,0 +1,261 @@
+"""Any PyTorch Geometric dataset class, converted once into the graph store (generator ``pyg``).
+
+Parameters
+    ``class``   the dataset class: a name in ``torch_geometric.datasets`` (``Planetoid``), a dotted path
+                (``torch_geometric.datasets.TUDataset``) or ``package.module:Class``. Imported only when a suite
+                names it; it must subclass ``torch_geometric.data.Dataset``.
+    ``args``    its constructor arguments (a mapping), e.g. ``{name: Cora}``. ``root`` is set by gnnbench (below);
+                ``transform``, ``pre_transform`` and ``pre_filter`` are refused (a suite holds data, not code: a
+                dataset that needs preprocessing is a small subclass, named by ``package.module:Class``).
+    ``splits``  for classes whose constructor selects a part (``ZINC(split="train")``, ``GNNBenchmarkDataset``,
+                ``LRGBDataset``): ``{train: {split: train}, val: {split: val}, test: {split: test}}`` — the extra
+                arguments of each part. The three datasets are stored train, val, test with a graph column
+                ``split``, so split scheme ``given`` is that split. Empty (default): one dataset from ``args``.
+    ``task``    overrides the task inferred from the labels (:mod:`gnnbench.data.graph_files`): one of
+                node_classification, graph_classification, graph_regression, edge_classification.
+
+The class is constructed with ``root = <raw_dir>/pyg/<ClassName>`` (``resources/raw/pyg/Planetoid`` in the
+workflow) when its constructor takes a ``root``; downloads go through PyG's own code into that folder (the user's
+choice of class), and a folder already holding the files is used offline. While the class is constructed, torch's,
+NumPy's and Python's global random generators are seeded with the dataset's ``seed`` (``FakeDataset`` and
+``Planetoid(split="random")`` draw from them) and restored afterwards, so the same seed gives the same store. What PyG
+prints (``Processing...``, ``Downloading ...``) is logged instead.
+
+Conversion: an ``InMemoryDataset`` (no ``transform``, not an index view) is converted from its collated ``_data``
+and ``slices`` — every graph's tensors at once; any other dataset graph by graph (``dataset[i]``) and then PyG's
+collate. The class's own split: ``train_mask`` / ``val_mask`` / ``test_mask`` of one graph become the node column
+``split`` (scheme ``given``); conversion rules and checks: :func:`gnnbench.data.graph_files.to_columns`.
+
+Metadata (``describe``) comes from the converted data, so loading a suite constructs the class once (downloading
+then, if the files are not there yet); the summary is kept per process (keyed by class, args, splits, task and seed),
+so describing and building the same dataset in one process converts it once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import io
+import logging
+import random
+from pathlib import Path
+
+import numpy as np
+
+from gnnbench.data.generators import RAW_DIR, Generator
+from gnnbench.data.graph_files import TASKS, GraphSummary, _reason, _Source, collate_graphs, from_pyg, to_columns
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.data.store import GraphColumns
+from gnnbench.errors import ConfigError, DataError
+from gnnbench.io import sha256_json
+
+log = logging.getLogger(__name__)
+
+REFUSED_ARGS = ("root", "transform", "pre_transform", "pre_filter")
+PARTS = ("train", "val", "test")
+_SUMMARIES: dict[str, GraphSummary] = {}  # per process: see the module doc
+_LAST: dict[str, GraphSummary] = {}  # the latest summary of the same parameters, any seed (default_split)
+
+
+def class_path(name: str) -> tuple[str, str]:
+    """(module, class name) of a ``class`` parameter."""
+    if ":" in name:
+        module, _, attr = name.partition(":")
+    elif "." in name:
+        module, _, attr = name.rpartition(".")
+    else:
+        module, attr = "torch_geometric.datasets", name
+    return module, attr
+
+
+def dataset_class(name: str, where: str) -> type:
+    """The dataset class a suite names (module doc); a one-line ConfigError when it cannot be used."""
+    module_name, attr = class_path(name)
+    if not module_name or not attr or not all(part.isidentifier() for part in [*module_name.split("."), attr]):
+        raise ConfigError(f"{where}: {name!r} is not a class path; write Planetoid, "
+                          "torch_geometric.datasets.Planetoid or package.module:Class")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 — any failure of the user's module is reported in one line
+        raise ConfigError(f"{where}: cannot import {module_name} ({_reason(exc)}); install the package or fix the "
+                          "class path") from None
+    cls = getattr(module, attr, None)
+    if cls is None:
+        raise ConfigError(f"{where}: module {module_name} has no {attr}; fix the class name")
+    from torch_geometric.data import Dataset
+
+    if not (inspect.isclass(cls) and issubclass(cls, Dataset)):
+        raise ConfigError(f"{where}: {module_name}.{attr} is not a torch_geometric.data.Dataset subclass; name a "
+                          "PyG dataset class")
+    return cls
+
+
+@contextlib.contextmanager
+def _seeded(seed: int):
+    """torch's, NumPy's and Python's global generators seeded with ``seed``; their states restored afterwards."""
+    import torch
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        random.seed(seed)
+        np.random.seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
+
+
+def construct(cls: type, args: dict, seed: int, root: Path, src: _Source):
+    """``cls(**args)`` (with ``root`` when the constructor takes one), seeded; PyG's prints go to the log."""
+    kwargs = dict(args)
+    if "root" in inspect.signature(cls).parameters:
+        kwargs["root"] = str(root)
+    printed = io.StringIO()
+    try:
+        with _seeded(seed), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            dataset = cls(**kwargs)
+    except Exception as exc:  # noqa: BLE001 — a user's class may raise anything: one line, naming the class
+        raise DataError(f"{src.what} failed ({_reason(exc)}); fix params.args (the class's constructor arguments), "
+                        f"or make its files available under {root}") from None
+    finally:
+        if printed.getvalue().strip():
+            log.info("%s: %s", src.what, " | ".join(printed.getvalue().split("\n")).strip(" |"))
+    try:
+        size = len(dataset)
+    except Exception as exc:  # noqa: BLE001
+        raise DataError(f"{src.what} has no length ({_reason(exc)}); name a PyG dataset class") from None
+    if size < 1:
+        raise DataError(f"{src.what} holds no graphs; check params.args")
+    return dataset
+
+
+def raw_columns(dataset, src: _Source) -> tuple[GraphColumns, list[str]]:
+    """Raw columns of a constructed dataset: its collated tensors at once where PyG keeps them (an
+    ``InMemoryDataset`` without transform or index view), else graph by graph."""
+    from torch_geometric.data import Data, InMemoryDataset
+
+    data = getattr(dataset, "_data", None)
+    if (isinstance(dataset, InMemoryDataset) and isinstance(data, Data) and dataset.transform is None
+            and getattr(dataset, "_indices", None) is None):
+        return from_pyg(data, dataset.slices, src)
+    return collate_graphs([dataset[i] for i in range(len(dataset))], src)  # fallback: per graph
+
+
+def _describe_source(params: dict) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in params["args"].items())
+    return f"PyG dataset {params['class']}({args})"
+
+
+def _key(params: dict, seed: int | None) -> str:
+    fields = {k: params[k] for k in ("class", "args", "splits", "task")}
+    return sha256_json(fields if seed is None else {**fields, "seed": seed})
+
+
+def convert(params: dict, seed: int, raw_dir: str | Path | None = None) -> tuple[GraphColumns, GraphSummary]:
+    """Construct the dataset (each part of ``splits``) and convert it; the summary is kept for :func:`describe`."""
+    cls = dataset_class(params["class"], "params.class")
+    root = Path(RAW_DIR if raw_dir is None else raw_dir) / "pyg" / cls.__name__
+    src = _Source(_describe_source(params), "its data does not fit gnnbench's graph store (README, \"Your own "
+                  "dataset\"); set task, or use a subclass that prepares the data")
+    if not params["splits"]:
+        raw, notes = raw_columns(construct(cls, params["args"], seed, root, src), src)
+    else:
+        parts = []
+        for part in PARTS:
+            part_src = _Source(f"{src.what[:-1]}, {part} part {params['splits'][part]})", src.fix)
+            part_raw, notes = raw_columns(construct(cls, {**params["args"], **params["splits"][part]}, seed, root,
+                                                    part_src), part_src)
+            if "split" in part_raw.node:
+                raise part_src.error("holds one graph with its own node split (masks)",
+                                     "drop splits: the masks are used with scheme given")
+            parts.append(part_raw)
+        raw = _concat(parts, src)
+        raw.graph["split"] = np.repeat(np.arange(len(PARTS), dtype=np.int8), [p.num_graphs for p in parts])
+        notes = [*notes, "graphs stored train, val, test (the class's parts by params.splits); graph column split"]
+    columns, summary = to_columns(raw, params["task"], src, notes)
+    _SUMMARIES[_key(params, seed)] = _LAST[_key(params, None)] = summary
+    return columns, summary
+
+
+def _concat(parts: list[GraphColumns], src: _Source) -> GraphColumns:
+    layouts = {(tuple(sorted(p.node)), tuple(sorted(p.edge)), tuple(sorted(p.graph))) for p in parts}
+    if len(layouts) != 1:
+        raise src.error("the train, val and test parts have different attributes")
+    try:
+        return GraphColumns.concat(parts)
+    except ValueError as exc:
+        raise src.error(f"the train, val and test parts do not fit together ({_reason(exc)})") from None
+
+
+def summary(params: dict, seed: int) -> GraphSummary:
+    """The dataset's summary: kept from this process's conversion, else converted now (raw files under
+    ``resources/raw``)."""
+    found = _SUMMARIES.get(_key(params, seed))
+    return found if found is not None else convert(params, seed)[1]
+
+
+def _build(params: dict, seed: int, raw_dir: Path) -> GraphColumns:
+    return convert(params, seed, raw_dir)[0]
+
+
+def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    import torch_geometric
+
+    module, attr = class_path(params["class"])
+    source = {"generator": "pyg", "seed": seed, "params": params, "class": f"{module}.{attr}",
+              "torch_geometric": torch_geometric.__version__}
+    return summary(params, seed).meta(name, source)
+
+
+def _default_split(params: dict) -> dict:
+    """The class's own split when it has one (masks, or ``splits``); else the protocol-neutral scheme of the task
+    (random_per_class for one graph, stratified_kfold for graph labels)."""
+    if params["splits"]:
+        return {"scheme": "given"}
+    found = _LAST.get(_key(params, None)) or summary(params, 0)
+    if found.split_sizes:
+        return {"scheme": "given"}
+    if found.task == "node_classification" and found.num_graphs == 1:
+        return {"scheme": "random_per_class"}
+    return {"scheme": "stratified_kfold"} if found.task == "graph_classification" else {"scheme": "given"}
+
+
+def _check(params: dict, where: str) -> None:
+    if not params["class"]:
+        raise ConfigError(f"{where}.class: generator pyg needs the dataset class, e.g. class: Planetoid (or "
+                          "package.module:Class)")
+    dataset_class(params["class"], f"{where}.class")
+    for key in params["args"]:
+        if not isinstance(key, str):
+            raise ConfigError(f"{where}.args: argument names must be strings, got {key!r}")
+        if key in REFUSED_ARGS:
+            why = ("gnnbench sets it to resources/raw/pyg/<Class>" if key == "root" else
+                   "a suite holds data, not code: subclass the dataset and name it as package.module:Class")
+            raise ConfigError(f"{where}.args.{key}: not accepted ({why}); remove it")
+    if params["splits"]:
+        if sorted(params["splits"]) != sorted(PARTS) or not all(isinstance(v, dict) for v in
+                                                                 params["splits"].values()):
+            raise ConfigError(f"{where}.splits: expected a mapping train / val / test -> constructor arguments, e.g. "
+                              "{train: {split: train}, val: {split: val}, test: {split: test}}")
+        refused = [k for v in params["splits"].values() for k in v if k in REFUSED_ARGS]
+        if refused:
+            raise ConfigError(f"{where}.splits: argument {refused[0]} is not accepted; remove it")
+    if params["task"] and params["task"] not in TASKS:
+        raise ConfigError(f"{where}.task: {params['task']!r} is not a task gnnbench infers; choose one of "
+                          f"{', '.join(TASKS)} (or leave it empty to infer it from y)")
+
+
+PYG = Generator(
+    name="pyg",
+    description="any PyTorch Geometric dataset class (class: Planetoid, args: {name: Cora}), converted once into "
+                "the graph store; its own split (masks, or the parts named by splits) when it has one",
+    defaults={"class": "", "args": {}, "splits": {}, "task": ""},
+    default_split=_default_split,
+    describe=describe,
+    build=_build,
+    check=_check,
+    raw_files=lambda params: [],  # nothing gnnbench downloads; build gets the raw folder for PyG's root
+)
