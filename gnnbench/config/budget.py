@@ -14,6 +14,9 @@ the original configs, which the original's layers accept: the residual of a laye
 widths differ switches off), a second search fine-tunes ``out_dim`` around the tied value. Models without
 such a key (RingGNN, 3WLGNN; GIN and MLP, which ignore ``out_dim``; GatedGCN on node and multitask tasks)
 keep the closest width, which can then be more than 2% away; ``Fit.relative_error`` says by how much.
+
+A model from outside the package (:mod:`gnnbench.models.plugins`) is fitted by :func:`fit_width`: one named
+constructor argument (default ``hidden_channels``) is set to the largest value whose count stays within the budget.
 """
 
 from __future__ import annotations
@@ -122,6 +125,51 @@ def _refine_out_dim(config: dict, meta: DatasetMeta, budget: int, total: int) ->
     low, high = _bracket(count, low, high, budget)
     best = min((tied, low, high), key=lambda o: (abs((total if o == tied else count(o)) - budget), o != tied))
     return {**config, "out_dim": best}, total if best == tied else count(best)
+
+
+def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = None,
+              default_variant: str | None = None) -> Fit:
+    """The largest value of a plugin's width argument (``width``, default ``hidden_channels``) whose trainable-
+    parameter count — the model as it trains, encoders and head included — is at most ``budget``; the next value
+    up exceeds it. An argument that does not change the count, or a budget below the count at the smallest width, is
+    a one-line error. ``Fit.hidden_dim`` is the fitted value."""
+    from gnnbench.models.plugins import PluginError, default_width, describe_arguments
+    from gnnbench.models.registry import DEFAULT_VARIANT, PLUGIN, num_parameters, resolve
+
+    default_variant = default_variant or DEFAULT_VARIANT
+    if budget < 1:
+        raise ConfigError(f"fit-budget: budget must be a positive number of parameters, got {budget}")
+    v = resolve(config, default_variant)
+    if v.variant != PLUGIN:
+        raise ConfigError(f"width: model {v.family} is one of the zoos' networks, sized by hidden_dim (fit_budget)")
+    width = width or default_width(v)
+    if width is None:
+        raise PluginError(f"{describe_arguments(v)} has no hidden_channels argument; name the constructor argument "
+                          "that sets the model's width (width: ...)", "width")
+    if width not in v.sig.arguments and not v.sig.open:
+        raise PluginError(f"{width!r} is not an argument of {describe_arguments(v)}; name the one that sets the "
+                          "model's width", "width")
+    cache: dict[int, int] = {}
+
+    def count(value: int) -> int:
+        if value not in cache:
+            cache[value] = num_parameters({**config, width: value}, meta, default_variant=default_variant)
+        return cache[value]
+
+    if count(MIN_WIDTH) == count(2 * MIN_WIDTH):
+        raise PluginError(f"{width} does not change the parameter count of {v.family} ({count(MIN_WIDTH)} "
+                          f"parameters at {width}={MIN_WIDTH} and at {2 * MIN_WIDTH}); name the constructor argument "
+                          "that sets the model's width", "width")
+    if count(MIN_WIDTH) > budget:
+        raise PluginError(f"{v.family} has {count(MIN_WIDTH)} parameters already at {width}={MIN_WIDTH}, more than "
+                          f"the budget of {budget}; raise the budget or shrink the model's other arguments", "budget")
+    low, high = MIN_WIDTH, 2 * MIN_WIDTH  # count(low) <= budget; grow high until it exceeds the budget
+    while count(high) <= budget and high < MAX_WIDTH:
+        low, high = high, 2 * high
+    while high - low > 1:  # counts grow with the width: the largest value within the budget
+        mid = (low + high) // 2
+        low, high = (mid, high) if count(mid) <= budget else (low, mid)
+    return Fit(low, None, count(low), {**config, width: low}, budget)
 
 
 def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: DatasetMeta,

@@ -11,6 +11,10 @@ Key ownership (who declares which key):
   ``dense_schedule`` and ``loss``), pitfalls gnn-benchmark's ``train.conf.yaml`` keys and the per-model
   ``learning_rate`` / ``weight_decay``, fair-comparison Errica's training keys.
 
+* A model from outside the package (variant ``plugin``, :mod:`gnnbench.models.plugins`): its constructor's
+  arguments (any value; any key where the constructor takes ``**kwargs``) and gnnbench's keys of its kind
+  (:func:`plugin_types`); an unknown key's error lists the constructor's arguments.
+
 A run config of protocol P for a model of variant V may hold exactly the keys of :func:`protocol_types`. A preset
 of P contributes all its keys; a preset of another protocol only V's architecture keys, the training keys coming
 from P's defaults, then the suite's ``set`` (:func:`gnnbench.config.presets.run_config`). The originals' scripts
@@ -28,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.models.registry import ARCHITECTURE_KEYS, DWIVEDI2020, MODEL_KEYS
+from gnnbench.models.registry import ARCHITECTURE_KEYS, DWIVEDI2020, MODEL_KEYS, PLUGIN
 
 NET_KEYS: dict[str, type] = ARCHITECTURE_KEYS[DWIVEDI2020]
 # benchmarking-gnns' training keys every run needs (the original JSON's ``params`` group)
@@ -41,10 +45,39 @@ OTHER_KEYS: dict[str, type] = {"dense_schedule": str, "loss": str}
 KEY_TYPES: dict[str, type] = {**MODEL_KEYS, **NET_KEYS, **TRAIN_KEYS, **OTHER_KEYS}
 
 
+ANY = object  # a plugin constructor's argument: any value (the model checks it)
+
+
+class KeyTypes(dict):
+    """Key → type, for a model whose keys :func:`coerce` lists its own way: ``hint`` ends an unknown-key error (what
+    the model takes instead), ``open`` accepts any key (a constructor with ``**kwargs``) as :data:`ANY`."""
+
+    hint: str = ""
+    open: bool = False
+
+
+def plugin_types(config: Mapping, training_keys: Mapping[str, type | tuple],
+                 default_variant: str | None = None) -> KeyTypes:
+    """The keys of a run config naming a model from outside the package (:mod:`gnnbench.models.plugins`): model
+    and variant, ``training_keys``, gnnbench's own keys of its kind (typed) and its constructor's arguments (any
+    value; any key at all where the constructor takes ``**kwargs``)."""
+    from gnnbench.models import plugins
+    from gnnbench.models.registry import resolve
+
+    v = resolve(config, default_variant) if default_variant else resolve(config)
+    types = KeyTypes({**MODEL_KEYS, **training_keys, **v.architecture_keys})
+    types.hint, types.open = plugins.unknown_key_hint(v), v.sig.open
+    return types
+
+
 def protocol_types(protocol, config: Mapping | None = None) -> dict[str, type | tuple]:
     """The keys a run config of ``protocol`` (an object with ``training_keys`` and ``default_variant``) may hold for
     the model ``config`` names: model and variant, the protocol's training keys, the variant's architecture keys
-    (the protocol's own zoo where ``config`` names no variant)."""
+    (the protocol's own zoo where ``config`` names no variant; a plugin's: :func:`plugin_types`)."""
+    from gnnbench.models.registry import is_plugin
+
+    if config and is_plugin(config):
+        return plugin_types(config, protocol.training_keys, protocol.default_variant)
     variant = (config or {}).get("variant") or protocol.default_variant
     if variant not in ARCHITECTURE_KEYS:
         raise ConfigError(f"variant: unknown variant {variant!r}; choose one of {', '.join(ARCHITECTURE_KEYS)}")
@@ -101,12 +134,14 @@ def coerce(key: str, value: Any, where: str, types: Mapping[str, type | tuple] |
     """Check (and, from strings such as ``--set`` values or YAML's ``1e-5``, convert) one config value (``types``:
     the keys allowed, default :data:`KEY_TYPES`)."""
     types = KEY_TYPES if types is None else types
-    if key not in types:
+    if key not in types and not getattr(types, "open", False):
         close = difflib.get_close_matches(key, types, n=2, cutoff=0.7)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise ConfigError(f"{where}: unknown config key {key!r}{hint}; `gnnbench presets` lists the published "
-                          "configs and their keys")
-    expected = types[key]
+        listing = getattr(types, "hint", "") or "`gnnbench presets` lists the published configs and their keys"
+        raise ConfigError(f"{where}: unknown config key {key!r}{hint}; {listing}")
+    expected = types.get(key, ANY)
+    if expected is ANY:  # a plugin's constructor argument: its value is the model's to check
+        return value
     try:
         value = _convert_any(expected, value)
     except (TypeError, ValueError):
@@ -194,5 +229,8 @@ def coerce_all(values: dict, where: str, types: Mapping[str, type | tuple] | Non
     values name (a benchmarking-gnns run of another paper's model)."""
     if types is None:
         variant = values.get("variant")
-        types = {**KEY_TYPES, **ARCHITECTURE_KEYS[variant]} if variant in ARCHITECTURE_KEYS else KEY_TYPES
+        if variant == PLUGIN:  # a benchmarking-gnns run of a model from outside the package
+            types = plugin_types(values, {**TRAIN_KEYS, **OTHER_KEYS}, DWIVEDI2020)
+        else:
+            types = {**KEY_TYPES, **ARCHITECTURE_KEYS[variant]} if variant in ARCHITECTURE_KEYS else KEY_TYPES
     return {k: coerce(k, v, f"{where}.{k}" if where else k, types) for k, v in values.items()}

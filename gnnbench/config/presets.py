@@ -76,7 +76,9 @@ def run_config(preset: str | None, overrides: dict | None = None, *, directory=N
     ``script_params``). A preset of another protocol contributes its model and only its variant's architecture keys
     (``variant`` is written into the config); the training keys come from the running protocol's
     ``training_defaults``, then ``overrides``. A model of another paper's zoo named without a preset (``model`` and
-    ``variant`` in ``overrides``, or a family only another zoo has) gets the same training defaults. A grid preset
+    ``variant`` in ``overrides``, or a family only another zoo has) gets the same training defaults, and so does a
+    model from outside the package (variant ``plugin``: ``model`` a class path, a file or an entry point,
+    :mod:`gnnbench.models.plugins`; its constructor's arguments are overrides like any key). A grid preset
     (fair-comparison) under a protocol without model selection: every architecture dimension of its grid must be
     fixed by ``overrides``. ``where`` names the overrides in errors, ``preset_where`` (default: ``where``) the
     preset."""
@@ -114,12 +116,15 @@ def run_config(preset: str | None, overrides: dict | None = None, *, directory=N
     try:
         variant = resolve(merged, running.default_variant).variant
     except ConfigError as exc:
-        raise ConfigError(f"{where or preset_where}: {exc}") from None
+        from gnnbench.models.plugins import located
+
+        raise located(where or preset_where, exc) from None
     if variant != running.default_variant:
         if not foreign:
             config = {**running.training_defaults, **config}
         config["variant"] = variant
-    config.update(coerce_all(overrides, where, protocol_types(running, {**config, "variant": variant})))
+    config.update(coerce_all(overrides, where, protocol_types(running, {**config, "model": merged["model"],
+                                                                        "variant": variant})))
     if config.get("variant") == running.default_variant:
         del config["variant"]
     return config

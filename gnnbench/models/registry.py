@@ -89,6 +89,7 @@ ARCHITECTURE_KEYS: dict[str, dict[str, type | tuple]] = {
 MODEL_KEYS: dict[str, type] = {"model": str, "variant": str}  # every run config's
 
 COMPOSED, STACKED, CLASSIFIER, PROPAGATION = "composed", "stacked", "classifier", "propagation"
+PLUGIN = "plugin"  # the variant of models from outside the package (gnnbench.models.plugins)
 NODE_ONLY = ("node_classification",)
 GRAPH_CLASSIFICATION = ("graph_classification",)
 
@@ -193,18 +194,46 @@ def families(variant: str) -> list[str]:
     return [v.family for v in _VARIANTS if v.variant == variant]
 
 
+def _plugins():
+    """:mod:`gnnbench.models.plugins`, imported on first use (it imports the composition's modules)."""
+    from gnnbench.models import plugins
+
+    return plugins
+
+
+def is_plugin(config: Mapping) -> bool:
+    """Whether a config names a model from outside the package: ``variant: plugin``, a spelling with a colon or a
+    dot, or a bare name that no zoo has but an installed entry point has (metadata only: nothing is imported)."""
+    model = config.get("model")
+    if config.get("variant") == PLUGIN or _plugins().is_plugin_spec(model):
+        return True
+    return (isinstance(model, str) and bool(model) and model not in FAMILIES
+            and _plugins().entry_point(model) is not None)
+
+
 def resolve(config: Mapping, default_variant: str = DEFAULT_VARIANT) -> Variant:
     """The registered network a config names: ``model`` (family) and ``variant`` (default: ``default_variant``
-    where the family has it, else the family's only variant)."""
+    where the family has it, else the family's only variant). A model from outside the package
+    (:mod:`gnnbench.models.plugins`: ``package.module:Class``, ``path/to/file.py:Class``, an entry point) resolves
+    to variant ``plugin``, kind ``backbone`` or ``full``; its class is imported here."""
     family, variant = config.get("model"), config.get("variant")
+    if variant == PLUGIN or _plugins().is_plugin_spec(family):
+        if variant == PLUGIN and family in FAMILIES:
+            raise ConfigError(f"variant: model {family} is a network of the zoos, not a model of your own; drop "
+                              f"variant {PLUGIN}")
+        return _plugins().resolve_plugin(family, variant)
     if family not in FAMILIES:
+        if isinstance(family, str) and family and _plugins().entry_point(family) is not None:
+            return _plugins().resolve_plugin(family, variant)  # a bare name no zoo has: an installed entry point
         close = ([f for f in FAMILIES if f.lower() == str(family).lower()]
                  or difflib.get_close_matches(str(family), FAMILIES, n=1, cutoff=0.8))
         hint = f" (did you mean {close[0]}?)" if close else ""
         own = families(default_variant)
         others = [f for f in FAMILIES if f not in own]
         raise ConfigError(f"model: unknown model {family!r}{hint}; choose one of {', '.join(own)}"
-                          + (f" (or, from another paper's zoo, {', '.join(others)})" if others else ""))
+                          + (f" (or, from another paper's zoo, {', '.join(others)})" if others else "")
+                          + "; or a model of your own: package.module:Class, path/to/file.py:Class or an entry "
+                          "point of group gnnbench.models (docs/model-contract.md)")
     candidates = [v.variant for v in variants(family)]
     if variant is None:
         variant = default_variant if default_variant in candidates else candidates[0]
@@ -245,12 +274,14 @@ class ModelData:
     """What a model is built for: the dataset's ``meta``; ``sizes`` the node count of every graph (np.int64; DGCNN's
     k and DiffPool's node count are computed from it); ``store`` the whole dataset (passed to ``prepare``);
     ``graph`` the one graph of a transductive dataset (:class:`~gnnbench.models.stacked.NodeGraph`: what Shchur's
-    models are bound to)."""
+    models are bound to); ``train_graphs`` the ids of the store's training graphs where a model's statistics must
+    come from them alone (a plugin's PNA degree histogram; default: every graph)."""
 
     meta: DatasetMeta
     sizes: np.ndarray | None = None
     store: object | None = None
     graph: object | None = None
+    train_graphs: torch.Tensor | None = None
 
 
 class SingleStacked(nn.Module):
@@ -285,6 +316,8 @@ def build_model(config: Mapping, data: ModelData | DatasetMeta, *, default_varia
     if isinstance(data, DatasetMeta):
         data = ModelData(data)
     v = resolve(config, default_variant)
+    if v.variant == PLUGIN:
+        return _plugins().build(v, config, data, default_variant)
     if v.kind == COMPOSED:
         model = _build_composed(dict(config), data.meta, v)
         model.aux_loss, model.own_readout = 0.0, False
@@ -348,6 +381,7 @@ def num_parameters(config: Mapping, data: ModelData | DatasetMeta, *, default_va
     v = resolve(config, default_variant)
     if v.kind == PROPAGATION:
         return 0
+    # a plugin's count is taken after its dry forward (lazy parameters resolved)
     data = stand_in(data) if v.kind in (STACKED, CLASSIFIER) else data
     return count_parameters(build_model(config, data, default_variant=default_variant, seed=0))
 
@@ -363,6 +397,13 @@ def check_fits(config: Mapping, meta: DatasetMeta, *, default_variant: str = DEF
     without continuous node features, positional encodings under a protocol that computes none
     (``positional_encodings`` False)."""
     v = resolve(config, default_variant)
+    if v.variant == PLUGIN:
+        if meta.task not in v.tasks:
+            raise _plugins().PluginError(_plugins().cannot_do(v, meta))
+        if config.get("pos_enc") and not positional_encodings:
+            raise _plugins().PluginError("pos_enc needs positional encodings, which this protocol does not compute; "
+                                         "set pos_enc: false", "pos_enc")
+        return v
     name = f"model {v.family}" + (f" ({v.variant})" if len(variants(v.family)) > 1 else "")
     if meta.task not in v.tasks:
         reason = ""
@@ -405,8 +446,12 @@ def stand_in(data: ModelData) -> ModelData:
 def check_buildable(config: Mapping, meta: DatasetMeta, *, default_variant: str = DEFAULT_VARIANT,
                     positional_encodings: bool = True) -> Variant:
     """:func:`check_fits`, then build the model once on stand-in data of the dataset's sizes (unknown keys, missing
-    keys and impossible values fail here, before any job runs)."""
+    keys and impossible values fail here, before any job runs; a plugin's dry forward checks its signature and output
+    shape, :mod:`gnnbench.models.plugins`)."""
     v = check_fits(config, meta, default_variant=default_variant, positional_encodings=positional_encodings)
+    if v.variant == PLUGIN:
+        build_model(config, ModelData(meta), default_variant=default_variant)
+        return v
     if v.kind == PROPAGATION:
         if default_variant != v.variant:
             raise ConfigError(f"model {v.family} has no weights: it runs only under its own paper's protocol (one "
@@ -478,6 +523,7 @@ def _build_classifier(cfg: dict, meta: DatasetMeta, sizes: np.ndarray, v: Varian
         raise ConfigError(f"model {v.family} on dataset {meta.name}: {exc}; change the config") from None
 
 
-__all__ = ["ARCHITECTURE_KEYS", "DEFAULT_VARIANT", "DWIVEDI2020", "ERRICA2020", "FAMILIES", "REGISTRY", "SHCHUR2018",
-           "ModelData", "ModelInfo", "SingleStacked", "Variant", "build_model", "build_stacked", "check_buildable",
-           "check_fits", "count_parameters", "model_info", "num_parameters", "resolve", "variants"]
+__all__ = ["ARCHITECTURE_KEYS", "DEFAULT_VARIANT", "DWIVEDI2020", "ERRICA2020", "FAMILIES", "PLUGIN", "REGISTRY",
+           "SHCHUR2018", "ModelData", "ModelInfo", "SingleStacked", "Variant", "build_model", "build_stacked",
+           "check_buildable", "check_fits", "count_parameters", "is_plugin", "model_info", "num_parameters", "resolve",
+           "variants"]
