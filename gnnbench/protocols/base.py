@@ -72,7 +72,7 @@ def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
         if "seeds" in model:
             raise ConfigError(f"{model_where}.seeds: per-model seeds belong to protocol benchmarking-gnns; protocol "
                               f"{protocol} seeds its runs itself")
-        for key in ("budget", "layers"):
+        for key in ("budget", "layers", "width"):
             if key in model:
                 raise ConfigError(f"{model_where}.{key}: protocol {protocol} {why_no_budget}; parameter budgets "
                                   "belong to protocol benchmarking-gnns")

@@ -26,7 +26,7 @@ from gnnbench.config.keys import OTHER_KEYS, TRAIN_KEYS
 from gnnbench.config.presets import run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, GnnbenchError
-from gnnbench.models.registry import DWIVEDI2020
+from gnnbench.models.registry import DWIVEDI2020, PLUGIN
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
 from gnnbench.splits import GRAPH_SCHEMES
 
@@ -176,6 +176,9 @@ class BenchmarkingGNNs(Protocol):
             preset, own = model.get("preset"), {**shared, **(model.get("set") or {})}
             if "model" in model:
                 own["model"] = model["model"]
+            if "width" in model and "budget" not in model:
+                raise ConfigError(f"{model_where}.width: width names the constructor argument a budget fits; add "
+                                  "budget (e.g. 100000) or drop width")
             if "budget" in model:
                 config = _fit(dataset, preset, own, model, model_where)
             else:
@@ -262,14 +265,30 @@ def aggregate_tables(record_files: list[str | os.PathLike], csv: str | os.PathLi
 
 
 def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) -> dict:
-    """Run config of a model entry that names a parameter budget: the fitted hidden width (and out_dim)."""
-    from gnnbench.config.budget import base_preset, fit_budget
+    """Run config of a model entry that names a parameter budget: the fitted hidden width (and out_dim); for a model
+    from outside the package the constructor argument ``width`` names (default ``hidden_channels``)."""
+    from gnnbench.config.budget import base_preset, fit_budget, fit_width
     from gnnbench.data.catalog import published_name
+    from gnnbench.models.registry import is_plugin
 
     protocol = BenchmarkingGNNs.name
     model = overrides.get("model") or (run_config(preset, where=where, protocol=protocol)["model"] if preset else None)
     if model is None:
         raise ConfigError(f"{where}: a budget needs the model (e.g. model: GCN) or a preset to start from")
+    if is_plugin({"model": model}) or "width" in entry:
+        config = run_config(preset, overrides, where=where, protocol=protocol)
+        if config.get("variant") != PLUGIN:
+            raise ConfigError(f"{where}.width: width names the constructor argument a budget fits for a model of "
+                              f"your own; model {config['model']} is sized by hidden_dim: drop width")
+        if "layers" in entry:
+            raise ConfigError(f"{where}.layers: layers sets L of the benchmark's models; set the depth of model "
+                              f"{config['model']} by its constructor argument (e.g. num_layers) in set")
+        try:
+            return fit_width(config, dataset.meta, entry["budget"], entry.get("width"), DWIVEDI2020).config
+        except GnnbenchError as exc:
+            from gnnbench.models.plugins import located
+
+            raise located(where, exc) from None
     base = preset or base_preset(published_name(dataset.generator, dataset.name, dataset.params), model)
     config = run_config(base, overrides, where=where, protocol=protocol)
     if config.get("variant", DWIVEDI2020) != DWIVEDI2020:
@@ -284,9 +303,10 @@ def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) 
 def _check_buildable(config: dict, meta, where: str) -> None:
     """Refuse a model that cannot run on the dataset in one line (:func:`gnnbench.models.registry.check_fits`), then
     build it once on stand-in data of the dataset's sizes."""
+    from gnnbench.models.plugins import located
     from gnnbench.models.registry import check_buildable
 
     try:
         check_buildable(config, meta, default_variant=DWIVEDI2020)
     except GnnbenchError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+        raise located(where, exc) from None

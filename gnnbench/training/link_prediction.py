@@ -211,7 +211,7 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)
-    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="max")
+    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="max", store=store)
     num_params = count_parameters(model)
     graph = full_graph(store, pe).to(dev)
     parts = {part: p.to(dev) for part, p in parts.items()}

@@ -158,12 +158,15 @@ def read_run_pe(cfg: dict, pe_path, store: GraphStore, meta) -> torch.Tensor | N
     return pe
 
 
-def build_training(cfg: dict, meta, dev: torch.device, scheduler_mode: str, store=None):
+def build_training(cfg: dict, meta, dev: torch.device, scheduler_mode: str, store=None,
+                   train_graphs: torch.Tensor | None = None):
     """Seeded model, Adam, ReduceLROnPlateau (``scheduler_mode``: min on the validation loss, max on COLLAB's
     validation Hits@50) and the shuffle generator of one run. ``store``: the dataset, for models built from its
-    graph sizes or preparing per-graph data (another paper's graph classifiers, :mod:`gnnbench.models.registry`)."""
+    graph sizes or preparing per-graph data (another paper's graph classifiers, :mod:`gnnbench.models.registry`);
+    ``train_graphs``: its training graphs (a plugin PNA's degree histogram is theirs)."""
     seed_everything(cfg["seed"])
-    model = build_model(cfg, meta if store is None else ModelData(meta, store=store)).to(dev)
+    data = meta if store is None else ModelData(meta, store=store, train_graphs=train_graphs)
+    model = build_model(cfg, data).to(dev)
     optimizer = make_optimizer(model, cfg["init_lr"], cfg["weight_decay"])
     scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
         optimizer, mode=scheduler_mode, factor=cfg["lr_reduce_factor"], patience=cfg["lr_schedule_patience"])
@@ -211,7 +214,8 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)
-    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="min", store=store)
+    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="min", store=store,
+                                                          train_graphs=None if meta.transductive else parts["train"])
     num_params = count_parameters(model)
     original_schedule = cfg.get("dense_schedule", "minibatch") == "original"
     if meta.transductive:  # WikiCS: every epoch one full-graph step; each part scores its own nodes
