@@ -263,12 +263,18 @@ def load_suite_file(path: str | os.PathLike) -> Suite:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist; pass an existing --configfile")
-    return load_suite(load_yaml(path, "config file"))
+    return load_suite(load_yaml(path, "config file"), base_dir=path.parent)
 
 
-def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH) -> Suite:
-    """Validate a workflow config (already parsed) and resolve it into a :class:`Suite`."""
+def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH,
+               base_dir: str | os.PathLike | None = None) -> Suite:
+    """Validate a workflow config (already parsed) and resolve it into a :class:`Suite`. ``base_dir``: the suite
+    file's folder, against which a model given as a file (``model: my_gnn.py:MyGNN``) is found (default: the
+    working folder); run configs name such a file by its absolute path."""
     _check_schema(config, Path(schema_path))
+    from gnnbench.models.plugins import with_absolute_files
+
+    config = with_absolute_files(config, Path.cwd() if base_dir is None else base_dir)
     settings = {k: config.get(k, v) for k, v in DEFAULTS.items()}
     for name in config["benchmarks"]:
         if name not in config["datasets"]:

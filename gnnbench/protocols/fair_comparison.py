@@ -286,6 +286,7 @@ def expand_grid(base: dict, grid: dict[str, list]) -> list[dict]:
 def check_configs(configs: list[dict], meta, where: str) -> None:
     """Training keys present and every configuration buildable for the dataset's sizes (a stand-in graph); a model
     that cannot run on the dataset (another zoo's node-only model, positional encodings) is refused in one line."""
+    from gnnbench.models.plugins import located
     from gnnbench.models.registry import check_buildable
 
     for config in configs:
@@ -301,7 +302,7 @@ def check_configs(configs: list[dict], meta, where: str) -> None:
         try:
             check_buildable(config, meta, default_variant=ERRICA2020, positional_encodings=False)
         except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+            raise located(where, exc) from None
 
 
 def config_id(config: dict) -> str:
@@ -314,12 +315,16 @@ def run_seed(seed: int, fold: int, key: int) -> int:
 
 def num_layers(config: dict) -> int | None:
     """Depth of a configuration for the "median number of layers selected" column: the classifier's own rule
-    (Errica's zoo), ``L`` for the benchmark's models, None for the others."""
-    from gnnbench.models.registry import resolve
+    (Errica's zoo), ``L`` for the benchmark's models, ``num_layers`` (PyTorch Geometric's name) for a model from
+    outside the package, None for the others."""
+    from gnnbench.models.registry import PLUGIN, resolve
 
     variant = resolve(config, ERRICA2020)
     if variant.variant == ERRICA2020:
         return variant.load().num_layers(config)
+    if variant.variant == PLUGIN:
+        layers = config.get("num_layers")
+        return layers if isinstance(layers, int) and not isinstance(layers, bool) else None
     return config.get("L")
 
 
@@ -364,7 +369,7 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
                        "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
     result_path, checkpoint_path = run_dir / f"{key[:24]}.json", run_dir / f"{key[:24]}.checkpoint.pt"
     cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
-    model_data = ModelData(data.meta, data.sizes, data.store)
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=torch.from_numpy(parts["train"]))
     if result_path.is_file():
         try:
             stored = read_json(result_path, "run result")

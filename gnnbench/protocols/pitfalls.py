@@ -237,12 +237,13 @@ def check_model(config: dict, meta, where: str) -> None:
     """Refuse a model that cannot run on the dataset in one line (the registry's rules: another zoo's model must do
     node classification on one graph; no positional encodings here), then build it once on a two-node stand-in of
     the dataset's sizes: unknown models and keys fail here."""
+    from gnnbench.models.plugins import located
     from gnnbench.models.registry import check_buildable
 
     try:
         check_buildable(config, meta, default_variant=SHCHUR2018, positional_encodings=False)
     except GnnbenchError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+        raise located(where, exc) from None
 
 
 def load_node_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cpu"):
