@@ -83,6 +83,10 @@ class DatasetSpec:
             return release.folds if release else 0
         if self.split["scheme"] == "given":
             return self.meta.given_splits
+        if self.split["scheme"] == "file":
+            from gnnbench.split_file import count_folds
+
+            return count_folds(self.split["path"])
         return self.split.get("folds", self.split.get("splits", 1))
 
 
@@ -146,13 +150,17 @@ class Suite:
         """Raw files (paths under ``resources/raw``) a dataset is made from: downloads, one job each."""
         spec = self.datasets[dataset]
         generator = get_generator(spec.generator)
+        own = generator.input_files(spec.params) if generator.input_files else []  # a user's file (graph_file)
         if generator.raw_files is None:
-            return []
-        return [f"{RAW_DIR}/{raw.relative_path}" for raw in generator.raw_files(spec.params)]
+            return own
+        return [f"{RAW_DIR}/{raw.relative_path}" for raw in generator.raw_files(spec.params)] + own
 
     def split_raw_files(self, dataset: str) -> list[str]:
         """The released split files a dataset's split imports (scheme ``published``), downloads; else none."""
-        release = published_split(self.datasets[dataset])
+        spec = self.datasets[dataset]
+        if spec.split["scheme"] == "file":  # the user's split file: an input, so that a changed file splits again
+            return [spec.split["path"]]
+        release = published_split(spec)
         return [] if release is None else [f"{RAW_DIR}/{raw.relative_path}" for raw in release.files]
 
     def _downloads(self, spec: DatasetSpec) -> list[tuple[object, str | None]]:
@@ -282,7 +290,8 @@ def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH,
                               f"(defined: {', '.join(config['datasets'])})")
     protocols = {name: get_protocol(entry.get("protocol", DEFAULT_PROTOCOL), f"benchmarks.{name}.protocol")
                  for name, entry in config["benchmarks"].items()}
-    datasets = {name: _dataset(name, entry, protocols.get(name)) for name, entry in config["datasets"].items()}
+    datasets = {name: _dataset(name, entry, protocols.get(name), Path.cwd() if base_dir is None else base_dir)
+                for name, entry in config["datasets"].items()}
     benchmarks = {}
     for name, entry in config["benchmarks"].items():
         where, protocol = f"benchmarks.{name}", protocols[name]
@@ -359,11 +368,12 @@ def published_split(spec: DatasetSpec):
     return generator.published_splits(spec.params, spec.split["source"])
 
 
-def _dataset(name: str, entry: dict, protocol) -> DatasetSpec:
-    """A dataset entry resolved; its split defaults to what the protocol of its benchmark (if any) evaluates on."""
+def _dataset(name: str, entry: dict, protocol, base_dir: str | os.PathLike | None = None) -> DatasetSpec:
+    """A dataset entry resolved; its split defaults to what the protocol of its benchmark (if any) evaluates on. A
+    user's file (a graph file, a split file) given by a relative path is found relative to ``base_dir``."""
     where = f"datasets.{name}"
     generator = get_generator(entry["generator"], f"{where}.generator")
-    params = resolve_params(generator, entry.get("params"), f"{where}.params")
+    params = resolve_params(generator, entry.get("params"), f"{where}.params", base_dir)
     seed = entry.get("seed", 0)
     meta = generator.describe(name, params, seed)
     default = generator.default_split(params) if callable(generator.default_split) else generator.default_split
@@ -374,6 +384,9 @@ def _dataset(name: str, entry: dict, protocol) -> DatasetSpec:
         given = protocol.default_split(spec)
     if given is not None:
         spec.split = resolve_split(given, f"{where}.split")
+    if spec.split["scheme"] == "file":
+        spec.split["path"] = str(Path(base_dir or ".", spec.split["path"]).absolute())
+        spec.num_folds  # noqa: B018 — reads the file: a missing or malformed split file fails the suite now
     if spec.split["scheme"] == "published" and published_split(spec) is None:
         raise ConfigError(f"{where}.split.scheme: no {spec.split['source']} split was published for dataset {name} "
                           f"(generator {generator.name}); use stratified_kfold")

@@ -154,7 +154,7 @@ class FairComparisonBenchmark(Benchmark):
 class FairComparison(Protocol):
     name = NAME
     title = "A Fair Comparison of Graph Neural Networks for Graph Classification (Errica et al.)"
-    split_schemes = ("stratified_kfold", "published")
+    split_schemes = ("stratified_kfold", "published", "file")  # file: the user's own outer folds
     default_variant = ERRICA2020  # Errica's complete graph classifiers
     training_keys = TRAINING_KEY_TYPES
     training_defaults = FOREIGN_TRAINING_DEFAULTS
