@@ -37,7 +37,8 @@ if not workflow.overwrite_configfiles:
 try:
     for suite_file in workflow.overwrite_configfiles or [os.path.join(workflow.basedir, "config", "config.yaml")]:
         check_unique_keys(suite_file)
-    SUITE = load_suite(config)
+    # a user's files named in the suite (a model file, a graph file, a split file) are relative to the suite file
+    SUITE = load_suite(config, base_dir=os.path.dirname(os.path.abspath(suite_file)))
 except GnnbenchError as exc:
     sys.exit(f"gnnbench: error: {exc}")
 # the report (workflow/report/workflow.rst) names each benchmark's protocol as resolved, default included
