@@ -32,6 +32,9 @@ constructor takes ``**kwargs``). Arguments gnnbench knows are injected when the 
 leaves them out (:data:`INJECTED`). PyTorch Geometric's ``BasicGNN`` models take their layers' arguments as
 ``**kwargs``: ``edge_dim`` is injected for those whose layers read edge features (GAT, PNA) and ``deg`` for PNA.
 
+PyTorch Geometric's BasicGNN forward takes ``edge_attr`` and ``edge_weight`` whatever its layers read: they are
+passed only where its layers read them (``supports_edge_attr``, ``supports_edge_weight``).
+
 Encoders of a backbone (the benchmark's :class:`~gnnbench.models.encoders.NodeEncoder` / ``EdgeEncoder``): the node
 input reaches the model as ``in_channels`` features — continuous features raw (``in_channels`` = their width) unless
 the config sets ``in_channels`` (then projected by a Linear), categorical ids embedded into ``in_channels`` (default:
@@ -231,7 +234,7 @@ def load_class(spec: str) -> type:
             obj = getattr(obj, part)
         where = spec
     if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
-        what = "a class" if isinstance(obj, type) else type(obj).__name__
+        what = f"a {'class' if isinstance(obj, type) else type(obj).__name__}"
         raise PluginError(f"{where} is {what}, not a torch.nn.Module subclass; point model at the model's class "
                           "(a subclass of torch.nn.Module)")
     _CLASSES[key] = obj
@@ -314,7 +317,8 @@ def signature(cls: type, spec: str) -> Signature:
                               f"a backbone's forward takes x, edge_index and any of {', '.join(FORWARD_ARGUMENTS[2:])}"
                               " (give other arguments a default)")
         kind = BACKBONE
-        called = tuple(n for n in names if n in FORWARD_ARGUMENTS)
+        unused = _pyg_unused_edge_inputs(cls)
+        called = tuple(n for n in names if n in FORWARD_ARGUMENTS and n not in unused)
     elif len(required) == 1 and names and names[0] == required[0]:
         kind, called = FULL, required
     else:
@@ -329,6 +333,18 @@ def signature(cls: type, spec: str) -> Signature:
     open_kwargs = any(p.kind == p.VAR_KEYWORD for p in iparams)
     return Signature(kind, called, required if kind == FULL else tuple(n for n in required if n in called),
                      arguments, init_required, defaults, open_kwargs, _pyg_layer_arguments(cls))
+
+
+def _pyg_unused_edge_inputs(cls: type) -> tuple[str, ...]:
+    """The edge inputs a PyTorch Geometric BasicGNN's forward takes but its layers ignore (``supports_edge_attr``,
+    ``supports_edge_weight`` false): gnnbench builds no edge encoder for them."""
+    if not cls.__module__.startswith("torch_geometric."):
+        return ()
+    from torch_geometric.nn.models.basic_gnn import BasicGNN
+
+    if not issubclass(cls, BasicGNN):
+        return ()
+    return (() if cls.supports_edge_attr else ("edge_attr",)) + (() if cls.supports_edge_weight else ("edge_weight",))
 
 
 def _pyg_layer_arguments(cls: type) -> tuple[str, ...]:
