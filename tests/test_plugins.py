@@ -69,7 +69,7 @@ class MeanPool(nn.Module):
 
     def forward(self, batch):
         h = torch.relu(self.lin(batch.x))
-        total = torch.zeros(batch.num_graphs, h.shape[1]).index_add_(0, batch.batch, h)
+        total = h.new_zeros(batch.num_graphs, h.shape[1]).index_add_(0, batch.batch, h)
         return self.out(total / torch.bincount(batch.batch, minlength=batch.num_graphs).unsqueeze(-1))
 '''
 

@@ -14,6 +14,11 @@ paper's layer it is. One spelling per family across the zoos (the benchmark's ``
                  MolecularFingerprint DeepMultisets — complete graph classifiers with their own readout
 =============  ==================================================================================================
 
+A model from outside the package (a class named ``package.module:Class``, ``path/to/file.py:Class``, an entry point
+of group ``gnnbench.models``, or PyTorch Geometric's models by class path) resolves to variant ``plugin``, kind
+``backbone`` (composed with encoders and the task head like the benchmark's) or ``full``
+(:mod:`gnnbench.models.plugins`; docs/model-contract.md).
+
 Where two variants share a family their layers differ as :attr:`Variant.note` says (e.g. GCN: the benchmark's
 DGL-style layer with batch norm and residuals vs Shchur's TF-style two-layer GCN).
 
