@@ -120,7 +120,7 @@ BAD_CONFIGS = [
      "datasets.CSL.split.scheme: no errica2020 split was published for dataset CSL"),
     ("datasets.CSL.split", {"scheme": "random_per_class"},
      "datasets.CSL.split: protocol benchmarking-gnns evaluates on split schemes given, stratified_kfold, published, "
-     "but dataset "
+     "file, but dataset "
      "CSL is split by random_per_class"),
     ("benchmarks.CSL.protocol", "fair-comparison", "benchmarks.CSL.protocol: protocol fair-comparison needs "
                                                    "continuous node features (one-hot labels, attributes, constant or "
