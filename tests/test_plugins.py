@@ -57,6 +57,17 @@ class TwoHop(nn.Module):
         return x
 
 
+class Lazy(nn.Module):
+    """A backbone whose input width is found by its first forward (nn.LazyLinear)."""
+
+    def __init__(self, hidden_channels: int):
+        super().__init__()
+        self.lin = nn.LazyLinear(hidden_channels)
+
+    def forward(self, x, edge_index):
+        return torch.relu(self.lin(x))
+
+
 class MeanPool(nn.Module):
     """A full graph model: mean of Linear(x) per graph, then a linear classifier (or one regression target)."""
 
@@ -344,6 +355,15 @@ def test_a_continuous_dataset_reaches_a_backbone_raw_unless_in_channels_is_set()
     projected = build_model({**config, "in_channels": 6}, meta)
     assert projected.architecture.module.convs[0].lin.in_channels == 6
     assert count_parameters(projected.node_encoder) == 3 * 6 + 6
+
+
+def test_lazy_layers_are_resolved_by_the_dry_forward_and_counted(nets):
+    meta = continuous_meta(width=3, outputs=4)
+    config = {"model": f"{nets}/nets.py:Lazy", "hidden_channels": H}
+    model = build_model(config, meta)
+    assert not any(isinstance(p, torch.nn.parameter.UninitializedParameter) for p in model.parameters())
+    expected = (3 * H + H) + mlp_readout_params(H, 4)
+    assert count_parameters(model) == num_parameters(config, meta) == expected
 
 
 def test_a_module_of_torch_is_a_full_model_by_its_signature_and_its_output_is_checked():

@@ -229,7 +229,9 @@ def coerce_all(values: dict, where: str, types: Mapping[str, type | tuple] | Non
     values name (a benchmarking-gnns run of another paper's model)."""
     if types is None:
         variant = values.get("variant")
-        if variant == PLUGIN:  # a benchmarking-gnns run of a model from outside the package
+        from gnnbench.models.registry import is_plugin
+
+        if variant == PLUGIN or is_plugin(values):  # a benchmarking-gnns run of a model from outside the package
             types = plugin_types(values, {**TRAIN_KEYS, **OTHER_KEYS}, DWIVEDI2020)
         else:
             types = {**KEY_TYPES, **ARCHITECTURE_KEYS[variant]} if variant in ARCHITECTURE_KEYS else KEY_TYPES

@@ -72,9 +72,8 @@ from torch import nn
 from gnnbench.data.meta import TASKS, DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.registry import MODEL_KEYS, Variant
+from gnnbench.models.registry import MODEL_KEYS, PLUGIN, Variant
 
-PLUGIN = "plugin"  # the variant of every model from outside the package
 BACKBONE, FULL = "backbone", "full"
 ENTRY_POINT_GROUP = "gnnbench.models"
 ENTRY_POINT_PREFIX = "entrypoint:"
@@ -404,13 +403,6 @@ def plugin_variant(spec: str, cls: type, sig: Signature, tasks: tuple[str, ...])
     return PluginVariant(spec, PLUGIN, spec, sig.kind, None, False, note, cls, sig, tasks)
 
 
-def is_plugin_variant(v) -> bool:
-    return v.variant == PLUGIN
-
-
-ANY = object  # a constructor argument: any value the YAML or --set gives
-
-
 def own_keys(kind: str) -> dict[str, type]:
     """gnnbench's keys of a plugin's config (module docstring)."""
     return BACKBONE_KEYS if kind == BACKBONE else FULL_KEYS
@@ -418,7 +410,9 @@ def own_keys(kind: str) -> dict[str, type]:
 
 def architecture_keys(v) -> dict[str, Any]:
     """The keys of a plugin's config besides ``model`` and the training keys: gnnbench's own (typed) and the
-    constructor's arguments (any value)."""
+    constructor's arguments (any value: :data:`gnnbench.config.keys.ANY`)."""
+    from gnnbench.config.keys import ANY
+
     return {**{a: ANY for a in v.sig.arguments}, **own_keys(v.kind)}
 
 
@@ -468,6 +462,8 @@ def constructor_arguments(v, cfg: Mapping, default_variant: str | None, injected
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise PluginError(f"unknown config key {key!r}{hint}; {unknown_key_hint(v)}", key)
     for key, value in injected.items():
+        if key not in INJECTED[v.kind]:
+            raise ValueError(f"{key} is not an argument gnnbench injects into a {v.kind} model")
         if key not in kwargs and value is not None and (key in sig.arguments or key in sig.layer_arguments):
             kwargs[key] = value
     return kwargs
