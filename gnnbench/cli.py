@@ -134,6 +134,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                    "ENZYMES_val.index ENZYMES_test.index, in this order)")
     p.add_argument("--source", choices=PUBLISHED_SOURCES, help="scheme published: whose release, by paper "
                    f"key (default {SCHEME_DEFAULTS['published']['source']})")
+    p.add_argument("--path", metavar="FILE", help="scheme file: your JSON list of folds (README, \"Your own "
+                   "dataset\")")
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("train", help="train one job of a protocol: gnnbench train PROTOCOL ... (gnnbench train "
@@ -230,7 +232,7 @@ def _run(args: argparse.Namespace) -> None:
 
         given = {k: v for k, v in vars(args).items()
                  if k in ("folds", "val_fraction", "splits", "train_per_class", "val_per_class", "val_size",
-                          "test_size", "seed", "source") and v is not None}
+                          "test_size", "seed", "source", "path") and v is not None}
         split = resolve_split({"scheme": args.scheme, **given}, "splits")
         make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published)
     elif args.command == "train":

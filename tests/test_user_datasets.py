@@ -491,6 +491,9 @@ def test_a_suite_finds_graph_and_split_files_relative_to_itself_and_splits_by_th
     assert written.folds == folds and written.scheme == "file" and written.level == "graph"
     assert len(written.params["sha256"]) == 64
     assert read_folds(tmp_path / "splits.json", 20, "graph") == folds  # gnnbench's own split file is a split file
+    assert main(["splits", str(data_dir), "--scheme", "file", "--path", str(project / "folds.json"), "--out",
+                 str(tmp_path / "cli.json")]) == 0
+    assert read_splits(tmp_path / "cli.json", meta).folds == folds
 
     (project / "folds.json").write_text(json.dumps(folds[:1] + [{"train": [0], "val": [1]}]))
     with pytest.raises(DataError, match=r"split file .*folds.json: fold 1 has \['train', 'val'\], expected exactly "
