@@ -593,3 +593,21 @@ def test_gnnbench_train_takes_a_plugin_from_set(data, tmp_path, capsys):
     assert main([*args[:-4], "--set", "model=not_a_package_xyz:Net", "--out", str(tmp_path / "bad")]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("gnnbench: error: --set model: cannot import module 'not_a_package_xyz'") and "\n" not in err
+
+
+def test_gnnbench_train_of_pitfalls_and_fair_comparison_takes_a_plugin_from_set(data, tmp_path):
+    from gnnbench.cli import main
+
+    model = ["--set", f"model={PYG}.GCN", "--set", f"hidden_channels={H}", "--set", "num_layers=2"]
+    assert main(["train", "pitfalls", "--dataset", str(data / "CSBM"), "--splits", str(data / "csbm.json"), *model,
+                 "--set", "num_epochs=3", "--inits", "2", "--threads", "1", "--out", str(tmp_path / "p2")]) == 0
+    runs = pq.read_table(tmp_path / "p2" / "runs.parquet").to_pandas()
+    assert sorted(runs["init"]) == [0, 1] and (runs["architecture"] == f"{PYG}.GCN").all()
+    assert (runs["epochs"] <= 3).all()
+    # fair-comparison without a preset: the one configuration --set gives, selected and trained again
+    assert main(["train", "fair-comparison", "--dataset", str(data / "GF"), "--splits", str(data / "gf.json"), *model,
+                 "--set", "epochs=2", "--set", "batch_size=8", "--final-runs", "1", "--final-holdout", "selection",
+                 "--threads", "1", "--out", str(tmp_path / "p3")]) == 0
+    chosen = json.loads((tmp_path / "p3" / "selection.json").read_text())["chosen"]["config"]
+    assert (chosen["model"], chosen["variant"], chosen["hidden_channels"]) == (f"{PYG}.GCN", "plugin", H)
+    assert len(pq.read_table(tmp_path / "p3" / "final.parquet")) == 1

@@ -172,10 +172,10 @@ class FairComparison(Protocol):
     def train_command(self, args, overrides: dict) -> str:
         """One outer fold of the nested cross-validation: every grid point of the preset (``--set`` fixes values
         and removes their dimensions), the selection, the final runs — the workflow's files, under ``--out``."""
-        if not args.preset:
+        if not args.preset and "model" not in overrides:
             raise ConfigError(f"--preset: protocol {self.name} starts from a grid; name a fair_* preset "
-                              "(`gnnbench presets`)")
-        base, grid = model_grid({"preset": args.preset}, overrides, "--preset")
+                              "(`gnnbench presets`), or a model with --set model=... (one configuration)")
+        base, grid = model_grid({"preset": args.preset} if args.preset else {}, overrides, "--preset")
         configs = expand_grid(base, grid)
         check_configs(configs, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
         out, fold, records = Path(args.out), args.fold, Path(args.records)
