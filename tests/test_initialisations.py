@@ -443,10 +443,11 @@ def test_label_propagation_whose_loss_is_not_finite_is_diverged():
     assert completed["status"] == "completed" and completed["diverged_epoch"] is None
 
 
-def test_a_pitfalls_job_trains_a_model_without_a_stacked_form_one_initialisation_after_another(tmp_path):
-    """The benchmark's GCN (no stacked form) under the pitfalls protocol: every initialisation of every split
-    trained in one process under the protocol's rule (patience 50 on the total validation loss, best weights
-    restored), each independent of the others (alone it gives the same record)."""
+def test_a_pitfalls_job_trains_a_model_without_a_hand_written_stacked_form(tmp_path):
+    """The benchmark's GCN (no hand-written stacked form; stacked by torch.func) under the pitfalls protocol: every
+    initialisation of every split trained in one process under the protocol's rule (patience 50 on the total
+    validation loss, best weights restored), each independent of the others (alone it gives the same record; its
+    batch norm rounds differently in a stack of two than alone: losses within 1e-3)."""
     import pandas as pd
 
     from gnnbench.config.presets import run_config
@@ -475,4 +476,4 @@ def test_a_pitfalls_job_trains_a_model_without_a_stacked_form_one_initialisation
     alone = pd.read_parquet(tmp_path / "alone" / "runs.parquet")
     columns = ["split", "init", "seed", "epochs", "best_epoch", "test_accuracy", "val_loss"]
     pd.testing.assert_frame_equal(alone[columns], runs[(runs["split"] == 1) & (runs["init"] == 1)][columns]
-                                  .reset_index(drop=True))
+                                  .reset_index(drop=True), rtol=1e-3)

@@ -14,7 +14,10 @@ What one job is. The protocol is 2,000 runs per model and dataset; one process p
 time starting Python and importing torch. A job (``results/runs/{dataset}/{model}/chunk{c}/``) trains
 ``splits_per_job`` consecutive splits of one model, and within a split all initialisations **at once** as one
 stacked model (:mod:`gnnbench.training.initialisations`): one forward/backward pass per epoch for the whole stack,
-each initialisation with its own early stopping, finished ones dropped from the stack. Seeds: initialisation i of
+each initialisation with its own early stopping, finished ones dropped from the stack. A model without a
+hand-written stacked form (another zoo's, a user's) is stacked by torch.func
+(:mod:`gnnbench.training.functional_stack`), or, where it cannot be vmapped, its initialisations train one after
+another in the same process. Seeds: initialisation i of
 split k draws its weights from ``SeedSequence(seed, spawn_key=(k, i))`` and the split's dropout masks from
 ``SeedSequence(seed, spawn_key=(k,))``, so results do not depend on how splits are grouped into jobs.
 A job writes ``runs.parquet`` (one row per split × initialisation), ``history.parquet`` (per epoch and run: train
@@ -322,9 +325,12 @@ def whole_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cp
 
 def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, torch.Tensor], seed: int, split: int,
                  init_ids: list[int], whole=None):
-    """The trainer of one split, seeded for ``split``: a stacked model of ``init_ids``, label propagation, or for a
-    model without a stacked form its initialisations one after another on ``whole`` (:func:`whole_graph`)."""
-    from gnnbench.training.initialisations import PropagationTrainer, SequentialTrainer, StackedTrainer
+    """The trainer of one split, seeded for ``split``: label propagation; for a model with a hand-written stacked form
+    (Shchur's zoo) that stacked model of ``init_ids``; for any other model (another zoo's, a user's) its
+    initialisations stacked by torch.func on ``whole`` (:func:`whole_graph`), or, where the model cannot be
+    vmapped, trained one after another in this process
+    (:func:`~gnnbench.training.functional_stack.stacked_or_sequential`)."""
+    from gnnbench.training.initialisations import PropagationTrainer, StackedTrainer
 
     rule = {"criterion": config["early_stopping_criterion"], "patience": config["early_stopping_tolerance"],
             "max_epochs": config["num_epochs"], "tolerance": config["improvement_tolerance"]}
@@ -336,11 +342,15 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
                                        config.get("return_prob", 0.0))
         return PropagationTrainer(propagation, labels, parts, **rule)
     if not has_stacked_form(config):
+        from gnnbench.training.functional_stack import stacked_or_sequential
+
         build, batch = whole
-        return SequentialTrainer(lambda: build(config), batch, labels, parts, learning_rate=config["learning_rate"],
-                                 weight_decay=config.get("weight_decay", 0.0), init_ids=init_ids,
-                                 seeds=[init_seed(seed, split, i) for i in init_ids],
-                                 dropout_seed=dropout_seed(seed, split), **rule)
+        name = f"model {config['model']}" + (f" ({config['variant']})" if config.get("variant") else "")
+        return stacked_or_sequential(lambda: build(config), batch, labels, parts, name=name,
+                                     learning_rate=config["learning_rate"],
+                                     weight_decay=config.get("weight_decay", 0.0), init_ids=init_ids,
+                                     seeds=[init_seed(seed, split, i) for i in init_ids],
+                                     dropout_seed=dropout_seed(seed, split), **rule)
     from gnnbench.models.stacked import build_stacked_model
 
     model = build_stacked_model(config, graph, [init_seed(seed, split, i) for i in init_ids])

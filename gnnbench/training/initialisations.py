@@ -27,13 +27,14 @@ in another run's loss), and dropping a run changes nothing for the others except
 serves the whole stack, seeded per split). Label propagation has no weights: :class:`PropagationTrainer` runs its
 propagation steps under the same rules (one "run", the state Y saved and restored like weights).
 
-A model without a stacked form (any model of the zoo: ``forward(batch)`` → (N, C) logits of the one graph) trains
-its initialisations one after another under the same rules (:class:`SequentialTrainer`): the same TF1 Adam, the
-same loss (mean CE over the training nodes + the model's ``l2_penalty()``, or for a model without one the coupled
-L2 ``weight_decay``/2·Σ‖w‖² over all its parameters, whose gradient is torch's ``weight_decay``), the same stopping
-rule on the total validation loss, the best weights restored and scored, the same records and history. Each
-initialisation draws its weights from its own seed and its dropout masks from the split's seed, as it would alone
-in a stack of one: ``init_ids=[i]`` of a stacked model and initialisation i here run the same procedure.
+A model without a hand-written stacked form (any contract model: ``forward(batch)`` → (N, C) logits of the one graph)
+is stacked by torch.func (:mod:`gnnbench.training.functional_stack`, the procedure below member by member); where it
+cannot be, it trains its initialisations one after another under the same rules (:class:`SequentialTrainer`): the
+same TF1 Adam, the same loss (mean CE over the training nodes + the model's ``l2_penalty()``, or for a model without
+one the coupled L2 ``weight_decay``/2·Σ‖w‖² over all its parameters, whose gradient is torch's ``weight_decay``), the
+same stopping rule on the total validation loss, the best weights restored and scored, the same records and
+history. Each initialisation draws its weights from its own seed and its dropout masks from the split's seed, as it
+would alone in a stack of one: ``init_ids=[i]`` of a stacked model and initialisation i here run the same procedure.
 
 The trainers' whole state (weights, optimiser, bests, counters, history, RNG) is a ``state_dict``, so a job can
 checkpoint between epochs and resume to the same results.

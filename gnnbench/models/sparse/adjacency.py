@@ -55,9 +55,24 @@ class SparseAdjacency:
 
 class _SpMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, matrix: torch.Tensor, transpose: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        ctx.transpose = transpose
+    def forward(matrix: torch.Tensor, transpose: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return matrix @ x
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
+        ctx.transpose = inputs[1]
+
+    @staticmethod
+    def vmap(info, in_dims: tuple, matrix: torch.Tensor, transpose: torch.Tensor, x: torch.Tensor):
+        """Under ``torch.func.vmap`` (one adjacency, a batch of feature matrices): one product whose columns hold
+        every batch member's features."""
+        if in_dims[0] is not None or in_dims[1] is not None:
+            raise NotImplementedError("vmap over the adjacency itself: build one SparseAdjacency per graph")
+        if in_dims[2] is None:
+            return _SpMM.apply(matrix, transpose, x), None
+        columns = x.movedim(in_dims[2], 1)  # (N, batch, ...)
+        out = _SpMM.apply(matrix, transpose, columns.reshape(columns.shape[0], -1))
+        return out.view(out.shape[0], *columns.shape[1:]), 1
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):

@@ -93,16 +93,34 @@ def bag_mm(plan: BagPlan, table: torch.Tensor, weights: torch.Tensor | None = No
 
 class _BagMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, table: torch.Tensor, weights: torch.Tensor | None, plan: BagPlan) -> torch.Tensor:
+    def forward(table: torch.Tensor, weights: torch.Tensor | None, plan: BagPlan) -> torch.Tensor:
         if table.shape[0] != plan.num_table_rows:
             raise ValueError(f"this BagPlan reads {plan.num_table_rows} table rows, got {table.shape[0]}")
-        ctx.plan, ctx.default_weights = plan, weights is None
-        ctx.save_for_backward(table if ctx.needs_input_grad[1] else None, weights)
         if plan.num_entries == 0:
             return table.new_zeros(plan.num_bags, table.shape[1])
         # detached inputs: embedding_bag then skips the bookkeeping for its own backward (which is not used)
         return F.embedding_bag(plan.index, table.detach(), plan.offsets, mode="sum",
                                per_sample_weights=plan.weights if weights is None else weights.detach())
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output: torch.Tensor) -> None:
+        table, weights, plan = inputs
+        ctx.plan, ctx.default_weights = plan, weights is None
+        ctx.save_for_backward(table if ctx.needs_input_grad[1] else None, weights)
+
+    @staticmethod
+    def vmap(info, in_dims: tuple, table: torch.Tensor, weights: torch.Tensor | None, plan: BagPlan):
+        """Under ``torch.func.vmap`` (models stacked by :mod:`gnnbench.training.functional_stack`): a batched table
+        with shared entry weights is one product whose columns hold every batch member's (one ``embedding_bag`` for
+        all). Per-member entry weights have no such form (the stacked trainer then trains members one by one)."""
+        table_dim, weights_dim, _ = in_dims
+        if weights_dim is not None:
+            raise NotImplementedError("bag_mm under vmap with per-member entry weights")
+        if table_dim is None:
+            return _BagMM.apply(table, weights, plan), None
+        columns = table.movedim(table_dim, 1)  # (rows, batch, D)
+        out = _BagMM.apply(columns.reshape(columns.shape[0], -1), weights, plan)
+        return out.view(out.shape[0], *columns.shape[1:]), 1
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
