@@ -441,6 +441,16 @@ def test_each_bad_graph_file_is_one_line_and_writes_nothing(tmp_path, capsys, su
     assert not out.exists() and not (tmp_path / "datasets").exists()
 
 
+def test_edge_labels_make_an_edge_classification_dataset(tmp_path):
+    graphs = [Data(x=torch.ones(3, 2), edge_index=torch.tensor([[0, 1, 2, 0], [1, 2, 0, 2]]),
+                   y=torch.tensor([0, 2, 1, 0]) + i % 2) for i in range(4)]
+    torch.save(graphs, tmp_path / "edges.pt")
+    columns, meta = generate("graph_file", "E", {"path": str(tmp_path / "edges.pt")}, 0)
+    assert (meta.task, meta.num_outputs, meta.loss, meta.metric) == ("edge_classification", 4, "cross_entropy",
+                                                                     "accuracy")
+    assert columns.edge["y"].tolist() == torch.cat([g.y for g in graphs]).tolist() and "y" not in columns.node
+
+
 def test_graph_file_config_errors(tmp_path):
     gen = get_generator("graph_file")
     with pytest.raises(ConfigError, match=r"p.path: 'graphs.csv' is neither a .pt file"):

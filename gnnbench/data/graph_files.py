@@ -41,7 +41,9 @@ Conversion (:func:`to_columns`; PyG objects as their tensors are, no per-graph P
       the constant 1 per node (the TU convention for graphs without features). ``edge_attr`` likewise (none: no
       edge features);
     * labels ``y``: one per node → node classification (−1 = unlabelled); one per edge → edge classification;
-      one per graph → graph classification (integer) or graph regression (float; (G, k) = k targets).
+      one per graph → graph classification (integer) or graph regression (float; (G, k) = k targets). Where the
+      counts cannot tell (every graph with one node, or as many edges as nodes), per graph comes before per node
+      before per edge.
       Classification labels are class indices kept as given (classes = max + 1, int16). The generator's ``task``
       overrides the inferred task where the level agrees (e.g. integer graph labels as regression targets);
     * a split that comes with the data (PyG: ``train_mask``/``val_mask``/``test_mask`` of one graph, each (N,) or
