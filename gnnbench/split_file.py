@@ -33,6 +33,7 @@ from gnnbench.errors import DataError
 
 PARTS = ("train", "val", "test")
 LEVELS = ("graph", "node")
+_COUNTS: dict[tuple, int] = {}  # folds per file state (count_folds)
 
 
 def _error(path: Path, message: str, fix: str = "fix the file (format: README, \"Your own dataset\")") -> DataError:
@@ -111,5 +112,17 @@ def read_folds(path: str | os.PathLike, size: int | None = None, level: str | No
 
 
 def count_folds(path: str | os.PathLike) -> int:
-    """The number of folds of a split file whose structure is valid (checked; ranges need the dataset)."""
-    return len(read_folds(path))
+    """The number of folds of a split file whose structure is valid (checked; ranges need the dataset). Kept per
+    process while the file is unchanged: a suite asks for it once per benchmark and run listing."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+        state = (str(path.absolute()), stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        state = None
+    if state is None or state not in _COUNTS:
+        count = len(read_folds(path))
+        if state is None:
+            return count
+        _COUNTS[state] = count
+    return _COUNTS[state]
