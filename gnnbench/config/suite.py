@@ -267,6 +267,163 @@ class Suite:
                 + [SUITE_REPORT.format(ext=ext) for ext in ("yaml", "html")])
 
 
+# what a suite that extends another may say besides its settings (device, resources, ...: the schema's other keys)
+EXTENDS_KEYS = ("extends", "datasets", "models", "benchmarks")
+
+
+def expand_extends(config: dict, base_dir: str | os.PathLike | None = None) -> dict:
+    """The full suite an extending suite stands for; a suite without ``extends`` is returned as it is.
+
+    ``extends:`` names a paper suite that ships with gnnbench (``benchmarking-gnns``, ``benchmarking-gnns-500k``,
+    ``benchmarking-gnns-pe``, ``pitfalls``, ``fair-comparison``: :func:`gnnbench.packaged.paper_suites`) or a suite
+    file (a path ending in .yaml, relative to ``base_dir``, the extending suite's folder; it may extend another in
+    turn). The result holds the parent's datasets and benchmarks, restricted to ``datasets: [ZINC, ...]`` when that
+    list is given, with every entry of ``models:`` added to each of them (a model entry's own ``datasets: [...]``
+    restricts it to those), ``benchmarks: {NAME: {...}}`` merged into the parent's benchmark of that name (its
+    ``models`` added, its other keys replacing the parent's) and the extending suite's settings (``device``,
+    ``resources`` per stage, ...) over the parent's. An added model without ``seeds`` in a benchmark whose baselines
+    each carry their own (benchmarking-gnns) runs on the seeds most of them use, so that its runs pair with theirs in
+    the significance tests. Paths in a parent suite file (model, graph and split files) stay relative to its folder.
+    """
+    return _expand(config, base_dir)[0]
+
+
+def _expand(config: object, base_dir: str | os.PathLike | None,
+            seen: tuple[Path, ...] = ()) -> tuple[object, dict[str, list[str]], str]:
+    """:func:`expand_extends`, also returning label -> benchmarks of each model the suite added (for the hints of
+    :func:`load_suite`) and the parent's name."""
+    if not isinstance(config, dict) or "extends" not in config:
+        return config, {}, ""
+    from gnnbench.models.plugins import with_absolute_files
+    from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, paper_suites
+
+    base = Path.cwd() if base_dir is None else Path(base_dir)
+    name = config["extends"]
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"extends: expected a paper suite's name ({', '.join(paper_suites())}) or the path of a "
+                          f"suite file, got {name!r}")
+    if name.endswith(SUITE_SUFFIXES):
+        parent_file = (base / name).absolute()
+        if not parent_file.is_file():
+            raise ConfigError(f"extends: suite file {parent_file} does not exist (a relative path is read from the "
+                              "extending suite's folder); give an existing file or a paper suite's name "
+                              f"({', '.join(paper_suites())})")
+    else:
+        parent_file = paper_suite(name, "extends")
+    if parent_file.resolve() in seen:
+        raise ConfigError(f"extends: {name} extends itself (through {' -> '.join(p.name for p in seen)}); remove the "
+                          "loop")
+    allowed = set(EXTENDS_KEYS) | {k for k in _schema_properties() if k not in ("datasets", "benchmarks")}
+    for key in config:
+        if key not in allowed and not str(key).startswith("_"):
+            raise ConfigError(f"{key}: not a key of a suite that extends another; it takes {', '.join(EXTENDS_KEYS)} "
+                              f"and the settings {', '.join(sorted(allowed - set(EXTENDS_KEYS)))}")
+    parent, _, _ = _expand(load_yaml(parent_file, "config file"), parent_file.parent, (*seen, parent_file.resolve()))
+    if not isinstance(parent, dict) or not isinstance(parent.get("benchmarks"), dict) \
+            or not isinstance(parent.get("datasets"), dict):
+        raise ConfigError(f"extends: {parent_file} is not a suite (a mapping with datasets and benchmarks)")
+    parent = _absolute_paths(with_absolute_files(parent, parent_file.parent), parent_file.parent)
+    known = list(parent["benchmarks"])
+    selected = _name_list(config.get("datasets"), "datasets", known, name) if "datasets" in config else known
+    for dataset in selected:
+        other = (parent["benchmarks"][dataset] or {}).get("compare_with")
+        if other is not None and other not in selected:
+            raise ConfigError(f"datasets: {dataset} is compared with {other} in {name} (its compare_with); add {other} "
+                              "to datasets")
+    out = {key: value for key, value in parent.items() if key not in ("datasets", "benchmarks")}
+    for key, value in config.items():
+        if key not in EXTENDS_KEYS and not str(key).startswith("_"):
+            out[key] = ({**out[key], **value} if key == "resources" and isinstance(out.get(key), dict)
+                        and isinstance(value, dict) else value)
+    out["datasets"] = {d: parent["datasets"][d] for d in selected if d in parent["datasets"]}
+    benchmarks = {d: _copy_entry(parent["benchmarks"][d]) for d in selected}
+    added = _add_models(config.get("models"), benchmarks, selected, name)
+    overrides = config.get("benchmarks") or {}
+    if not isinstance(overrides, dict):
+        raise ConfigError("benchmarks: expected a mapping of benchmark name -> keys to add or replace, e.g. "
+                          "{ZINC: {models: {Mine: ...}}}")
+    for dataset, entry in overrides.items():
+        _name_list([dataset], "benchmarks", selected, name)
+        if not isinstance(entry, dict):
+            raise ConfigError(f"benchmarks.{dataset}: expected a mapping of keys to add or replace")
+        models = entry.get("models") or {}
+        benchmarks[dataset].update({k: v for k, v in entry.items() if k != "models"})
+        benchmarks[dataset]["models"] = {**benchmarks[dataset].get("models", {}), **models}
+    out["benchmarks"] = benchmarks
+    return out, added, name
+
+
+def _schema_properties() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())["properties"]
+
+
+def _name_list(value: object, where: str, known: list[str], parent: str) -> list[str]:
+    """``value``, a list of some of ``known`` (the parent suite's benchmarks), in the given order."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of datasets of {parent} (e.g. [{', '.join(known[:2])}]), got "
+                          f"{value!r}")
+    for item in value:
+        if item not in known:
+            raise ConfigError(f"{where}: unknown dataset {item!r} of {parent}; its datasets: {', '.join(known)}")
+    return list(dict.fromkeys(value))
+
+
+def _copy_entry(entry: object) -> dict:
+    """A parent's benchmark entry, with its own models mapping (the parent's YAML anchors share one among several)."""
+    entry = dict(entry or {})
+    entry["models"] = dict(entry.get("models") or {})
+    return entry
+
+
+def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str], parent: str) -> dict[str, list[str]]:
+    """Add the extending suite's ``models`` to ``benchmarks``; label -> the benchmarks each went to."""
+    if models is None:
+        return {}
+    if not isinstance(models, dict) or not models:
+        raise ConfigError("models: expected a mapping of label -> model entry, e.g. {MyGNN: {model: my_gnn.py:MyGNN, "
+                          "set: {hidden_channels: 64}}}")
+    added = {}
+    for label, entry in models.items():
+        where = f"models.{label}"
+        targets = selected
+        if isinstance(entry, dict) and "datasets" in entry:
+            entry = dict(entry)
+            targets = _name_list(entry.pop("datasets"), f"{where}.datasets", selected, parent)
+        for dataset in targets:
+            benchmark = benchmarks[dataset]
+            if label in benchmark["models"]:
+                raise ConfigError(f"{where}: benchmark {dataset} of {parent} already has a model {label}; choose "
+                                  "another label")
+            given = dict(entry) if isinstance(entry, dict) else entry
+            if "seeds" not in benchmark and not (isinstance(given, dict) and "seeds" in given):
+                seeds = [m["seeds"] for m in benchmark["models"].values() if isinstance(m, dict) and "seeds" in m]
+                if seeds:  # the baselines' own seeds (benchmarking-gnns): the most common list among them
+                    given = {**(given if isinstance(given, dict) else {"preset": given}),
+                             "seeds": max(seeds, key=seeds.count)}
+            benchmark["models"][label] = given
+        added[label] = targets
+    return added
+
+
+def _absolute_paths(config: dict, base_dir: Path) -> dict:
+    """``config`` (a parent suite) with its datasets' graph files and split files absolute against ``base_dir``."""
+    datasets = {}
+    for name, entry in (config.get("datasets") or {}).items():
+        if isinstance(entry, dict):
+            entry = dict(entry)
+            try:
+                path_params = get_generator(entry.get("generator")).path_params
+            except (ConfigError, TypeError):
+                path_params = ()  # an unknown generator is reported when the suite loads
+            if isinstance(entry.get("params"), dict):
+                entry["params"] = {k: str(Path(base_dir, v).absolute()) if k in path_params and isinstance(v, str)
+                                   else v for k, v in entry["params"].items()}
+            if isinstance(entry.get("split"), dict) and isinstance(entry["split"].get("path"), str):
+                entry["split"] = {**entry["split"], "path": str(Path(base_dir, entry["split"]["path"]).absolute())}
+        datasets[name] = entry
+    return {**config, "datasets": datasets}
+
+
 def load_suite_file(path: str | os.PathLike) -> Suite:
     path = Path(path)
     if not path.is_file():
@@ -278,7 +435,21 @@ def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH,
                base_dir: str | os.PathLike | None = None) -> Suite:
     """Validate a workflow config (already parsed) and resolve it into a :class:`Suite`. ``base_dir``: the suite
     file's folder, against which a model given as a file (``model: my_gnn.py:MyGNN``) is found (default: the
-    working folder); run configs name such a file by its absolute path."""
+    working folder); run configs name such a file by its absolute path. A suite that ``extends:`` another is
+    expanded first (:func:`expand_extends`)."""
+    config, added, parent = _expand(config, base_dir)
+    try:
+        return _load(config, Path(schema_path), base_dir)
+    except ConfigError as exc:
+        # an added model's problem in one of the parent's benchmarks: say where the user wrote it
+        for label, datasets in added.items():
+            if any(str(exc).startswith(f"benchmarks.{d}.models.{label}") for d in datasets):
+                raise ConfigError(f"{exc} (models.{label} of this suite, added to {len(datasets)} benchmarks of "
+                                  f"{parent}: list the ones it can do in models.{label}.datasets)") from None
+        raise
+
+
+def _load(config: dict, schema_path: Path, base_dir: str | os.PathLike | None) -> Suite:
     _check_schema(config, Path(schema_path))
     from gnnbench.models.plugins import with_absolute_files
 
