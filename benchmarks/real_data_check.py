@@ -77,7 +77,7 @@ def main() -> None:
     (work / "suite.yaml").write_text(yaml.safe_dump(suite(url), sort_keys=False))
     env = {**os.environ, "PYTHONPATH": str(repo)}
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--directory",
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(repo / "workflow/Snakefile"), "--directory",
                            str(work), "--configfile", str(work / "suite.yaml"), "--cores", "2", "-q"], env=env,
                           capture_output=True, text=True)
     httpd.shutdown()

@@ -18,9 +18,14 @@
     gnnbench fit-budget --dataset ZINC --model GAT --layers 4 --budget 100000
     gnnbench presets
     gnnbench tsp solve eil51.tsp --runs 1
+    gnnbench run my_suite.yaml --cores 2                # the whole workflow on a suite, in the working directory
+    gnnbench run pitfalls --profile slurm               # a paper suite on a SLURM cluster
 
-``gnnbench train PROTOCOL`` takes the protocol's own options (``gnnbench train PROTOCOL --help``); every job also
-writes its run records (:mod:`gnnbench.records`) under ``--records`` (default ``OUT/records``).
+``gnnbench run SUITE [snakemake options and targets]`` runs Snakemake on the workflow that ships inside the package
+(``gnnbench/_workflow/Snakefile``, the checkout's ``workflow/``): results/ and resources/ are written in the working
+directory, whatever folder that is. ``gnnbench train PROTOCOL`` takes the protocol's own options (``gnnbench train
+PROTOCOL --help``); every job also writes its run records (:mod:`gnnbench.records`) under ``--records`` (default
+``OUT/records``).
 
 Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1: bad values (seeds
 outside [0, 2**32 − 1], hyper-parameters out of range, labels that cannot be folder names), ``--out`` where a file
@@ -78,6 +83,19 @@ def _generators_epilog() -> str:
     width = max(map(len, names))
     lines = [f"  {name:<{width}}  {' '.join(get_generator(name).description.split())}" for name in names]
     return "generators (parameters and defaults: README, \"Changing the suite\"):\n" + "\n".join(lines)
+
+
+def _run_epilog() -> str:
+    """The paper suites and the profiles that ship with the workflow."""
+    from gnnbench.packaged import paper_suites, workflow_dir
+
+    profiles = sorted(p.name for p in (workflow_dir() / "profiles").iterdir() if (p / "config.yaml").is_file())
+    return (f"paper suites (by name, or `extends:` one of them in your suite): {', '.join(paper_suites())}\n"
+            f"profiles (--profile NAME, when no folder NAME is here): {', '.join(profiles)}\n"
+            "examples:\n  gnnbench run suite.yaml --cores 2\n"
+            "  gnnbench run suite.yaml --cores 2 -n                      (what would run)\n"
+            "  gnnbench run suite.yaml --report report.html              (after the run: its HTML report)\n"
+            "  gnnbench run suite.yaml --cores 2 results/tables/CSL.md   (one table and what it needs)")
 
 
 def _train_parsers(train: argparse.ArgumentParser) -> None:
@@ -165,6 +183,16 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     sub.add_parser("presets", help="list the published configs")
 
+    p = sub.add_parser("run", help="run a suite through the Snakemake workflow in the working directory: gnnbench "
+                                   "run SUITE.yaml --cores N [snakemake options and targets]",
+                       description="Snakemake on gnnbench's workflow with SUITE as its --configfile, in the working "
+                                   "directory (results/, resources/ and .snakemake/ are written there). Every "
+                                   "argument after SUITE goes to snakemake.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog_factory=_run_epilog)
+    p.add_argument("suite", help="suite file, or the name of a paper suite (listed below)")
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER, metavar="...",
+                   help="snakemake options and targets: --cores N, -n, --profile slurm, --report report.html, ...")
+
     p = sub.add_parser("tsp", help="travelling-salesman tools")
     tsp_sub = p.add_subparsers(dest="tsp_command", required=True)
     q = tsp_sub.add_parser("solve", help="print the name, dimension and LKH-3 tour length of a TSPLIB EUC_2D file")
@@ -216,8 +244,45 @@ def _check_out(command: str, out: str, target: str, kind: str) -> None:
                           "was left as it is)")
 
 
-def _run(args: argparse.Namespace) -> None:
+# snakemake options gnnbench run sets itself
+RUN_OWN_OPTIONS = ("--configfile", "--configfiles", "-s", "--snakefile", "-d", "--directory")
+
+
+def run_workflow(suite: str, snakemake_args: list[str]) -> int:
+    """Snakemake on the packaged workflow with ``suite`` (a file, or a paper suite's name) in the working directory;
+    a bare ``--profile NAME`` names the workflow's profile NAME when no folder NAME is here. Snakemake's exit
+    status."""
+    import os
+    import subprocess
+
+    from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, profile_dir, snakefile
+
+    path = Path(suite)
+    if not path.is_file():
+        if path.suffix in SUITE_SUFFIXES or os.sep in suite:
+            raise ConfigError(f"run: suite file {suite} does not exist (a path is read from the working directory "
+                              f"{Path.cwd()}); give an existing file or a paper suite's name")
+        path = paper_suite(suite, "run")
+    args = list(snakemake_args)
+    for i, arg in enumerate(args):
+        option = arg.split("=", 1)[0]
+        if option in RUN_OWN_OPTIONS:
+            raise ConfigError(f"run: {option}: gnnbench run sets it (the suite is the first argument; the working "
+                              "directory is where results/ goes: cd there); drop it")
+        if option == "--profile":
+            value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            packaged = profile_dir(value) if value and not Path(value).exists() else None
+            if packaged is not None:
+                args[i:i + (1 if "=" in arg else 2)] = ["--profile", str(packaged)]
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile()), "--configfile",
+               str(path.absolute()), *args]
+    return subprocess.run(command).returncode
+
+
+def _run(args: argparse.Namespace) -> int | None:
     _check_args(args)
+    if args.command == "run":
+        return run_workflow(args.suite, args.snakemake_args)
     if args.command == "generate":
         from gnnbench.pipeline import generate_dataset
 
@@ -293,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
-        _run(args)
+        status = _run(args)
     except GnnbenchError as exc:
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)  # training stopped by SIGTERM: 143
@@ -308,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"gnnbench: error: {message}", file=sys.stderr)
         return 1
-    return 0
+    return status or 0  # gnnbench run: snakemake's exit status
 
 
 if __name__ == "__main__":

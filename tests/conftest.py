@@ -194,8 +194,8 @@ TINY = {  # a small suite run end to end once per session (tests/test_workflow.p
 def snakemake(workdir, *args, config=TINY, timeout=600):
     """Run the repository's workflow on ``config`` (written to ``workdir``/suite.yaml) in ``workdir``."""
     (workdir / "suite.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+               "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 

@@ -577,9 +577,9 @@ def test_workflow_trains_collab_end_to_end(collab, tmp_path):
     dead = closed_port_url()  # offline: only the local server answers
     env = {**os.environ, "http_proxy": dead, "https_proxy": dead, "HTTP_PROXY": dead, "HTTPS_PROXY": dead,
            "no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost"}
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
-                             str(tmp_path), "--configfile", str(tmp_path / "suite.yaml"), "--cores", "2"],
-                            capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+                             "--directory", str(tmp_path), "--configfile", str(tmp_path / "suite.yaml"), "--cores",
+                             "2"], capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     results = tmp_path / "results"
     assert (results / "features" / "COLLAB" / "laplacian_pe_k20.parquet").is_file()

@@ -75,9 +75,9 @@ def results(tmp_path_factory):
     }
     (tmp / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
     try:
-        proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--configfile",
-                               "suite.yaml", "--cores", "2", "-q"], cwd=tmp, capture_output=True, text=True,
-                              timeout=1500)
+        proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/Snakefile"),
+                               "--configfile", "suite.yaml", "--cores", "2", "-q"], cwd=tmp, capture_output=True,
+                              text=True, timeout=1500)
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-4000:]

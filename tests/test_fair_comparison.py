@@ -305,7 +305,7 @@ def test_enzymes_and_imdb_through_the_workflow_with_the_official_splits(server, 
                                               ("IMDB-BINARY", "fair_Baseline_IMDB"))},
     }
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(config))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--configfile",
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/Snakefile"), "--configfile",
                            "suite.yaml", "--cores", "2", "-q"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name in ("ENZYMES", "IMDB-BINARY"):

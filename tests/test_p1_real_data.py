@@ -296,7 +296,7 @@ def test_enzymes_and_wikics_train_through_the_workflow(server, tmp_path):
                 "GCN": "WikiCS_node_classification_GCN_100k"}}},
     }
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(config))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--configfile",
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/Snakefile"), "--configfile",
                            "suite.yaml", "--cores", "2", "-q"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name, folds, test_size in (("ENZYMES", [9], 60), ("WikiCS", [19], 30)):

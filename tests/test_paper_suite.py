@@ -85,9 +85,9 @@ def test_table_suites_are_parts_of_the_paper_suite(paper, name, marker):
 
 @pytest.mark.slow
 def test_a_dry_run_of_the_paper_suite_plans_one_training_job_per_run(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--configfile", str(SUITE),
-                           "--directory", str(tmp_path), "-n", "--quiet", "rules"], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/Snakefile"),
+                           "--configfile", str(SUITE), "--directory", str(tmp_path), "-n", "--quiet", "rules"],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", proc.stdout, flags=re.M))
     assert int(counts["train"]) == sum(script_runs().values())

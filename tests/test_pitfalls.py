@@ -257,8 +257,8 @@ def test_bad_inputs_are_one_line_errors_and_write_nothing(csbm, tmp_path):
 
 def snakemake(workdir: Path, suite: dict, *args, timeout=900):
     (workdir / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+               "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 

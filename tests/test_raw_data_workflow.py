@@ -59,7 +59,7 @@ def suite(mirror: str) -> dict:
 
 def snakemake(workdir, config, *args):
     (workdir / "suite.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir),
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
     # Offline even where the internet is reachable: the canonical URL goes to a dead proxy, the local server not.
     dead = closed_port_url()

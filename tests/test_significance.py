@@ -202,9 +202,9 @@ def test_workflow_writes_the_significance_table_of_a_benchmark(tmp_path):
                                                   "seeds": [1]}}}},
     }
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
-                             str(tmp_path), "--configfile", str(tmp_path / "suite.yaml"), "--cores", "2"],
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+                             "--directory", str(tmp_path), "--configfile", str(tmp_path / "suite.yaml"), "--cores",
+                             "2"], capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     tables = tmp_path / "results" / "tables"
     table = pd.read_csv(tables / "CSL_significance.csv")

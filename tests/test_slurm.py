@@ -219,7 +219,7 @@ def _slurm_snakemake(workdir: Path, *args: str, env: dict | None = None, timeout
     """The real Snakefile on ``workdir``'s suite.yaml through the slurm profile; jobs left behind are cancelled."""
     try:
         return _run(["timeout", "-s", "INT", "-k", "30", str(timeout), sys.executable, "-m", "snakemake", *args,
-                     "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir), "--configfile",
+                     "-s", str(REPO_ROOT / "workflow/Snakefile"), "--directory", str(workdir), "--configfile",
                      str(workdir / "suite.yaml"), "--profile", str(PROFILE), "--verbose",
                      "--slurm-init-seconds-before-status-checks", "2",
                      "--default-resources", "mem_mb=500", "runtime=10", "slurm_account=root"],
@@ -335,9 +335,9 @@ def test_profile_keys_are_options_snakemake_accepts(name):
 @pytest.mark.slow
 def test_slurm_profile_dry_run_needs_no_cluster(tmp_path):
     (tmp_path / "suite.yaml").write_text(yaml.safe_dump(tiny_default_suite()))
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
-                             str(tmp_path), "--configfile", str(tmp_path / "suite.yaml"), "--profile", str(PROFILE),
-                             "-n"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+                             "--directory", str(tmp_path), "--configfile", str(tmp_path / "suite.yaml"), "--profile",
+                             str(PROFILE), "-n"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert re.search(r"^train\s+4$", result.stdout, re.M), result.stdout[-2000:]
 
@@ -346,9 +346,9 @@ def test_slurm_profile_dry_run_needs_no_cluster(tmp_path):
 def test_the_default_suite_plans_under_the_slurm_profile(tmp_path):
     """Every protocol of config/config.yaml under the profile's groups: fair-comparison's final runs depend on its
     inner runs through fc_select, so the two may not share a group (Snakemake: "Group ... depends on itself")."""
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
-                             str(tmp_path), "--profile", str(PROFILE), "-n"], capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+                             "--directory", str(tmp_path), "--profile", str(PROFILE), "-n"], capture_output=True,
+                            text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for rule in ("train", "train_inits", "fc_inner", "fc_final"):
         assert re.search(rf"^{rule}\s+\d+$", result.stdout, re.M), rule

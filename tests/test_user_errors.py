@@ -332,9 +332,9 @@ def test_ctrl_c_in_a_workflow_training_job_logs_one_line_and_exits_130(csl, tmp_
 
 def snakemake_with(workdir: Path, suite_text: str, *args) -> subprocess.CompletedProcess:
     (workdir / "suite.yaml").write_text(suite_text)
-    return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory",
-                           str(workdir), "--configfile", str(workdir / "suite.yaml"), "--cores", "1", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+                           "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"), "--cores", "1",
+                           *args], capture_output=True, text=True, timeout=300)
 
 
 def test_snakemake_refuses_a_seed_outside_32_bits_and_keeps_the_previous_table(tmp_path):

@@ -70,8 +70,8 @@ SUITE = {
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("zoo")
     (workdir / "suite.yaml").write_text(yaml.safe_dump(SUITE))
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "Snakefile"), "--directory", str(workdir),
-               "--configfile", str(workdir / "suite.yaml"), "--cores", "2"]
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
+               "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"), "--cores", "2"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-4000:]
     return workdir
