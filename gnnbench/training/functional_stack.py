@@ -32,6 +32,12 @@ which is :class:`SequentialTrainer`'s procedure member by member:
   tensor and the optimiser and stopping state, so an epoch costs what the members still training cost (a mask
   would keep paying for all R members until the last one stops).
 
+What stacking saves is what R separate runs pay per operation (Python, dispatch, kernel launches), so it pays off
+most on small graphs and on GPUs. It does not reduce arithmetic, and on a CPU message passing over R members'
+features can cost more per member than separate runs do on a graph of CORA's size (vmap turns an unbatched-index
+``index_select`` into a ``gather``; R members' edge features leave the cache); ``benchmarks/plugin_stack_speed.py``
+measures it. A hand-written stacked form (Shchur's zoo: sparse input features, fused kernels) is faster still.
+
 Where a model cannot be stacked — a dry vmapped forward and backward on the real graph fails (e.g. an
 ``autograd.Function`` without a vmap rule, data-dependent Python control flow on weights, ``.item()``), its output
 is not (N, C) logits, or a member's vmapped outputs differ from that copy's own forward (state the functional call
@@ -88,8 +94,7 @@ class FunctionalStackTrainer:
     """R initialisations of a contract model (``forward(batch)`` → (N, C) logits of the one graph) trained as one
     vmapped model (module docstring); the interface and records of
     :class:`~gnnbench.training.initialisations.StackedTrainer`. Arguments as :class:`SequentialTrainer`'s.
-    Raises :class:`NotStackable` when the dry run fails (nothing trained, the global RNG left as the caller set
-    it apart from the builds)."""
+    Raises :class:`NotStackable` when the copies cannot be stacked or the dry run fails (nothing trained)."""
 
     def __init__(self, build: Callable[[], nn.Module], batch, labels: torch.Tensor, parts: dict[str, torch.Tensor],
                  *, learning_rate: float, weight_decay: float, criterion: str, patience: int, max_epochs: int,
@@ -104,7 +109,10 @@ class FunctionalStackTrainer:
         self.skeleton = models[0]  # the module every member runs, its tensors replaced by the member's
         self.own_penalty = callable(getattr(self.skeleton, "l2_penalty", None))
         self._module = _WithPenalty(self.skeleton) if self.own_penalty else self.skeleton
-        params, buffers = stack_module_state(models)
+        try:
+            params, buffers = stack_module_state(models)
+        except Exception as exc:  # e.g. parameters of different shapes per copy, uninitialised lazy parameters
+            raise NotStackable(_reason(exc, "torch.func.stack_module_state")) from exc
         trainable = {name for name, p in self.skeleton.named_parameters() if p.requires_grad}
         self.params = {name: p for name, p in params.items() if name in trainable}
         # frozen parameters travel with the buffers: stacked per member, never updated by the optimiser
@@ -307,13 +315,13 @@ class FunctionalStackTrainer:
         torch.set_rng_state(state["rng"])
 
 
-def _reason(exc: Exception) -> str:
-    """Why vmap failed, in a few words."""
+def _reason(exc: Exception, where: str = "vmap") -> str:
+    """Why ``where`` failed, in a few words."""
     message = str(exc).strip()
     if "autograd.Function" in message and "setup_context" in message:
         return "it uses a torch.autograd.Function without a vmap rule"
     first = message.splitlines()[0] if message else ""
-    return f"vmap: {type(exc).__name__}: {first[:120]}"
+    return f"{where}: {type(exc).__name__}: {first[:120]}"
 
 
 def stacked_or_sequential(build: Callable[[], nn.Module], batch, labels: torch.Tensor,
