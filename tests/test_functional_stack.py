@@ -71,6 +71,13 @@ class PyGGCN(nn.Module):
         return self.conv2(F.dropout(h, self.dropout, self.training), batch.edge_index)
 
 
+class PyGGCNOwnL2(PyGGCN):
+    """With its own L2 term (on the first layer's weights only), read with each member's weights."""
+
+    def l2_penalty(self) -> torch.Tensor:
+        return 0.01 / 2 * self.conv1.lin.weight.square().sum()
+
+
 def trained(trainer_class, make, graph, seeds, **settings):
     """(trainer, result, the models its builds returned) of ``seeds`` initialisations of ``make()``."""
     built = []
@@ -87,11 +94,13 @@ def trained(trainer_class, make, graph, seeds, **settings):
 def model_cases(graph, dropout: float):
     gcn = gcn_config(dropout)
     return {"benchmark GCN": (lambda: graph.build(gcn), GCN_TRAINING, [5, 6, 7, 8]),
-            "PyG GCNConv": (lambda: PyGGCN(8, 16, 3, 0.5 if dropout else 0.0), PYG_TRAINING, [1, 2, 3, 4])}
+            "PyG GCNConv": (lambda: PyGGCN(8, 16, 3, 0.5 if dropout else 0.0), PYG_TRAINING, [1, 2, 3, 4]),
+            "PyG GCNConv, own L2": (lambda: PyGGCNOwnL2(8, 16, 3, 0.5 if dropout else 0.0), PYG_TRAINING,
+                                    [1, 2, 3, 4])}
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.35])
-@pytest.mark.parametrize("case", ["benchmark GCN", "PyG GCNConv"])
+@pytest.mark.parametrize("case", ["benchmark GCN", "PyG GCNConv", "PyG GCNConv, own L2"])
 def test_a_member_of_the_stack_equals_the_initialisation_trained_alone(graph, case, dropout):
     """Same stop epoch, scored epoch, stop reason and scores as SequentialTrainer's run of the same initialisation;
     float32 tolerances: the restored weights within 1e-4 of the tensor's scale and losses within 1e-4 (relative); for
