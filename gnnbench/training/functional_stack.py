@@ -51,24 +51,14 @@ resumes to the same results.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from gnnbench.training.engine import make_optimizer
-from gnnbench.training.initialisations import (
-    PARTS,
-    SequentialTrainer,
-    SplitResult,
-    masked_scores,
-    run_status,
-    stacked_history,
-)
-from gnnbench.training.stopping import EarlyStopping
+from gnnbench.training.initialisations import PARTS, MemberStack, SequentialTrainer, SplitResult, masked_scores
 
 log = logging.getLogger(__name__)
 KIND = "functional_stack"  # marks this trainer's checkpoints
@@ -90,7 +80,7 @@ class _WithPenalty(nn.Module):
         return self.model(batch), self.model.l2_penalty()
 
 
-class FunctionalStackTrainer:
+class FunctionalStackTrainer(MemberStack):
     """R initialisations of a contract model (``forward(batch)`` → (N, C) logits of the one graph) trained as one
     vmapped model (module docstring); the interface and records of
     :class:`~gnnbench.training.initialisations.StackedTrainer`. Arguments as :class:`SequentialTrainer`'s.
@@ -101,7 +91,7 @@ class FunctionalStackTrainer:
                  init_ids: list[int], seeds: list[int], dropout_seed: int, tolerance: float = 0.0) -> None:
         self.batch, self.labels, self.parts = batch, labels, parts
         self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
-        self.max_epochs, self.init_ids, self.weight_decay = max_epochs, list(init_ids), weight_decay
+        self.init_ids, self.weight_decay = list(init_ids), weight_decay
         models = []
         for seed in seeds:  # initialisation r as SequentialTrainer builds it
             torch.manual_seed(seed)
@@ -121,18 +111,9 @@ class FunctionalStackTrainer:
         self._dry_run(models)
         del models
         torch.manual_seed(dropout_seed)
-        runs, device = len(self.init_ids), labels.device
         self.optimizer = make_optimizer(list(self.params.values()), learning_rate, name="TF1Adam")
-        self.stopping = EarlyStopping(criterion, patience, runs, tolerance, device)
-        with torch.no_grad():  # the best state starts as the initial weights
-            self.best = {name: t.detach().clone() for name, t in self._tensors().items()}
-            self.final = {name: t.clone() for name, t in self.best.items()}  # every member's best, finished or not
-        self.active = torch.arange(runs, device=device)  # position of each stack row among all members
-        self.epoch = 0
-        self.epochs = torch.zeros(runs, dtype=torch.int64)
-        self.best_epoch = torch.full((runs,), -1, dtype=torch.int64)
-        self.stop_reason = ["max_epochs"] * runs
-        self._history: list[tuple[torch.Tensor, ...]] = []
+        self._start_members(init_ids, criterion=criterion, patience=patience, max_epochs=max_epochs,
+                            tolerance=tolerance, device=labels.device)
 
     # ------------------------------------------------------------------------------------------ one member
 
@@ -194,10 +175,6 @@ class FunctionalStackTrainer:
 
     # ------------------------------------------------------------------------------------------ training
 
-    @property
-    def finished(self) -> bool:
-        return self.active.numel() == 0 or self.epoch >= self.max_epochs
-
     def _scores(self, outputs: torch.Tensor, part: str) -> tuple[torch.Tensor, torch.Tensor]:
         return masked_scores(outputs.index_select(1, self.parts[part]), self.targets[part])
 
@@ -213,50 +190,13 @@ class FunctionalStackTrainer:
             outputs, val_penalty = self._call()
             val_ce, val_acc = self._scores(outputs, "val")
             val_loss = val_ce + val_penalty
-            save, stop = self.stopping.update(self.epoch, val_loss, val_acc)
-            rows = save.nonzero().flatten()
-            if rows.numel():
-                for name, t in self._tensors().items():
-                    self.best[name].index_copy_(0, rows, t.index_select(0, rows))
-        self._history.append((self.active.cpu(), torch.full((self.active.numel(),), self.epoch),
-                              (train_ce + penalty).detach().double().cpu(), val_loss.double().cpu(), val_acc.cpu()))
-        self.epoch += 1
-        _, _, train_loss, val_loss_cpu, _ = self._history[-1]
-        diverged = ~(torch.isfinite(train_loss) & torch.isfinite(val_loss_cpu))  # on the CPU: no device sync
-        done = (stop.cpu() | diverged).nonzero().flatten()
-        if done.numel():
-            self._finish(done.to(self.active.device),
-                         ["diverged" if diverged[i] else "early_stopping" for i in done.tolist()])
-        if self.epoch >= self.max_epochs and self.active.numel():
-            self._finish(torch.arange(self.active.numel(), device=self.active.device), "max_epochs")
+        self._end_epoch(train_ce + penalty, val_loss, val_acc)
 
-    @torch.no_grad()
-    def _finish(self, rows: torch.Tensor, reason: str | list[str]) -> None:
-        """Members at stack positions ``rows`` leave the stack with their best weights (``reason``: one stop reason
-        for all of them or one per row)."""
-        members = self.active.index_select(0, rows)
-        for name, best in self.best.items():
-            self.final[name].index_copy_(0, members, best.index_select(0, rows))
-        cpu_members, cpu_rows = members.cpu(), rows.cpu()
-        self.epochs[cpu_members] = self.epoch
-        self.best_epoch[cpu_members] = self.stopping.best_epoch.cpu()[cpu_rows]
-        reasons = [reason] * len(cpu_members) if isinstance(reason, str) else reason
-        for r, why in zip(cpu_members.tolist(), reasons, strict=True):
-            self.stop_reason[r] = why
-        keep = torch.ones(self.active.numel(), dtype=torch.bool, device=self.active.device)
-        keep[rows] = False
-        self._select(keep.nonzero().flatten())
-
-    def _select(self, keep: torch.Tensor) -> None:
-        """Keep the stack rows ``keep`` of every stacked tensor and of the optimiser and stopping state."""
-        self.active = self.active.index_select(0, keep)
+    def _drop(self, keep: torch.Tensor) -> None:
         for p in self.params.values():  # the same leaf tensors: the optimiser keeps its references
             p.grad = None
             p.data = p.data.index_select(0, keep)
         self.buffers = {name: b.index_select(0, keep) for name, b in self.buffers.items()}
-        self.best = {name: b.index_select(0, keep) for name, b in self.best.items()}
-        self.optimizer.select(keep)
-        self.stopping.select(keep)
 
     @torch.no_grad()
     def results(self) -> SplitResult:
@@ -270,18 +210,7 @@ class FunctionalStackTrainer:
         for part in PARTS:
             ce, acc = self._scores(outputs, part)
             scores[part] = ((ce + penalty).double().cpu(), acc.cpu())
-        records = []
-        for r, init in enumerate(self.init_ids):
-            diverged = self.stop_reason[r] == "diverged"
-            records.append({
-                "init": init, "epochs": int(self.epochs[r]), "best_epoch": int(self.best_epoch[r]),
-                "stop_reason": self.stop_reason[r], **run_status(diverged, int(self.epochs[r]) - 1),
-                **{f"{part}_{name}": math.nan if diverged else float(scores[part][k][r]) for part in PARTS
-                   for k, name in ((1, "accuracy"), (0, "loss"))}})
-        return SplitResult(records, self.history())
-
-    def history(self) -> dict[str, np.ndarray]:
-        return stacked_history(self.init_ids, self._history)
+        return self._records(scores)
 
     def member_state(self, position: int) -> dict[str, torch.Tensor]:
         """The state dict (parameters and buffers) of the member at ``position`` among all members: its best weights
@@ -295,10 +224,7 @@ class FunctionalStackTrainer:
 
     def state_dict(self) -> dict:
         return {"kind": KIND, "params": {n: p.detach() for n, p in self.params.items()}, "buffers": self.buffers,
-                "best": self.best, "final": self.final, "optimizer": self.optimizer.state_dict(),
-                "stopping": self.stopping.state_dict(), "active": self.active, "epoch": self.epoch,
-                "epochs": self.epochs, "best_epoch": self.best_epoch, "stop_reason": list(self.stop_reason),
-                "history": list(self._history), "rng": torch.get_rng_state()}
+                **self._members_state()}
 
     def load_state_dict(self, state: dict) -> None:
         if state.get("kind") != KIND:
@@ -306,13 +232,7 @@ class FunctionalStackTrainer:
         for name, p in self.params.items():
             p.data = state["params"][name].clone()
         self.buffers = {name: state["buffers"][name].clone() for name in self.buffers}
-        self.best, self.final = dict(state["best"]), dict(state["final"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.stopping.load_state_dict(state["stopping"])
-        self.active, self.epoch = state["active"], state["epoch"]
-        self.epochs, self.best_epoch = state["epochs"], state["best_epoch"]
-        self.stop_reason, self._history = list(state["stop_reason"]), list(state["history"])
-        torch.set_rng_state(state["rng"])
+        self._load_members_state(state)
 
 
 def _reason(exc: Exception, where: str = "vmap") -> str:

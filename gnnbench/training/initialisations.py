@@ -88,56 +88,56 @@ def stacked_history(init_ids: list[int], entries: list[tuple[torch.Tensor, ...]]
             "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc}
 
 
-class StackedTrainer:
-    """R initialisations of one stacked model on one split (see module docstring)."""
+class MemberStack:
+    """What every trainer of R members in one stack shares (the procedure of the module docstring): per-member early
+    stopping on the total validation loss with the best weights kept per member, members leaving the stack when they
+    stop, diverge or reach ``max_epochs``, and one record per member. A subclass holds the stacked tensors
+    (:meth:`_tensors`: name → (R', ...) tensor of the members still training), drops rows of them in :meth:`_drop`,
+    and calls :meth:`_start_members` once its tensors exist and :meth:`_end_epoch` after each optimiser step."""
 
-    def __init__(self, model: torch.nn.Module, labels: torch.Tensor, parts: dict[str, torch.Tensor], *,
-                 learning_rate: float, criterion: str, patience: int, max_epochs: int, init_ids: list[int],
-                 tolerance: float = 0.0) -> None:
-        self.model, self.labels, self.parts = model, labels, parts
-        self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
-        self.max_epochs = max_epochs
-        self.init_ids = list(init_ids)
+    optimizer: object
+
+    def _start_members(self, init_ids: list[int], *, criterion: str, patience: int, max_epochs: int,
+                       tolerance: float, device) -> None:
+        self.init_ids, self.max_epochs = list(init_ids), max_epochs
         runs = len(self.init_ids)
-        device = labels.device
-        self.params = list(model.parameters())
-        self.optimizer = make_optimizer(self.params, learning_rate, name="TF1Adam")
         self.stopping = EarlyStopping(criterion, patience, runs, tolerance, device)
         with torch.no_grad():  # the best state starts as the initial weights (as the original's reset())
-            self.best = [p.detach().clone() for p in self.params]
-            self.final = [p.detach().clone() for p in self.params]  # best weights of every run, finished or not
-        self.active = torch.arange(runs, device=device)  # position of each stack row among all runs
+            self.best = {name: t.detach().clone() for name, t in self._tensors().items()}
+            self.final = {name: t.clone() for name, t in self.best.items()}  # every member's best, finished or not
+        self.active = torch.arange(runs, device=device)  # position of each stack row among all members
         self.epoch = 0
         self.epochs = torch.zeros(runs, dtype=torch.int64)
         self.best_epoch = torch.full((runs,), -1, dtype=torch.int64)
         self.stop_reason = ["max_epochs"] * runs
         self._history: list[tuple[torch.Tensor, ...]] = []
 
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def _drop(self, keep: torch.Tensor) -> None:
+        """Keep only the stack rows ``keep`` of the subclass's own stacked tensors."""
+        raise NotImplementedError
+
     @property
     def finished(self) -> bool:
         return self.active.numel() == 0 or self.epoch >= self.max_epochs
 
-    def train_epoch(self) -> None:
-        model, opt = self.model, self.optimizer
-        opt.zero_grad()
-        train_ce, _ = masked_scores(model(self.parts["train"], training=True), self.targets["train"])
-        penalty = model.l2_penalty()
-        (train_ce + penalty).sum().backward()
-        opt.step()
-        with torch.no_grad():
-            val_ce, val_acc = masked_scores(model(self.parts["val"], training=False), self.targets["val"])
-            val_loss = val_ce + model.l2_penalty()
-            save, stop = self.stopping.update(self.epoch, val_loss, val_acc)
-            rows = save.nonzero().flatten()
-            if rows.numel():
-                for best, p in zip(self.best, self.params, strict=True):
-                    best.index_copy_(0, rows, p.index_select(0, rows))
+    @torch.no_grad()
+    def _end_epoch(self, train_loss: torch.Tensor, val_loss: torch.Tensor, val_acc: torch.Tensor) -> None:
+        """The stopping rule on this epoch's per-member losses: save the improving members' weights, log the epoch,
+        let stopped, diverged and (at ``max_epochs``) all members leave the stack."""
+        save, stop = self.stopping.update(self.epoch, val_loss, val_acc)
+        rows = save.nonzero().flatten()
+        if rows.numel():
+            tensors = self._tensors()
+            for name, best in self.best.items():
+                best.index_copy_(0, rows, tensors[name].index_select(0, rows))
         self._history.append((self.active.cpu(), torch.full((self.active.numel(),), self.epoch),
-                              (train_ce + penalty).detach().double().cpu(), val_loss.double().cpu(),
-                              val_acc.cpu()))
+                              train_loss.detach().double().cpu(), val_loss.double().cpu(), val_acc.cpu()))
         self.epoch += 1
-        _, _, train_loss, val_loss_cpu, _ = self._history[-1]
-        diverged = ~(torch.isfinite(train_loss) & torch.isfinite(val_loss_cpu))  # on the CPU: no device sync
+        _, _, train_loss_cpu, val_loss_cpu, _ = self._history[-1]
+        diverged = ~(torch.isfinite(train_loss_cpu) & torch.isfinite(val_loss_cpu))  # on the CPU: no device sync
         done = (stop.cpu() | diverged).nonzero().flatten()
         if done.numel():
             self._finish(done.to(self.active.device),
@@ -147,37 +147,28 @@ class StackedTrainer:
 
     @torch.no_grad()
     def _finish(self, rows: torch.Tensor, reason: str | list[str]) -> None:
-        """Move the runs at stack positions ``rows`` out of the stack, keeping their best weights; ``reason``: the
-        stop reason of all of them, or one per row."""
-        runs = self.active.index_select(0, rows)
-        for final, best in zip(self.final, self.best, strict=True):
-            final.index_copy_(0, runs, best.index_select(0, rows))
-        cpu_runs, cpu_rows = runs.cpu(), rows.cpu()
-        self.epochs[cpu_runs] = self.epoch
-        self.best_epoch[cpu_runs] = self.stopping.best_epoch.cpu()[cpu_rows]
-        reasons = [reason] * len(cpu_runs) if isinstance(reason, str) else reason
-        for r, why in zip(cpu_runs.tolist(), reasons, strict=True):
+        """Members at stack positions ``rows`` leave the stack with their best weights; ``reason``: the stop reason
+        of all of them, or one per row."""
+        members = self.active.index_select(0, rows)
+        for name, best in self.best.items():
+            self.final[name].index_copy_(0, members, best.index_select(0, rows))
+        cpu_members, cpu_rows = members.cpu(), rows.cpu()
+        self.epochs[cpu_members] = self.epoch
+        self.best_epoch[cpu_members] = self.stopping.best_epoch.cpu()[cpu_rows]
+        reasons = [reason] * len(cpu_members) if isinstance(reason, str) else reason
+        for r, why in zip(cpu_members.tolist(), reasons, strict=True):
             self.stop_reason[r] = why
         keep = torch.ones(self.active.numel(), dtype=torch.bool, device=self.active.device)
         keep[rows] = False
         keep = keep.nonzero().flatten()
         self.active = self.active.index_select(0, keep)
-        for p in self.params:
-            p.grad = None
-            p.data = p.data.index_select(0, keep)
-        self.best = [b.index_select(0, keep) for b in self.best]
+        self.best = {name: b.index_select(0, keep) for name, b in self.best.items()}
+        self._drop(keep)
         self.optimizer.select(keep)
         self.stopping.select(keep)
 
-    @torch.no_grad()
-    def results(self) -> SplitResult:
-        """Restore every run's best weights, evaluate on train / val / test and collect the records."""
-        for p, final in zip(self.params, self.final, strict=True):
-            p.data = final.clone()
-        scores = {}
-        for part in PARTS:
-            ce, acc = masked_scores(self.model(self.parts[part], training=False), self.targets[part])
-            scores[part] = ((ce + self.model.l2_penalty()).double().cpu(), acc.cpu())
+    def _records(self, scores: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> SplitResult:
+        """One record per member from its restored best weights' ``scores`` (part → (losses, accuracies))."""
         records = []
         for r, init in enumerate(self.init_ids):
             diverged = self.stop_reason[r] == "diverged"
@@ -191,23 +182,73 @@ class StackedTrainer:
     def history(self) -> dict[str, np.ndarray]:
         return stacked_history(self.init_ids, self._history)
 
-    def state_dict(self) -> dict:
-        return {"params": [p.detach() for p in self.params], "best": self.best, "final": self.final,
-                "optimizer": self.optimizer.state_dict(), "stopping": self.stopping.state_dict(),
-                "active": self.active, "epoch": self.epoch, "epochs": self.epochs, "best_epoch": self.best_epoch,
-                "stop_reason": list(self.stop_reason), "history": list(self._history),
-                "rng": torch.get_rng_state()}
+    def _members_state(self) -> dict:
+        return {"best": self.best, "final": self.final, "optimizer": self.optimizer.state_dict(),
+                "stopping": self.stopping.state_dict(), "active": self.active, "epoch": self.epoch,
+                "epochs": self.epochs, "best_epoch": self.best_epoch, "stop_reason": list(self.stop_reason),
+                "history": list(self._history), "rng": torch.get_rng_state()}
 
-    def load_state_dict(self, state: dict) -> None:
-        for p, value in zip(self.params, state["params"], strict=True):
-            p.data = value.clone()
-        self.best, self.final = list(state["best"]), list(state["final"])
+    def _load_members_state(self, state: dict) -> None:
+        self.best, self.final = dict(state["best"]), dict(state["final"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.stopping.load_state_dict(state["stopping"])
         self.active, self.epoch = state["active"], state["epoch"]
         self.epochs, self.best_epoch = state["epochs"], state["best_epoch"]
         self.stop_reason, self._history = list(state["stop_reason"]), list(state["history"])
         torch.set_rng_state(state["rng"])
+
+
+class StackedTrainer(MemberStack):
+    """R initialisations of one stacked model on one split (see module docstring)."""
+
+    def __init__(self, model: torch.nn.Module, labels: torch.Tensor, parts: dict[str, torch.Tensor], *,
+                 learning_rate: float, criterion: str, patience: int, max_epochs: int, init_ids: list[int],
+                 tolerance: float = 0.0) -> None:
+        self.model, self.labels, self.parts = model, labels, parts
+        self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
+        self.params = list(model.parameters())
+        self.optimizer = make_optimizer(self.params, learning_rate, name="TF1Adam")
+        self._start_members(init_ids, criterion=criterion, patience=patience, max_epochs=max_epochs,
+                            tolerance=tolerance, device=labels.device)
+
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        return {str(i): p for i, p in enumerate(self.params)}
+
+    def _drop(self, keep: torch.Tensor) -> None:
+        for p in self.params:  # the same leaf tensors: the optimiser keeps its references
+            p.grad = None
+            p.data = p.data.index_select(0, keep)
+
+    def train_epoch(self) -> None:
+        model, opt = self.model, self.optimizer
+        opt.zero_grad()
+        train_ce, _ = masked_scores(model(self.parts["train"], training=True), self.targets["train"])
+        penalty = model.l2_penalty()
+        (train_ce + penalty).sum().backward()
+        opt.step()
+        with torch.no_grad():
+            val_ce, val_acc = masked_scores(model(self.parts["val"], training=False), self.targets["val"])
+            val_loss = val_ce + model.l2_penalty()
+        self._end_epoch(train_ce + penalty, val_loss, val_acc)
+
+    @torch.no_grad()
+    def results(self) -> SplitResult:
+        """Restore every run's best weights, evaluate on train / val / test and collect the records."""
+        for i, p in enumerate(self.params):
+            p.data = self.final[str(i)].clone()
+        scores = {}
+        for part in PARTS:
+            ce, acc = masked_scores(self.model(self.parts[part], training=False), self.targets[part])
+            scores[part] = ((ce + self.model.l2_penalty()).double().cpu(), acc.cpu())
+        return self._records(scores)
+
+    def state_dict(self) -> dict:
+        return {"params": [p.detach() for p in self.params], **self._members_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for p, value in zip(self.params, state["params"], strict=True):
+            p.data = value.clone()
+        self._load_members_state(state)
 
 
 class PropagationTrainer:
