@@ -43,6 +43,7 @@ checkpoint between epochs and resume to the same results.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -88,7 +89,7 @@ def stacked_history(init_ids: list[int], entries: list[tuple[torch.Tensor, ...]]
             "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc}
 
 
-class MemberStack:
+class MemberStack(ABC):
     """What every trainer of R members in one stack shares (the procedure of the module docstring): per-member early
     stopping on the total validation loss with the best weights kept per member, members leaving the stack when they
     stop, diverge or reach ``max_epochs``, and one record per member. A subclass holds the stacked tensors
@@ -112,12 +113,13 @@ class MemberStack:
         self.stop_reason = ["max_epochs"] * runs
         self._history: list[tuple[torch.Tensor, ...]] = []
 
+    @abstractmethod
     def _tensors(self) -> dict[str, torch.Tensor]:
-        raise NotImplementedError
+        """Every stacked tensor whose best value is kept per member (weights, and batch-norm statistics)."""
 
+    @abstractmethod
     def _drop(self, keep: torch.Tensor) -> None:
         """Keep only the stack rows ``keep`` of the subclass's own stacked tensors."""
-        raise NotImplementedError
 
     @property
     def finished(self) -> bool:
