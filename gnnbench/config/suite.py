@@ -330,7 +330,9 @@ def _expand(config: object, base_dir: str | os.PathLike | None,
         if other is not None and other not in selected:
             raise ConfigError(f"datasets: {dataset} is compared with {other} in {name} (its compare_with); add {other} "
                               "to datasets")
-    out = {key: value for key, value in parent.items() if key not in ("datasets", "benchmarks")}
+    # the parent's settings; its "_" keys held YAML anchors, already resolved where they were used
+    out = {key: value for key, value in parent.items()
+           if key not in ("datasets", "benchmarks") and not str(key).startswith("_")}
     for key, value in config.items():
         if key not in EXTENDS_KEYS and not str(key).startswith("_"):
             out[key] = ({**out[key], **value} if key == "resources" and isinstance(out.get(key), dict)
