@@ -1,0 +1,313 @@
+"""The fair-comparison protocol's final runs of one outer fold trained as one stack: R early-stopped
+graph-classification runs of the same configuration that differ only by their seed
+(:func:`gnnbench.training.holdout.train_holdout`, one per run) trained in one pass by one vmapped model
+(``torch.func``: ``stack_module_state``, ``vmap`` over ``functional_call``, as
+:mod:`gnnbench.training.functional_stack` does for the pitfalls protocol).
+
+What the members share, and why: one mini-batch stream. Every member trains on the same training graphs (the final
+runs must hold out the same graphs: ``final_holdout: selection``), so one shuffled batch goes through every member.
+The random stream that shuffles the batches and draws the dropout masks (``vmap(randomness="same")``: one mask of the
+unbatched shape, shared by the members) is the first member's: the global torch RNG seeded with its seed, as its own
+run seeds it, continued after its initialisation. So member 0 is run 0 trained alone, and member r is run r's
+initialisation (built exactly as its separate run builds it: ``torch.manual_seed(seed_r)``, then the model) trained
+on run 0's batch order and dropout masks — where R separate runs would each shuffle and drop out from their own seed.
+Each member keeps what makes it a run of its own:
+
+* its initialisation, its weights and its optimiser state (``Adam``/``SGD`` are element-wise, coupled L2 included, so
+  one optimiser on the (R, ...) stacked tensors is R optimisers; ``step`` is shared by members that started together);
+* its batch-norm running statistics (buffers stacked per member, updated under vmap);
+* its loss (mean cross entropy of the batch + its own auxiliary losses): the sum over members has member r's loss as
+  the only term that depends on member r's weights, so one backward gives R runs' gradients;
+* its gradient clipping (``gradient_clipping``): the norm over that member's slice of every gradient, then the
+  coefficient of ``torch.nn.utils.clip_grad_norm_`` (``max_norm / (norm + 1e-6)``, at most 1) applied to its slice;
+* its stopping: the rules of :func:`~gnnbench.training.holdout.train_holdout` in the same order per member
+  (``Diverged``, ``Patience`` on its own validation scores, ``MaxEpochs``, ``TimeLimit``), the row of its last
+  improving epoch as its scores; a member that stops leaves the stack (its rows are dropped from every stacked
+  tensor and the optimiser state), so an epoch costs what the members still training cost. As in the run alone,
+  weights are not restored: the scores are read from the history.
+
+The learning-rate schedule is the configuration's (one for all members, so exact). A member's ``seconds`` (per epoch
+and in total) are its share of the stack's time: the epoch's wall time divided by the members that trained in it.
+The time limit reads those shares.
+
+Where the model cannot be stacked (``stack_module_state`` fails, a dry vmapped forward and backward on a real
+mini-batch fails, its outputs are not (graphs, classes) logits, or a member's vmapped outputs differ from that copy's
+own forward) :class:`~gnnbench.training.functional_stack.NotStackable` says why and the caller trains the runs one
+after another as before.
+
+The whole stack (members' weights, optimiser, stopping and histories, the RNG) is one checkpoint, saved between
+epochs (at most every ``checkpoint.every_s`` seconds), so a stopped job resumes to the same results.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+from gnnbench.data.batching import GraphLoader
+from gnnbench.training.checkpoint import restore_rng, rng_state
+from gnnbench.training.engine import (
+    Checkpoint,
+    Diverged,
+    MaxEpochs,
+    Patience,
+    RunState,
+    TimeLimit,
+    make_optimizer,
+)
+from gnnbench.training.functional_stack import NotStackable, _reason
+from gnnbench.training.holdout import learning_rate
+
+KIND = "holdout_stack"  # marks this trainer's checkpoints
+_CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s
+
+
+class HoldoutStack:
+    """R final runs of one configuration (``seeds``: one per run, ``build()`` makes the model) on the same ``parts``
+    (``train``, ``val``, optionally ``test`` graph indices of ``store``), trained as one stack (module docstring).
+    Raises :class:`NotStackable` when the model cannot be stacked (nothing trained)."""
+
+    def __init__(self, build: Callable[[], nn.Module], seeds: list[int], store, parts: dict[str, torch.Tensor],
+                 cfg: dict, *, device: torch.device, checkpoint: Checkpoint | None = None) -> None:
+        self.cfg, self.device, self.checkpoint = cfg, device, checkpoint
+        models = []
+        for r, seed in enumerate(seeds):  # run r's initialisation, as its separate run builds it
+            torch.manual_seed(seed)
+            models.append(build().to(device))
+            if r == 0:
+                stream = rng_state(torch.default_generator)  # run 0's stream after its initialisation
+        self.skeleton = models[0]
+        try:
+            params, buffers = stack_module_state(models)
+        except Exception as exc:
+            raise NotStackable(_reason(exc, "torch.func.stack_module_state")) from exc
+        trainable = {name for name, p in self.skeleton.named_parameters() if p.requires_grad}
+        self.params = {name: p for name, p in params.items() if name in trainable}
+        self.buffers = {**{name: p.detach() for name, p in params.items() if name not in trainable}, **buffers}
+        self._forward = vmap(self._member, randomness="same")
+        self.loaders = {part: GraphLoader(store, idx, cfg["batch_size"]) for part, idx in parts.items()}
+        self._dry_run(models)
+        del models
+        restore_rng(stream, torch.default_generator)  # the dry run's dropout drew from it
+        # shuffled from the global RNG, whose state the checkpoints carry
+        self.loaders["train"] = GraphLoader(store, parts["train"], cfg["batch_size"], shuffle=True,
+                                            generator=torch.default_generator)
+        self.num_params = sum(p[0].numel() for p in self.params.values())
+        self.optimizer = make_optimizer(list(self.params.values()), cfg["learning_rate"], cfg.get("l2", 0.0),
+                                        cfg.get("optimizer", "Adam"))
+        self.clip = cfg.get("gradient_clipping", 0.0)
+        runs = len(seeds)
+        self.states = [RunState() for _ in range(runs)]
+        self.patience = [Patience(cfg["early_stopping"], cfg["patience"]) for _ in range(runs)]
+        self.rules = [[Diverged(), patience, MaxEpochs(cfg["epochs"]),
+                       TimeLimit(cfg.get("time_limit_hours", math.inf) * 3600, "time_limit")]
+                      for patience in self.patience]
+        self.active = list(range(runs))  # the member in each stack row
+        self.epoch = 0
+
+    # ------------------------------------------------------------------------------------------ one member
+
+    def _member(self, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor]):
+        """One member's (logits, auxiliary loss) on the current batch from its own tensors (called under vmap)."""
+        logits = functional_call(self.skeleton, (params, buffers), (self._batch,))
+        aux = self.skeleton.aux_loss
+        if torch.is_tensor(aux):
+            self.skeleton.aux_loss = 0.0  # a tensor of this (vmapped) call: not kept on the module
+        return logits, aux.reshape(()) if torch.is_tensor(aux) else logits.new_zeros(())
+
+    def _call(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits (R', G, C), auxiliary losses (R',)) of the members in the stack. A member training alone runs
+        without vmap (its row's views): the same arithmetic and random draws as its run alone."""
+        self._batch = batch
+        if len(self.active) != 1:
+            return self._forward(self.params, self.buffers)
+        logits, aux = self._member({n: p[0] for n, p in self.params.items()},
+                                   {n: b[0] for n, b in self.buffers.items()})
+        return logits.unsqueeze(0), aux.reshape(1)
+
+    def _dry_run(self, models: list[nn.Module]) -> None:
+        """A training forward and backward and an eval forward of the first (at most two) members on copies of their
+        tensors, on the first training mini-batch; the eval logits must equal those copies' own forward."""
+        rows = min(2, len(models))
+        params = {n: p[:rows].detach().clone().requires_grad_() for n, p in self.params.items()}
+        buffers = {n: b[:rows].clone() for n, b in self.buffers.items()}
+        self._batch = batch = next(iter(self.loaders["train"])).to(self.device)
+        try:
+            self.skeleton.train()
+            logits, aux = self._forward(params, buffers)
+            if not (isinstance(logits, torch.Tensor) and logits.dim() == 3 and logits.shape[1] == batch.num_graphs):
+                shape = tuple(logits.shape[1:]) if isinstance(logits, torch.Tensor) else type(logits).__name__
+                raise NotStackable(f"its forward returns {shape}, not (G, C) logits of the batch's graphs")
+            (logits.float().sum() + aux.sum()).backward()
+            self.skeleton.eval()
+            buffers = {n: b[:rows].clone() for n, b in self.buffers.items()}
+            with torch.no_grad():
+                draws = torch.get_rng_state()  # the same dropout masks where a model drops out at eval time
+                stacked, _ = self._forward(params, buffers)
+                for r in range(rows):
+                    models[r].eval()
+                    torch.set_rng_state(draws)
+                    own = models[r](batch)
+                    scale = float(own.abs().max()) if own.numel() else 0.0
+                    if not torch.allclose(stacked[r], own, rtol=1e-3, atol=1e-3 * max(scale, 1e-6)):
+                        raise NotStackable(f"member {r}'s vmapped outputs differ from its own forward pass (state "
+                                           "that torch.func.functional_call does not replace?)")
+        except NotStackable:
+            raise
+        except Exception as exc:  # any failure of vmap or of the model under it: train the usual way
+            raise NotStackable(_reason(exc)) from exc
+        finally:
+            self.skeleton.train()
+
+    # ------------------------------------------------------------------------------------------ training
+
+    def _scores(self, loader, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per member: (graph-weighted mean loss, accuracy %) over ``loader``'s batches; trains when ``train``."""
+        rows = len(self.active)
+        total = torch.zeros(rows, dtype=torch.float64)
+        correct = torch.zeros(rows, dtype=torch.int64)
+        graphs = 0
+        for batch in loader:
+            batch = batch.to(self.device)
+            logits, aux = self._call(batch)
+            targets = batch.y.expand(rows, -1)
+            loss = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none").mean(1) + aux
+            if train:
+                for p in self.params.values():
+                    p.grad = None
+                loss.sum().backward()
+                if self.clip:
+                    self._clip()
+                self.optimizer.step()
+            total += loss.detach().double().cpu() * batch.num_graphs
+            correct += (logits.detach().argmax(2) == targets).sum(1).cpu()
+            graphs += batch.num_graphs
+        graphs = max(graphs, 1)
+        return total / graphs, correct.double() * 100.0 / graphs
+
+    def _clip(self) -> None:
+        """``clip_grad_norm_`` per member: the norm over the member's slice of every gradient."""
+        grads = [p.grad for p in self.params.values() if p.grad is not None]
+        if not grads:
+            return
+        norms = torch.stack([g.reshape(g.shape[0], -1).norm(2, dim=1) for g in grads]).norm(2, dim=0)
+        coef = (self.clip / (norms + _CLIP_EPS)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.view(-1, *[1] * (g.dim() - 1)))
+
+    def _step(self) -> list[dict]:
+        """One epoch of every member in the stack: train, then evaluate; one history row each."""
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.skeleton.train()
+        train_loss, train_acc = self._scores(self.loaders["train"], train=True)
+        self.skeleton.eval()
+        scores = {}
+        with torch.no_grad():
+            for part in ("val", "test"):
+                if part in self.loaders:
+                    scores[part] = self._scores(self.loaders[part], train=False)
+        rows = []
+        for i in range(len(self.active)):
+            row = {"epoch": self.epoch, "lr": lr, "train_loss": float(train_loss[i]),
+                   "train_accuracy": float(train_acc[i])}
+            finite = math.isfinite(row["train_loss"])  # diverged: no scores of the evaluation (as the run alone)
+            for part, (loss, acc) in scores.items():
+                row[f"{part}_loss"], row[f"{part}_accuracy"] = (
+                    (float(loss[i]), float(acc[i])) if finite else (math.nan, math.nan))
+            rows.append(row)
+        return rows
+
+    def _stop(self, done: list[int]) -> None:
+        """Members in stack rows ``done`` leave the stack (their rows are dropped from every stacked tensor and from
+        the optimiser state)."""
+        if not done:
+            return
+        keep_rows = [i for i in range(len(self.active)) if i not in done]
+        self.active = [self.active[i] for i in keep_rows]
+        if not self.active:
+            return
+        keep = torch.tensor(keep_rows, device=self.device)
+        before = len(keep_rows) + len(done)
+        with torch.no_grad():
+            for p in self.params.values():  # the same leaf tensors: the optimiser keeps its references
+                p.grad = None
+                p.data = p.data.index_select(0, keep)
+                for name, value in self.optimizer.state.get(p, {}).items():
+                    if torch.is_tensor(value) and value.dim() and value.shape[0] == before:
+                        self.optimizer.state[p][name] = value.index_select(0, keep)
+            self.buffers = {name: b.index_select(0, keep) for name, b in self.buffers.items()}
+
+    def fit(self) -> list[dict]:
+        """Train until every member has stopped; each member's result as
+        :func:`~gnnbench.training.holdout.train_holdout` returns it, in seed order."""
+        while self.active:
+            # before an epoch (fit's on_epoch_start): epoch cap and time limit, then the epoch's learning rate
+            self._stop([i for i, m in enumerate(self.active)
+                        if any(rule.on_epoch_start(self.states[m]) for rule in self.rules[m])])
+            if not self.active:
+                break
+            for group in self.optimizer.param_groups:
+                group["lr"] = learning_rate(self.cfg, self.epoch)
+            start = time.perf_counter()
+            rows = self._step()
+            seconds = (time.perf_counter() - start) / len(self.active)
+            self.epoch += 1
+            done = []
+            for i, (m, row) in enumerate(zip(self.active, rows, strict=True)):
+                state = self.states[m]
+                state.elapsed += seconds
+                state.epoch += 1
+                row["seconds"] = seconds
+                state.history.append(row)
+                for rule in self.rules[m]:  # the run alone's rules, in its order
+                    if (reason := rule.on_epoch_end(state, row)) is not None:
+                        state.stop_reason = reason
+                        done.append(i)
+                        break
+            self._stop(done)
+            if self.checkpoint is not None and self.active and self.checkpoint.due():
+                self.checkpoint.save(self.state_dict())
+        return [self._result(m) for m in range(len(self.states))]
+
+    def _result(self, member: int) -> dict:
+        state, patience = self.states[member], self.patience[member]
+        last = state.history[-1] if state.history else {}
+        scores = {k: math.nan for k in last if k not in ("epoch", "lr", "seconds")} if state.diverged else state.best
+        return {"best_epoch": patience.best_epoch, "epochs": state.epoch, "stop_reason": state.stop_reason,
+                **state.status(), "seconds": state.elapsed, "scores": scores, "history": state.history}
+
+    # ------------------------------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict:
+        return {"kind": KIND, "params": {n: p.detach() for n, p in self.params.items()}, "buffers": self.buffers,
+                "optimizer": self.optimizer.state_dict(), "active": list(self.active), "epoch": self.epoch,
+                "states": [s.state_dict() for s in self.states], "patience": [p.state_dict() for p in self.patience],
+                "rng": rng_state(torch.default_generator)}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("kind") != KIND or len(state["states"]) != len(self.states):
+            raise ValueError("this checkpoint was not written by a stack of these final runs")
+        for name, p in self.params.items():
+            p.data = state["params"][name].clone()
+        self.buffers = {name: state["buffers"][name].clone() for name in self.buffers}
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.active, self.epoch = list(state["active"]), state["epoch"]
+        for s, saved in zip(self.states, state["states"], strict=True):
+            s.load_state_dict(saved)
+        for p, saved in zip(self.patience, state["patience"], strict=True):
+            p.load_state_dict(saved)
+        restore_rng(state["rng"], torch.default_generator)
+
+    def resume(self) -> bool:
+        """Continue from the checkpoint if it is this stack's; True when resumed."""
+        payload = None if self.checkpoint is None else self.checkpoint.load()
+        if payload is None:
+            return False
+        self.load_state_dict(payload)
+        return True
