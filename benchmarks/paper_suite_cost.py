@@ -1,27 +1,38 @@
-"""What the paper suite (config/suites/benchmarking-gnns.yaml) costs, from the paper's own timing columns.
+"""What a paper suite costs, from the paper's own timing columns — and what one more model adds to it.
 
-    python benchmarks/paper_suite_cost.py [config/suites/benchmarking-gnns.yaml]
+    python benchmarks/paper_suite_cost.py [SUITE]        # default: config/suites/benchmarking-gnns.yaml
+    python benchmarks/paper_suite_cost.py my_suite.yaml  # a suite that extends a paper suite: its added models too
+    python benchmarks/paper_suite_cost.py pitfalls       # a paper suite by name: its trainings per model
 
-Every model of the suite is matched to the row of the paper's table for its dataset with the same parameter count
-(counted by building the model on the dataset's description; where a count appears twice, the row of the model's
-name), else the row of its printed name (model, -E, -PE) and depth L. Its GPU hours = the row's "Total" time × the
-model's seeds. The paper's Total is one run; for the TU sets, CSL and WikiCS it covers all folds / splits of one
-seed (epochs × s/epoch × folds ≈ Total), and the TU table gives it per seed. Models without a timed row (CYCLES
+Every model of a benchmarking-gnns suite is matched to the row of the paper's table for its dataset with the same
+parameter count (counted by building the model on the dataset's description; where a count appears twice, the row of
+the model's name), else the row of its printed name (model, -E, -PE) and depth L. Its GPU hours = the row's "Total"
+time × the model's seeds. The paper's Total is one run; for the TU sets, CSL and WikiCS it covers all folds / splits
+of one seed (epochs × s/epoch × folds ≈ Total), and the TU table gives it per seed. Models without a timed row (CYCLES
 and GraphTheoryProp print no times, rows that diverged
 or ran out of memory, configs the tables do not show) are listed and bounded by the suite's time cap instead
 (max_time per run: 12 h or 24 h, per fold / split of TU and CSL a tenth, of WikiCS a twentieth).
 Paper hardware: one Nvidia 1080Ti per run (PATTERN / CLUSTER: 2080Ti), 4 runs per server.
+
+A model from outside the package (variant plugin: no paper row) is estimated at the median hours per training of the
+timed baselines of its dataset ("est."). "+1 model" is what one more model costs on each dataset: its trainings
+(benchmarking-gnns: the seeds most baselines use × folds; pitfalls: splits × initialisations; fair-comparison: outer
+folds × (grid + final runs), for a grid the size of the largest baseline's) and, for benchmarking-gnns, the median
+baseline's GPU hours per training times those. Pitfalls and fair-comparison papers print no per-run times: their
+trainings are counted only (the README's "Performance" gives measured rates).
 """
 
 from __future__ import annotations
 
+import argparse
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import yaml
 
-from gnnbench.config.suite import load_suite
+from gnnbench.config.suite import load_suite_file
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.models import build_model, count_parameters
 
@@ -47,18 +58,54 @@ def table_rows(tables: dict, dataset: str) -> list[dict]:
     return tables.get(TABLE.get(dataset, dataset), {}).get("rows", [])
 
 
-def main(path: str) -> int:
+def other_protocol(suite) -> int:
+    """Trainings per dataset of a pitfalls or fair-comparison suite, and of one more model."""
+    print(f"{'dataset':24} {'protocol':16} {'trainings':>9} {'+1 model':>9}")
+    total = 0
+    for name, benchmark in suite.benchmarks.items():
+        if benchmark.protocol == "pitfalls":
+            per_model = {label: benchmark.num_splits * benchmark.model_inits(label) for label in benchmark.models}
+            one_more = benchmark.num_splits * max(benchmark.model_inits(label) for label in benchmark.models)
+        else:
+            per_model = {label: len(benchmark.folds) * (len(grid) + benchmark.final_runs)
+                         for label, grid in benchmark.grids.items()}
+            one_more = len(benchmark.folds) * (max(map(len, benchmark.grids.values())) + benchmark.final_runs)
+        total += sum(per_model.values())
+        print(f"{name:24} {benchmark.protocol:16} {sum(per_model.values()):9d} {one_more:9d}")
+    print(f"{'total':24} {'':16} {total:9d}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser.add_argument("suite", nargs="?", default=str(ROOT / "config" / "suites" / "benchmarking-gnns.yaml"),
+                        help="a suite file (one that extends a paper suite too) or a paper suite's name")
+    args = parser.parse_args(argv)
+    from gnnbench.packaged import paper_suite
+
+    path = Path(args.suite) if Path(args.suite).is_file() else paper_suite(args.suite, "suite")
+    suite = load_suite_file(path)
+    if any(b.protocol != "benchmarking-gnns" for b in suite.benchmarks.values()):
+        return other_protocol(suite)
     tables = yaml.safe_load(PUBLISHED.read_text())["tables"]
-    suite = load_suite(yaml.safe_load(Path(path).read_text()))
     hours, runs, bound = defaultdict(float), defaultdict(int), defaultdict(float)
     unmatched, by_name = [], 0
+    estimated, plugin_runs, per_run, one_more = defaultdict(float), defaultdict(int), defaultdict(list), {}
     for name, benchmark in suite.benchmarks.items():
         catalog = "CYCLES" if name.startswith("CYCLES") else name
         meta = describe_dataset(catalog)
         folds = len(benchmark.folds)
         rows = table_rows(tables, name)
+        seed_lists = [benchmark.model_seeds.get(label, benchmark.seeds) for label in benchmark.models]
+        one_more[name] = len(max(seed_lists, key=seed_lists.count)) * folds
+        plugins = [label for label, spec in benchmark.models.items() if spec.config.get("variant") == "plugin"]
         for label, spec in benchmark.models.items():
             seeds = len(benchmark.model_seeds.get(label, benchmark.seeds))
+            if label in plugins:
+                plugin_runs[name] += seeds * folds
+                continue
             runs[name] += seeds * folds
             params = count_parameters(build_model(spec.config, meta))
             matches = [r for r in rows if r.get("params") == params and r.get("total_h") is not None]
@@ -73,18 +120,33 @@ def main(path: str) -> int:
                 by_name += bool(matches)
             if matches:
                 hours[name] += matches[0]["total_h"] * seeds
+                per_run[name].append(matches[0]["total_h"])  # one seed: all folds of it
             else:
                 cap = spec.config["max_time"] / (20 if name == "WikiCS" else 10 if folds > 1 else 1)
                 bound[name] += cap * seeds * folds
                 unmatched.append(f"{name}/{label} ({params:,} parameters)")
-    print(f"{'dataset':16} {'runs':>6} {'GPU-h (paper rows)':>19} {'≤ GPU-h (cap, unmatched)':>25}")
+    # hours per training of the dataset's median timed baseline (a TU / CSL / WikiCS row covers one seed's folds)
+    median = {name: statistics.median(per_run[name]) / max(len(b.folds), 1) if per_run[name] else None
+              for name, b in suite.benchmarks.items()}
     for name in suite.benchmarks:
-        print(f"{name:16} {runs[name]:6d} {hours[name]:19.1f} {bound[name]:25.1f}")
-    print(f"{'total':16} {sum(runs.values()):6d} {sum(hours.values()):19.1f} {sum(bound.values()):25.1f}")
+        if plugin_runs[name] and median[name] is not None:
+            estimated[name] = median[name] * plugin_runs[name]
+    added = f" {'added runs':>10} {'est. GPU-h':>10}" if any(plugin_runs.values()) else ""
+    print(f"{'dataset':16} {'runs':>6} {'GPU-h (paper rows)':>19} {'≤ GPU-h (cap, unmatched)':>25}{added} "
+          f"{'+1 model: runs':>14} {'GPU-h':>7}")
+    for name in suite.benchmarks:
+        extra = f" {plugin_runs[name]:10d} {estimated[name]:10.1f}" if added else ""
+        cost = "–" if median[name] is None else f"{median[name] * one_more[name]:.1f}"
+        print(f"{name:16} {runs[name]:6d} {hours[name]:19.1f} {bound[name]:25.1f}{extra} {one_more[name]:14d} "
+              f"{cost:>7}")
+    extra = f" {sum(plugin_runs.values()):10d} {sum(estimated.values()):10.1f}" if added else ""
+    cost = sum(median[n] * one_more[n] for n in suite.benchmarks if median[n] is not None)
+    print(f"{'total':16} {sum(runs.values()):6d} {sum(hours.values()):19.1f} {sum(bound.values()):25.1f}{extra} "
+          f"{sum(one_more.values()):14d} {cost:7.1f}")
     print(f"\n{by_name} models matched by name and depth (their parameter count differs from the printed one)")
     print(f"{len(unmatched)} models without a timed row in the paper: {', '.join(unmatched)}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "config" / "suites" / "benchmarking-gnns.yaml")))
+    sys.exit(main())
