@@ -30,6 +30,12 @@ The learning-rate schedule is the configuration's (one for all members, so exact
 and in total) are its share of the stack's time: the epoch's wall time divided by the members that trained in it.
 The time limit reads those shares.
 
+What one pass saves is what R runs pay per operation and per mini-batch (Python, dispatch, kernel launches, building
+the batch); it does not reduce arithmetic, and on a CPU vmap's batch rules add copies (batch norm folds the members
+into its channels, element-wise products of (R, N, C) tensors): for Errica's GIN on ENZYMES-sized mini-batches the
+stack is slower there than the runs one after another, so ``run_final`` stacks by default on CUDA only
+(``benchmarks/fair_comparison_stacked.py`` measures both).
+
 Where the model cannot be stacked (``stack_module_state`` fails, a dry vmapped forward and backward on a real
 mini-batch fails, its outputs are not (graphs, classes) logits, or a member's vmapped outputs differ from that copy's
 own forward) :class:`~gnnbench.training.functional_stack.NotStackable` says why and the caller trains the runs one
