@@ -239,8 +239,16 @@ def test_a_stopped_stack_resumes_to_the_same_results(families, tmp_path, monkeyp
     checkpoints = list((tmp_path / "b" / "runs").glob("*.checkpoint.pt"))
     assert len(checkpoints) == 1 and engine.checkpoint_epochs(checkpoints[0]) == 3
     monkeypatch.setattr(engine._checkpoint, "save_checkpoint", real)
+    real_step, steps = stacked_holdout.HoldoutStack._step, []
+
+    def counted(self):
+        steps.append(self.epoch)
+        return real_step(self)
+
+    monkeypatch.setattr(stacked_holdout.HoldoutStack, "_step", counted)
     resumed = _rows(_run_final(families, tmp_path / "b", config))
     assert resumed == whole
+    assert steps == list(range(3, max(r["epochs"] for r in resumed[0])))  # from epoch 3 on, not from scratch
     assert not list((tmp_path / "b" / "runs").glob("*.checkpoint.pt"))
     assert all(math.isfinite(r["test_accuracy"]) for r in resumed[0])
     assert np.unique([r["epochs"] for r in resumed[0]]).size > 1
