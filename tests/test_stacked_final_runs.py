@@ -182,8 +182,12 @@ def test_final_job_trains_the_stack_and_keeps_its_outputs(families, tmp_path):
         assert len(scores) == 6 and {k: row[k] for k in scores} == {k: member["scores"][k] for k in scores}
     history = [{k: v for k, v in h.items() if k not in ("run", "seconds")} for h in stacked[1]]
     assert history == [{k: v for k, v in h.items() if k != "seconds"} for m in members for h in m["history"]]
-    # the default on a CPU: run by run, today's results
-    assert _rows(_run_final(families, tmp_path / "c", GIN, stack=None)) == _rows(separate)
+    # the default (stack off): run by run, today's results
+    out, hist = tmp_path / "c" / "final.parquet", tmp_path / "c" / "final_history.parquet"
+    fc.run_final(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0,
+                 selection_path=_selection(tmp_path / "c", GIN), runs=3, holdout="selection", seed=0, out=out,
+                 history_out=hist, device="cpu")
+    assert _rows((pq.read_table(out).to_pylist(), pq.read_table(hist).to_pylist())) == _rows(separate)
     # a second call reads the members' stored results: nothing trains
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "a" / "runs").glob("*.json")}
     assert len(before) == 3

@@ -520,14 +520,14 @@ def final_parts(data: _Data, fold: int, run: int, holdout: str, seed: int) -> di
 def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int, holdout: str, seed: int,
               out: str | os.PathLike, history_out: str | os.PathLike, device: str = "auto",
               threads: int | None = None, label: str | None = None,
-              records_out: str | os.PathLike | None = None, stack: bool | None = None) -> None:
+              records_out: str | os.PathLike | None = None, stack: bool = False) -> None:
     """The final trainings of the configuration chosen for ``fold`` (read from its selection file); with
     ``records_out`` also their run records (:mod:`gnnbench.records`; ``label``: the suite's model label).
 
-    ``stack``: the runs train as one stack where they can (:func:`_train_final_stack`), else one after another;
-    None: stacked on a CUDA device only — on a CPU vmap's batch rules (batch norm, element-wise products) cost more
-    than one pass saves for Errica's GIN on mini-batches of ENZYMES' size (``benchmarks/fair_comparison_stacked.py``
-    measures both)."""
+    ``stack``: the runs train as one stack where they can (:func:`_train_final_stack`), else one after another.
+    Off by default: on a CPU vmap's batch rules (batch norm, element-wise products) cost more than one pass saves for
+    Errica's GIN on mini-batches of ENZYMES' size (``benchmarks/fair_comparison_stacked.py`` measures both), and on
+    a GPU, where it should pay, it has not been measured yet."""
     out = Path(out)
     if holdout not in HOLDOUTS:
         raise ConfigError(f"final_holdout: {holdout!r} is not one of {', '.join(HOLDOUTS)}")
@@ -544,9 +544,8 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
         seeds = [run_seed(seed, fold, 2**31 + r) for r in range(runs)]
         parts = [final_parts(data, fold, r, holdout, s) for r, s in enumerate(seeds)]
         whats = [{"fold": fold, "config_id": chosen["config_id"], "stage": "final", "run": r} for r in range(runs)]
-        stacked = dev.type == "cuda" if stack is None else stack
         results = (_train_final_stack(data, chosen["config"], parts, seeds, out.parent / "runs", whats, dev, guard)
-                   if stacked else None)
+                   if stack else None)
         for r, s in enumerate(seeds):
             result = results[r] if results is not None else _train_cached(
                 data, chosen["config"], parts[r], s, out.parent / "runs", whats[r], dev, guard)
