@@ -94,6 +94,19 @@ def test_a_model_restricted_to_some_datasets_and_benchmark_overrides():
     assert "seeds" not in full["benchmarks"]["CiteSeer"]["models"]["Mine"]  # pitfalls: no per-model seeds
 
 
+def test_a_model_added_to_one_benchmark_gets_its_baselines_seeds_too():
+    full = expand_extends({"extends": "benchmarking-gnns", "datasets": ["CSL", "TSP"],
+                           "benchmarks": {"CSL": {"models": {"Mine": {"model": "x.py:A"},
+                                                             "Fixed": {"model": "x.py:A", "seeds": [1]}}},
+                                          "TSP": {"seeds": [7],
+                                                  "models": {"Mine": "TSP_edge_classification_GCN_100k"}}}})
+    csl, tsp = full["benchmarks"]["CSL"]["models"], full["benchmarks"]["TSP"]
+    assert csl["Mine"] == {"model": "x.py:A", "seeds": paper("benchmarking-gnns")["benchmarks"]["CSL"]["models"][
+        "GCN_CSL_100k"]["seeds"]} and len(csl["Mine"]["seeds"]) == 20
+    assert csl["Fixed"]["seeds"] == [1]
+    assert tsp["seeds"] == [7] and tsp["models"]["Mine"] == "TSP_edge_classification_GCN_100k"  # the benchmark's own
+
+
 @pytest.mark.parametrize("suite, message", [
     ({"extends": "benchmarking-gnns", "datasets": ["ZINC", "PATTERN"]},
      "datasets: unknown dataset 'PATTERN' of benchmarking-gnns; its datasets: ZINC, AQSOL, SBM_PATTERN, SBM_CLUSTER, "

@@ -348,9 +348,12 @@ def _expand(config: object, base_dir: str | os.PathLike | None,
         _name_list([dataset], "benchmarks", selected, name)
         if not isinstance(entry, dict):
             raise ConfigError(f"benchmarks.{dataset}: expected a mapping of keys to add or replace")
-        models = entry.get("models") or {}
         benchmarks[dataset].update({k: v for k, v in entry.items() if k != "models"})
-        benchmarks[dataset]["models"] = {**benchmarks[dataset].get("models", {}), **models}
+        models = {}
+        for label, model in (entry.get("models") or {}).items():  # a new label: the baselines' seeds as for models
+            models[label] = model if label in benchmarks[dataset]["models"] else \
+                _with_baseline_seeds(model, benchmarks[dataset])
+        benchmarks[dataset]["models"] = {**benchmarks[dataset]["models"], **models}
     out["benchmarks"] = benchmarks
     return out, added, name
 
@@ -396,15 +399,20 @@ def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str]
             if label in benchmark["models"]:
                 raise ConfigError(f"{where}: benchmark {dataset} of {parent} already has a model {label}; choose "
                                   "another label")
-            given = dict(entry) if isinstance(entry, dict) else entry
-            if "seeds" not in benchmark and not (isinstance(given, dict) and "seeds" in given):
-                seeds = [m["seeds"] for m in benchmark["models"].values() if isinstance(m, dict) and "seeds" in m]
-                if seeds:  # the baselines' own seeds (benchmarking-gnns): the most common list among them
-                    given = {**(given if isinstance(given, dict) else {"preset": given}),
-                             "seeds": max(seeds, key=seeds.count)}
-            benchmark["models"][label] = given
+            benchmark["models"][label] = _with_baseline_seeds(entry, benchmark)
         added[label] = targets
     return added
+
+
+def _with_baseline_seeds(entry: object, benchmark: dict) -> object:
+    """A model entry added to a parent's ``benchmark``, given the seeds most of its baselines use where the benchmark
+    has none of its own and each baseline carries its own (benchmarking-gnns), so that its runs pair with theirs."""
+    given = dict(entry) if isinstance(entry, dict) else entry
+    if "seeds" not in benchmark and not (isinstance(given, dict) and "seeds" in given):
+        seeds = [m["seeds"] for m in benchmark["models"].values() if isinstance(m, dict) and "seeds" in m]
+        if seeds:
+            given = {**(given if isinstance(given, dict) else {"preset": given}), "seeds": max(seeds, key=seeds.count)}
+    return given
 
 
 def _absolute_paths(config: dict, base_dir: Path) -> dict:
