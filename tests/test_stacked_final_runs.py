@@ -40,8 +40,9 @@ BEFORE_BATCH_NORM = {"first_h.0.bias", "first_h.3.bias", "convs.0.mlp.linears.0.
 # vmapped products and batch-norm reductions sum in another order than a run alone. The gradient of a bias just
 # before a train-mode batch norm is rounding noise (batch norm removes that bias), which Adam normalises into steps of
 # about the learning rate: such biases (and the running means that follow them, read at evaluation) differ between
-# any two orders of summation, in float64 too; every other weight agrees to float64 rounding.
-BIAS_ATOL, ATOL, LOSS_REL = 1e-3, 1e-9, 1e-5
+# any two orders of summation, in float64 too; every other weight agrees to float64 rounding. Those biases reach
+# the losses at about 1e-5 relative, more or less with the thread count other tests left set.
+BIAS_ATOL, ATOL, LOSS_REL = 1e-3, 1e-9, 1e-4
 
 
 @pytest.fixture(scope="module")
