@@ -38,7 +38,8 @@ fold, seeds and data): a job rerun — after a grid point was added, or after it
 trains only what is missing, and a run interrupted mid-training resumes from its checkpoint (written at most
 every ``CHECKPOINT_SECONDS``). ``selection.json`` carries a checksum of its content: a hand-edited file is refused.
 Seeds: configuration c of fold i trains with a seed from ``SeedSequence(seed, spawn_key=(i, c))`` (c from the
-config's hash, so adding grid points changes no other run); final run r from spawn key ``(i, 2**31 + r)``.
+config's hash, so adding grid points changes no other run; a model file counts by its name, not its folder:
+:func:`seed_key`); final run r from spawn key ``(i, 2**31 + r)``.
 """
 
 from __future__ import annotations
@@ -313,6 +314,19 @@ def run_seed(seed: int, fold: int, key: int) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=(fold, key)).generate_state(1)[0])
 
 
+def seed_key(config: dict) -> int:
+    """The key of a grid point's seed (``run_seed(seed, fold, key)``): the first 8 hex digits of its config's hash,
+    with a model file (``/abs/path/my_gnn.py:MyGNN``, as run configs hold it) named by its file name alone, so that a
+    suite trains the same wherever its folder is."""
+    from gnnbench.models.plugins import is_plugin_spec, parse_spec
+
+    model = config.get("model")
+    if is_plugin_spec(model) and parse_spec(model)[0] == "file":
+        _, target, attribute = parse_spec(model)
+        config = {**config, "model": f"{Path(target).name}:{attribute}"}
+    return int(config_id(config)[:8], 16)
+
+
 def num_layers(config: dict) -> int | None:
     """Depth of a configuration for the "median number of layers selected" column: the classifier's own rule
     (Errica's zoo), ``L`` for the benchmark's models, ``num_layers`` (PyTorch Geometric's name) for a model from
@@ -433,7 +447,7 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
         rows, weights = [], []
         for position, config in zip(positions, configs, strict=True):
             cid = config_id(config)
-            s = run_seed(seed, fold, int(cid[:8], 16))
+            s = run_seed(seed, fold, seed_key(config))
             r = _train_cached(data, config, parts, s, out.parent / "runs",
                               {"fold": fold, "config_id": cid, "stage": "selection"}, dev, guard)
             log.info("fold %d config %s: val acc %.2f (epoch %d of %d, %s)", fold, cid, r["val_accuracy"],
