@@ -25,8 +25,9 @@ of their own size, 5.6e-5 of the model's largest gradient at most, while in floa
 agreed to 1e-12. So in float32 a gradient is compared at the scale of the model's largest gradient
 (``GRAD_SCALE_FLOOR`` = 1: ``max|a − b| ≤ 1e-4 · max(max|a|, G)``), and ``--float64`` checks the same way with
 ``FLOAT64_RTOL`` = 1e-9 (a gradient of 1e-3 G is then checked to 1e-6 of itself) — the check that tells a wrong
-kernel from rounding, where every kernel has a float64 form (CUDA's sparse CSR product has none: GCN's one-step check fails there in float64 with "operation not
-supported", and the stacked pitfalls models are float32 throughout).
+kernel from rounding, where every kernel has a float64 form (CUDA's sparse CSR product has none: GCN's one-step
+check fails there in float64 with "operation not supported", and the stacked pitfalls models are float32
+throughout).
 
 What runs. Tiny datasets from gnnbench's own offline generators (no download), made by the functions the workflow
 scripts call (:func:`gnnbench.pipeline.generate_dataset`, ``make_split_file``, ``compute_pe``), then for every model
