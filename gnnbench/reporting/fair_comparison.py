@@ -1,4 +1,4 @@
-"""Reporting of the ``fair-comparison`` protocol (Errica et al.; spec p3-fair-comparison.md §2.1, §5).
+"""Reporting of the ``fair-comparison`` protocol (Errica et al. §3 and §5, Tables 3 and 4).
 
 Input: one record per (model, outer fold) — the configuration chosen by model selection, its validation accuracy
 (VL: accuracy on the inner hold-out at the early-stopping epoch), and the mean test / train accuracy of the final

@@ -141,7 +141,8 @@ INDEX_SHA256 = {
     ("PROTEINS_full", "val"): "83f24461a70bf49b9cf36be21da7beed9d3ed2a778288e480de9aba261e16db9",
     ("PROTEINS_full", "test"): "af2d7a2d8d0a609e419b6ba857e663b79fa66f92b28b19aad49b648e23c91fdb",
 }
-VARIANTS = ("", DWIVEDI2020)  # the fair comparison's features (spec §1.2), or the benchmark's TU loader
+# the fair comparison's features (Errica et al. §5, the released datasets/manager.py), or the benchmark's TU loader
+VARIANTS = ("", DWIVEDI2020)
 REQUIRED = ("A", "graph_indicator", "graph_labels")
 OPTIONAL = ("node_labels", "node_attributes")
 
@@ -206,9 +207,10 @@ def published_splits(params: dict, source: str) -> PublishedSplit | None:
 
 def resolved_features(params: dict) -> str:
     """``params["features"]``, or the default of the variant when it is empty: the fair comparison's choice for
-    the dataset (spec §1.2), or — ``variant: dwivedi2020`` — DGL's ``LegacyTUDataset`` rule the benchmark
-    used (benchmarking-gnns.md §3.10): the node attributes when the dataset has them (they override the labels),
-    else the one-hot node labels, else a constant."""
+    the dataset (Errica et al. §5 and the released code's datasets/manager.py), or — ``variant: dwivedi2020`` —
+    DGL's ``LegacyTUDataset`` rule the benchmark used (Dwivedi et al., TU datasets of the released code): the node
+    attributes when the dataset has them (they override the labels), else the one-hot node labels, else a
+    constant."""
     if params["features"]:
         return params["features"]
     if params.get("variant") == DWIVEDI2020:
