@@ -158,14 +158,9 @@ class FunctionalStackTrainer(MemberStack):
             self.skeleton.eval()
             buffers = {n: b[:rows].clone() for n, b in self.buffers.items()}  # the initial statistics again
             with torch.no_grad():
+                draws = torch.get_rng_state()
                 stacked, _ = self._forward(params, buffers)
-                for r in range(rows):
-                    models[r].eval()
-                    own = models[r](self.batch)
-                    scale = float(own.abs().max()) if own.numel() else 0.0
-                    if not torch.allclose(stacked[r], own, rtol=1e-3, atol=1e-3 * max(scale, 1e-6)):
-                        raise NotStackable(f"member {r}'s vmapped outputs differ from its own forward pass (state "
-                                           "that torch.func.functional_call does not replace?)")
+                check_members(stacked, models[:rows], self.batch, draws)
         except NotStackable:
             raise
         except Exception as exc:  # any failure of vmap or of the model under it: train the usual way
@@ -233,6 +228,19 @@ class FunctionalStackTrainer(MemberStack):
             p.data = state["params"][name].clone()
         self.buffers = {name: state["buffers"][name].clone() for name in self.buffers}
         self._load_members_state(state)
+
+
+def check_members(stacked: torch.Tensor, models: list[nn.Module], batch, draws: torch.Tensor) -> None:
+    """Raise :class:`NotStackable` unless each member's vmapped eval outputs ``stacked[r]`` equal its own model's
+    forward pass on ``batch`` (from the random state ``draws``, for models that drop out at evaluation too)."""
+    for r, model in enumerate(models):
+        model.eval()
+        torch.set_rng_state(draws)
+        own = model(batch)
+        scale = float(own.abs().max()) if own.numel() else 0.0
+        if not torch.allclose(stacked[r], own, rtol=1e-3, atol=1e-3 * max(scale, 1e-6)):
+            raise NotStackable(f"member {r}'s vmapped outputs differ from its own forward pass (state that "
+                               "torch.func.functional_call does not replace?)")
 
 
 def _reason(exc: Exception, where: str = "vmap") -> str:

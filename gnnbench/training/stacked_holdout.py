@@ -67,7 +67,7 @@ from gnnbench.training.engine import (
     TimeLimit,
     make_optimizer,
 )
-from gnnbench.training.functional_stack import NotStackable, _reason
+from gnnbench.training.functional_stack import NotStackable, _reason, check_members
 from gnnbench.training.holdout import learning_rate
 
 KIND = "holdout_stack"  # marks this trainer's checkpoints
@@ -156,14 +156,7 @@ class HoldoutStack:
             with torch.no_grad():
                 draws = torch.get_rng_state()  # the same dropout masks where a model drops out at eval time
                 stacked, _ = self._forward(params, buffers)
-                for r in range(rows):
-                    models[r].eval()
-                    torch.set_rng_state(draws)
-                    own = models[r](batch)
-                    scale = float(own.abs().max()) if own.numel() else 0.0
-                    if not torch.allclose(stacked[r], own, rtol=1e-3, atol=1e-3 * max(scale, 1e-6)):
-                        raise NotStackable(f"member {r}'s vmapped outputs differ from its own forward pass (state "
-                                           "that torch.func.functional_call does not replace?)")
+                check_members(stacked, models[:rows], batch, draws)
         except NotStackable:
             raise
         except Exception as exc:  # any failure of vmap or of the model under it: train the usual way
