@@ -1,4 +1,4 @@
-"""Protocol "benchmarking-gnns" — Dwivedi et al., "Benchmarking Graph Neural Networks" (spec benchmarking-gnns.md).
+"""Protocol "benchmarking-gnns" — Dwivedi et al., "Benchmarking Graph Neural Networks" (arXiv:2003.00982).
 
 Splits: the split that comes with the data (``given``: SBM, TSP, ZINC, ...; WikiCS's 20 node splits of its one
 graph, trained full-batch; OGBL-COLLAB's evaluation pairs), the released cross-validation folds (``published``:

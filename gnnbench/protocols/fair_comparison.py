@@ -1,5 +1,5 @@
 """Protocol "fair-comparison" — Errica et al., "A Fair Comparison of Graph Neural Networks for Graph
-Classification" (spec p3-fair-comparison.md §2).
+Classification" (ICLR 2020, arXiv:1912.09893; §3 and §5).
 
 Risk assessment by an outer stratified k-fold cross-validation (10 folds); inside outer fold i, model selection
 on its training part only: every configuration of the model's grid trains once on the inner-training graphs with

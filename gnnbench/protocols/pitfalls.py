@@ -1,4 +1,4 @@
-"""Protocol "pitfalls" — Shchur et al., "Pitfalls of Graph Neural Network Evaluation" (spec p2-pitfalls.md).
+"""Protocol "pitfalls" — Shchur et al., "Pitfalls of Graph Neural Network Evaluation" (arXiv:1811.05868).
 
 Transductive node classification on one graph. Splits: ``random_per_class`` — 100 random splits of 20 training
 and 30 validation nodes per class, the rest test (the same splits for every model); ``random_sizes`` and
