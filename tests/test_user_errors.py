@@ -280,6 +280,8 @@ def test_workflow_step_does_not_mask_an_os_error_without_a_file_name():
 # deterministic, no clock. The signal's default handler raises KeyboardInterrupt in the main thread.
 SIGINT_AT_EPOCH_3 = """
 import os, signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own Ctrl-C, even where the test runner's
+# process was started in the background (a shell then makes its children ignore SIGINT)
 from gnnbench.training import run
 _real, _epochs = run.train_epoch, [0]
 def _epoch(*args, **kwargs):
