@@ -108,6 +108,15 @@ class GraphSummary:
                            edge_features=self.edge_features, pe_usage="add", split_sizes=self.split_sizes,
                            source={**source, "preprocessing": list(self.notes)}, given_splits=self.given_splits)
 
+    def default_split(self) -> dict:
+        """The split scheme when the suite names none: the data's own split where it has one, else
+        random_per_class for one graph with node labels, stratified_kfold for graph labels."""
+        if self.split_sizes:
+            return {"scheme": "given"}
+        if self.task == "node_classification" and self.num_graphs == 1:
+            return {"scheme": "random_per_class"}
+        return {"scheme": "stratified_kfold"} if self.task == "graph_classification" else {"scheme": "given"}
+
 
 class _Source:
     """Names a source in error messages: ``what`` (e.g. "graph file x.pt") and the general fix."""

@@ -70,12 +70,7 @@ def _default_split(params: dict) -> dict:
     """The file's own split when it has one (column ``split``); else random_per_class for one graph,
     stratified_kfold for graph labels."""
     found = _SUMMARIES.get(_state(params))
-    summary = found[0] if found is not None else convert(params)[1]
-    if summary.split_sizes:
-        return {"scheme": "given"}
-    if summary.task == "node_classification" and summary.num_graphs == 1:
-        return {"scheme": "random_per_class"}
-    return {"scheme": "stratified_kfold"} if summary.task == "graph_classification" else {"scheme": "given"}
+    return (found[0] if found is not None else convert(params)[1]).default_split()
 
 
 def _check(params: dict, where: str) -> None:

@@ -215,12 +215,7 @@ def _default_split(params: dict) -> dict:
     (random_per_class for one graph, stratified_kfold for graph labels)."""
     if params["splits"]:
         return {"scheme": "given"}
-    found = _LAST.get(_key(params, None)) or summary(params, 0)
-    if found.split_sizes:
-        return {"scheme": "given"}
-    if found.task == "node_classification" and found.num_graphs == 1:
-        return {"scheme": "random_per_class"}
-    return {"scheme": "stratified_kfold"} if found.task == "graph_classification" else {"scheme": "given"}
+    return (_LAST.get(_key(params, None)) or summary(params, 0)).default_split()
 
 
 def _check(params: dict, where: str) -> None:
