@@ -20,7 +20,11 @@ Decisions:
   ValueError rather than the original's silently different layer shapes.
 * Dropout bug (``dropout_layer0_at_eval``, default True = as run): the original drops term 0 with ``F.dropout``
   without the training flag, so term 0 is also dropped (and rescaled) at evaluation; terms l ≥ 1 only in training.
-  False applies dropout to term 0 only in training.
+  False applies dropout to term 0 only in training. The dropouts are ``nn.Dropout`` modules (``dropouts[l]`` for
+  term l; the rate is a module's ``p``, not a float attribute of the model, so a wide stack of members with
+  different rates can replace them, :mod:`gnnbench.training.wide`); term 0's module is kept in training mode when
+  the model is put in eval mode (:meth:`GIN.train`). Each module calls ``F.dropout`` on the same tensor in the same
+  order as the original's functional calls, so the masks — and the results — are those of the functional form.
 * Pooling = the grid key ``aggregation`` ∈ {sum, mean} (HEAD code). The published numbers predate that key and
   used a per-dataset rule (sum for NCI1/DD/PROTEINS/ENZYMES, mean otherwise — in effect mean for PROTEINS_full,
   spec §3.4); reproduce it by setting ``aggregation`` per dataset in the config.
@@ -32,7 +36,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.batching import GraphBatch
@@ -59,8 +62,22 @@ class GIN(GraphClassifier):
         self.convs = nn.ModuleList(GINLayer(hidden, n_mlp=2, dropout=0.0, batch_norm=True, residual=False,
                                             learn_eps=train_eps) for _ in range(num_convs))
         self.linears = nn.ModuleList(nn.Linear(hidden, num_classes) for _ in range(num_convs + 1))
-        self.aggregation, self.dropout = aggregation, float(dropout)
+        self.dropouts = nn.ModuleList(nn.Dropout(float(dropout)) for _ in range(num_convs + 1))  # one per term
+        self.aggregation = aggregation
         self.dropout_layer0_at_eval = bool(dropout_layer0_at_eval)
+
+    @property
+    def dropout(self) -> float:
+        """The dropout rate of every term."""
+        return self.dropouts[0].p
+
+    def train(self, mode: bool = True) -> GIN:
+        """``nn.Module.train``; with ``dropout_layer0_at_eval`` term 0's dropout stays in training mode (the
+        original's ``F.dropout`` without the training flag, module docstring)."""
+        super().train(mode)
+        if self.dropout_layer0_at_eval:
+            self.dropouts[0].train(True)
+        return self
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> GIN:
@@ -84,9 +101,8 @@ class GIN(GraphClassifier):
         edges = batch.edge_index if bool(keep.all()) else batch.edge_index[:, keep]
         aggregate = NeighbourAggregation(edges, batch.num_nodes, "sum", batch.x.dtype)
         x = self.first_h(batch.x)
-        layer0_training = self.training or self.dropout_layer0_at_eval
-        out = F.dropout(self._pool(self.linears[0](x), batch), self.dropout, layer0_training)
-        for conv, linear in zip(self.convs, self.linears[1:], strict=True):
+        out = self.dropouts[0](self._pool(self.linears[0](x), batch))
+        for conv, linear, dropout in zip(self.convs, self.linears[1:], self.dropouts[1:], strict=True):
             x = conv(x, aggregate)
-            out = out + F.dropout(linear(self._pool(x, batch)), self.dropout, self.training)
+            out = out + dropout(linear(self._pool(x, batch)))
         return out
