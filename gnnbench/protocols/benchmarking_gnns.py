@@ -8,7 +8,12 @@ config × one seed × one fold (:func:`gnnbench.training.run.train_run`; link pr
 with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the learning rate falls below
 ``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
 budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
-CSL and TU) and by 20 per WikiCS split. Models are the benchmark's: input encoders → L layers → task head
+CSL and TU) and by 20 per WikiCS split. With ``stack: true`` in a benchmark one job trains all seeds of a model on a
+fold (:func:`train_seeds`, :mod:`gnnbench.training.seed_stack`): as one wide stack where the model widens — the
+seeds then share the first seed's mini-batch order, the one departure from separate runs — else one after another,
+each exactly its separate run; every seed's outputs and record are those of its own job. The default is one job
+per seed (each seed its own batch order, as the paper's runs), so published spreads over seeds keep the batch
+order's part. Models are the benchmark's: input encoders → L layers → task head
 (:func:`gnnbench.models.build_model`),
 sized by the published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
 test and train scores, #params, epochs, s/epoch, total hours; with cross-validation also the min and max test
@@ -53,6 +58,8 @@ class BenchmarkingGNNsBenchmark(Benchmark):
     seeds: list[int] = field(default_factory=list)
     folds: list[int] = field(default_factory=list)
     model_seeds: dict[str, list[int]] = field(default_factory=dict)  # a model's own seeds (else ``seeds``)
+    # one job trains all seeds of a model × fold (gnnbench.training.seed_stack; workflow/rules/training.smk)
+    stack: bool = False
 
     def runs(self) -> list[dict]:
         return [{"dataset": self.dataset, "model": label, "seed": seed, "fold": fold}
@@ -60,6 +67,13 @@ class BenchmarkingGNNsBenchmark(Benchmark):
 
     def run_files(self) -> list[str]:
         return [RUN_DIR.format(**run) + "/metrics.json" for run in self.runs()]
+
+    def seed_stacks(self) -> list[tuple[str, list[int]]]:
+        """(model, its seeds) of every job that trains a model's seeds together (one per fold), with
+        ``stack``; none without it (one job per seed)."""
+        if not self.stack:
+            return []
+        return [(label, list(self.model_seeds.get(label, self.seeds))) for label in self.models]
 
     def table_files(self) -> list[str]:
         return [TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
@@ -164,7 +178,7 @@ class BenchmarkingGNNs(Protocol):
             raise ConfigError(f"{where}.folds: fold(s) {bad} do not exist; {dataset.name} has {dataset.num_folds} "
                               f"fold(s), numbered from 0")
         benchmark = BenchmarkingGNNsBenchmark(dataset.name, self.name, seeds=list(entry.get("seeds", [])),
-                                              folds=list(folds))
+                                              folds=list(folds), stack=bool(entry.get("stack", False)))
         shared = entry.get("set") or {}
         for label, model in models.items():
             model_where = f"{where}.models.{label}"
@@ -220,6 +234,35 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
         from gnnbench.records import write_records
 
         write_records(records_out, run_records(results))
+    return results
+
+
+def train_seeds(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
+                seeds: list[int], out_dirs: list[str | os.PathLike], pe_path: str | os.PathLike | None = None,
+                device: str = "auto", threads: int | None = None, label: str | None = None,
+                records_out: list[str | os.PathLike] | None = None, stack: bool = True) -> list[dict]:
+    """The runs of ``config`` with each of ``seeds`` on ``fold`` in one job (:mod:`gnnbench.training.seed_stack`:
+    one wide stack sharing the first seed's mini-batch order where the model widens, else one after another, each
+    as its separate run), each written to its ``out_dirs`` entry and, with ``records_out``, its own run record;
+    link prediction (OGBL-COLLAB) trains its seeds one after another with :func:`train`."""
+    from gnnbench.data.meta import read_meta
+    from gnnbench.splits import read_splits
+    from gnnbench.training.seed_stack import train_seeds as stacked
+
+    records_out = records_out or [None] * len(seeds)
+    if read_meta(dataset_dir).task == "link_prediction":
+        return [train(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config={**config, "seed": seed},
+                      out_dir=out, pe_path=pe_path, device=device, threads=threads, label=label, records_out=rec)
+                for seed, out, rec in zip(seeds, out_dirs, records_out, strict=True)]
+    hours = time_limit_hours(float(config["max_time"]), read_splits(splits_path)) if "max_time" in config else None
+    results = stacked(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, seeds=seeds,
+                      out_dirs=out_dirs, pe_path=pe_path, device=device, threads=threads, label=label,
+                      time_limit_hours=hours, stack=stack)
+    from gnnbench.records import write_records
+
+    for result, rec in zip(results, records_out, strict=True):
+        if rec is not None:
+            write_records(rec, run_records(result))
     return results
 
 

@@ -90,3 +90,56 @@ def _scored(scores: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
 
 def _detach(scores):
     return tuple(s.detach() for s in scores) if isinstance(scores, tuple) else scores.detach()
+
+
+def member_scores(out, split: Callable, members: int) -> list:
+    """A wide stack's output (last dimension R·C, member-major blocks; a tuple for a multitask model) as one score
+    tensor (or tuple) per member: views, no copies."""
+    if isinstance(out, tuple):
+        return list(zip(*(split(o).unbind(0) for o in out), strict=True))
+    return list(split(out).unbind(0))
+
+
+def train_epoch_members(stack: torch.nn.Module, split: Callable, members: int, batches: Iterable[GraphBatch],
+                        optimizer, loss_fn: Loss, metrics: list[Metric], device: torch.device,
+                        flip_pe: bool = True) -> tuple[torch.Tensor, list[float]]:
+    """:func:`train_epoch` for a wide stack of ``members`` models (:mod:`gnnbench.training.wide`) on shared batches:
+    each member's loss is its own batch loss; one backward of their sum gives every member exactly its own gradient
+    (the members share no parameter). Returns (float64 (R,) mean loss over batches, each member's metric). With
+    ``flip_pe`` every batch's positional encodings get one random sign per dimension, shared by the members."""
+    stack.train()
+    for metric in metrics:
+        metric.reset()
+    total_loss, num_batches = torch.zeros(members, dtype=torch.float64), 0
+    for batch in batches:
+        batch = batch.to(device, non_blocking=True)
+        if flip_pe and batch.pe is not None:
+            batch.pe = random_sign_flip(batch.pe)
+        optimizer.zero_grad()
+        scores = member_scores(_scored(stack(batch), batch), split, members)
+        losses = torch.stack([loss_fn(s, batch) for s in scores])
+        losses.sum().backward()
+        optimizer.step()
+        total_loss += losses.detach().double().cpu()
+        num_batches += 1
+        for metric, s in zip(metrics, scores, strict=True):
+            metric.update(_detach(s), batch)
+    return total_loss / max(num_batches, 1), [metric.compute() for metric in metrics]
+
+
+@torch.no_grad()
+def evaluate_members(stack: torch.nn.Module, split: Callable, members: int, batches: Iterable[GraphBatch],
+                     loss_fn: Loss, metrics: list[Metric], device: torch.device) -> tuple[torch.Tensor, list[float]]:
+    """:func:`evaluate` for a wide stack: (float64 (R,) mean loss over batches, each member's metric)."""
+    stack.eval()
+    for metric in metrics:
+        metric.reset()
+    total_loss, num_batches = torch.zeros(members, dtype=torch.float64), 0
+    for batch in batches:
+        batch = batch.to(device, non_blocking=True)
+        scores = member_scores(_scored(stack(batch), batch), split, members)
+        total_loss += torch.stack([loss_fn(s, batch) for s in scores]).double().cpu()
+        num_batches += 1
+        for metric, s in zip(metrics, scores, strict=True):
+            metric.update(s, batch)
+    return total_loss / max(num_batches, 1), [metric.compute() for metric in metrics]

@@ -196,12 +196,44 @@ def resume_note(path: Path) -> str:
             "no checkpoint was written yet; a rerun starts from the beginning")
 
 
-def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_dir, pe_path, device, threads,
-               label, time_limit_hours) -> dict:
-    setup_start = time.perf_counter()
+class RunData:
+    """What the runs of one config on one fold share: the dataset, its split part, positional encodings, the
+    evaluation loaders, the loss, the time budget and the device (:func:`load_run_data`). The seeds of one config
+    trained in one job (:mod:`gnnbench.training.seed_stack`) load it once."""
+
+    def __init__(self, *, cfg, meta, store, splits, parts, pe, pe_path, loaders, loss_fn, fold, dev, time_limit_s,
+                 original_schedule) -> None:
+        self.cfg, self.meta, self.store, self.splits, self.parts, self.pe, self.pe_path = (
+            cfg, meta, store, splits, parts, pe, pe_path)
+        self.loaders, self.loss_fn, self.fold, self.dev, self.time_limit_s = loaders, loss_fn, fold, dev, time_limit_s
+        self.original_schedule = original_schedule
+
+    def train_loader(self, shuffle: torch.Generator):
+        """The training batches of one epoch, shuffled by ``shuffle`` (one graph per batch under the original dense
+        schedule; the one full-graph batch of a node-split dataset)."""
+        if self.meta.transductive:
+            return self.loaders["train"]
+        batch_size = 1 if self.original_schedule else self.cfg["batch_size"]
+        return GraphLoader(self.store, self.parts["train"], batch_size, shuffle=True, generator=shuffle, pe=self.pe)
+
+    def key(self, cfg: dict, **extra) -> str:
+        """The checkpoint key of a run of ``cfg`` on this data (``extra``: what else makes it another run, e.g. the
+        seeds of a stack it trains in)."""
+        return sha256_json({"config": cfg, "dataset": self.meta.checksum, "splits": sha256_json(self.splits.folds),
+                            "fold": self.fold, "pe": None if self.pe_path is None else sha256_file(self.pe_path),
+                            **extra})
+
+    def build(self, cfg: dict):
+        """:func:`build_training` of the run of ``cfg`` (its seed) on this data."""
+        return build_training(cfg, self.meta, self.dev, scheduler_mode="min", store=self.store,
+                              train_graphs=None if self.meta.transductive else self.parts["train"])
+
+
+def load_run_data(*, dataset_dir, splits_path, fold, config, pe_path, device, threads,
+                  time_limit_hours) -> RunData:
+    """Read and check what a run of ``config`` on ``fold`` needs (:class:`RunData`); sets the thread count."""
     cfg = coerce_all(config, "config")
-    dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
-    meta, columns = read_dataset(dataset_dir)
+    meta, columns = read_dataset(Path(dataset_dir))
     # one graph with node splits trains full-batch: no batch size
     missing = [k for k in TRAIN_KEYS if k not in cfg and not (k == "batch_size" and meta.transductive)]
     if missing:
@@ -214,9 +246,6 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)
-    model, optimizer, scheduler, shuffle = build_training(cfg, meta, dev, scheduler_mode="min", store=store,
-                                                          train_graphs=None if meta.transductive else parts["train"])
-    num_params = count_parameters(model)
     original_schedule = cfg.get("dense_schedule", "minibatch") == "original"
     if meta.transductive:  # WikiCS: every epoch one full-graph step; each part scores its own nodes
         loaders = node_set_batches(store, parts, pe)
@@ -224,16 +253,43 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
     else:
         batch_size = 1 if original_schedule else cfg["batch_size"]
         loaders = {
-            "train": GraphLoader(store, parts["train"], batch_size, shuffle=True, generator=shuffle, pe=pe),
             "train_eval": GraphLoader(store, parts["train"], batch_size, pe=pe),
             "val": GraphLoader(store, parts["val"], batch_size, pe=pe),
             "test": GraphLoader(store, parts["test"], batch_size, pe=pe),
         }
     # ``loss`` in the config overrides the dataset's (WikiCS GAT: the class-weighted CE, spec §2.4)
-    loss_fn, metric = get_loss(cfg.get("loss") or meta.loss, cfg), get_metric(meta.metric, cfg)
-    key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds), "fold": fold,
-                       "pe": None if pe_path is None else sha256_file(pe_path)})
+    loss_fn = get_loss(cfg.get("loss") or meta.loss, cfg)
     time_limit_s = (cfg["max_time"] if time_limit_hours is None else time_limit_hours) * 3600
+    return RunData(cfg=cfg, meta=meta, store=store, splits=splits, parts=parts, pe=pe, pe_path=pe_path,
+                   loaders=loaders, loss_fn=loss_fn, fold=fold, dev=dev, time_limit_s=time_limit_s,
+                   original_schedule=original_schedule)
+
+
+def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_dir, pe_path, device, threads,
+               label, time_limit_hours) -> dict:
+    setup_start = time.perf_counter()
+    data = load_run_data(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config,
+                         pe_path=pe_path, device=device, threads=threads, time_limit_hours=time_limit_hours)
+    return train_one(guard, data, data.cfg, Path(out_dir), label, setup_start)
+
+
+def train_one(guard: StopOnSignal, data: RunData, cfg: dict, out_dir: Path, label: str | None,
+              setup_start: float, order_seed: int | None = None, extra: dict | None = None) -> dict:
+    """Train the run of ``cfg`` (its seed) on ``data`` and write its outputs in ``out_dir``; returns its results.
+
+    ``order_seed``: the seed of the mini-batch order (default: the run's own seed, as every separate run; another
+    seed reproduces a member of a seed stack, :mod:`gnnbench.training.seed_stack`). ``extra``: added to the
+    checkpoint key and to ``metrics.json`` (what job the run was trained in)."""
+    meta, loaders, loss_fn, dev = data.meta, dict(data.loaders), data.loss_fn, data.dev
+    model, optimizer, scheduler, shuffle = data.build(cfg)
+    if order_seed is not None:
+        shuffle = torch.Generator().manual_seed(order_seed)
+    num_params = count_parameters(model)
+    original_schedule = data.original_schedule
+    loaders["train"] = data.train_loader(shuffle)
+    metric = get_metric(meta.metric, cfg)
+    key = data.key(cfg, **({} if order_seed is None else {"order_seed": order_seed}), **(extra or {}))
+    time_limit_s = data.time_limit_s
 
     run, rules = p1_trainable(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_loss", cfg, time_limit_s)
     state = run.state
@@ -254,42 +310,53 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
                 "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss, "test_metric": test_score}
 
     def after_epoch(state: RunState) -> None:
-        r = state.history[-1]
-        log.info("epoch %d  lr %.2e  train %.4f/%.3f  val %.4f/%.3f  test %.4f/%.3f  %.2fs", r["epoch"], r["lr"],
-                 r["train_loss"], r["train_metric"], r["val_loss"], r["val_metric"], r["test_loss"],
-                 r["test_metric"], r["seconds"])
+        log_epoch(state.history[-1])
         run.save()
 
     fit(state, step, rules, after_epoch)
-    stop_reason = state.stop_reason
+    results = final_results(data, cfg, model, metric, state, label, num_params, setup_s, extra)
+    write_outputs(guard, run, out_dir, results, _HISTORY_SCHEMA)
+    return results
 
+
+def log_epoch(r: dict, who: str = "") -> None:
+    log.info("%sepoch %d  lr %.2e  train %.4f/%.3f  val %.4f/%.3f  test %.4f/%.3f  %.2fs", who, r["epoch"], r["lr"],
+             r["train_loss"], r["train_metric"], r["val_loss"], r["val_metric"], r["test_loss"], r["test_metric"],
+             r["seconds"])
+
+
+def final_results(data: RunData, cfg: dict, model: torch.nn.Module, metric, state: RunState, label: str | None,
+                  num_params: int, setup_s: float, extra: dict | None = None) -> dict:
+    """The contents of a finished run's ``metrics.json``: ``model`` after its last epoch re-evaluated on train
+    (eval mode), val and test (no scores when it diverged), with the run's record of stop, time and provenance."""
+    meta, splits, dev, pe_path = data.meta, data.splits, data.dev, data.pe_path
     final_start = time.perf_counter()
     final, per_task = {}, {}
     for part, loader in (("train", "train_eval"), ("val", "val"), ("test", "test")):
         if state.diverged:  # no score: the weights are not finite (module docstring)
             final[part], per_task[part] = (None, None), {}
             continue
-        final[part] = evaluate(model, loaders[loader], loss_fn, metric, dev)
+        final[part] = evaluate(model, data.loaders[loader], data.loss_fn, metric, dev)
         # multitask: each task's score too, as [task, score] pairs (JSON keys are sorted on writing; a list keeps
         # the tasks in the metric's order)
         scores = metric.per_task()
         per_task[part] = {"per_task": list(scores.items())} if scores else {}
     final_s = time.perf_counter() - final_start
     total_s = setup_s + state.elapsed + final_s
-    results = {
+    time_limit_s = data.time_limit_s
+    return {
         "dataset": meta.name, "label": label or cfg["model"], "model": cfg["model"], "seed": cfg["seed"],
-        "fold": fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
+        "fold": data.fold, "task": meta.task, "metric": metric.name, "higher_is_better": metric.higher_is_better,
         **{part: {"metric": score, "loss": loss, **per_task[part]}
            for part, (loss, score) in final.items()},
-        "num_params": num_params, "epochs": state.epoch, "stop_reason": stop_reason, **state.status(),
+        "num_params": num_params, "epochs": state.epoch, "stop_reason": state.stop_reason, **state.status(),
         "seconds_per_epoch": state.elapsed / max(state.epoch, 1), "total_seconds": total_s,
         "total_hours": total_s / 3600, "time_limit_hours": time_limit_s / 3600, "config": cfg,
         "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
         "data": {"dataset_checksum": meta.checksum, "split_scheme": splits.scheme,
                  "split_checksum": sha256_json(splits.folds), "pe_file": None if pe_path is None else str(pe_path)},
+        **(extra or {}),
     }
-    write_outputs(guard, run, out_dir, results, _HISTORY_SCHEMA)
-    return results
 
 
 _HISTORY_SCHEMA = pa.schema([("epoch", pa.int64())] + [

@@ -3,7 +3,14 @@
 # Every job also writes its runs' records (gnnbench.records) under results/records/.
 
 
-# benchmarking-gnns: one run = one model config × seed × fold
+from types import SimpleNamespace
+
+
+# benchmarking-gnns: one run = one model config × seed × fold; a benchmark with `stack: true` trains the
+# seeds of a model × fold in one job instead (rules train_seeds_* below)
+P1_STACKED = [d for d in P1_DATASETS if SUITE.benchmarks[d].stack]
+
+
 rule train:
     input:
         unpack(run_inputs),
@@ -12,7 +19,7 @@ rule train:
         history=paths.P1_HISTORY,
         records=record_file(benchmarking_gnns.NAME, benchmarking_gnns.RECORD_JOB),
     wildcard_constraints:
-        dataset=_alternatives(P1_DATASETS),
+        dataset=_alternatives(set(P1_DATASETS) - set(P1_STACKED)),
     params:
         config=lambda wc: benchmark_of(wc).run_config(wc.model, int(wc.seed)),
         device=SUITE.device,
@@ -26,6 +33,61 @@ rule train:
         "../envs/gnnbench.yaml"
     script:
         "../scripts/train.py"
+
+
+# benchmarking-gnns with `stack: true`: one job = all seeds of one model × fold (gnnbench.training.seed_stack:
+# one wide stack sharing the first seed's mini-batch order where the model widens, else the seeds one after another
+# in one process). Its outputs are the seeds' own run outputs and records, at the paths a one-seed job writes, so
+# aggregation and tables are unchanged. One rule per (dataset, model): a rule's outputs are fixed lists, and the
+# seeds are the model's. A job asks for the train stage's CPUs and GPU; memory and runtime are a run's times the
+# number of seeds (the one-after-another fallback's need; a stack needs less).
+def _seed_stack_rules():
+    names = set()
+    for dataset in P1_STACKED:
+        benchmark = SUITE.benchmarks[dataset]
+        for model, seeds in benchmark.seed_stacks():
+            name = "train_seeds_" + re.sub(r"\W", "_", f"{dataset}_{model}")
+            name = name if name not in names else f"{name}_{len(names)}"
+            names.add(name)
+            yield name, dataset, model, seeds
+
+
+def _stack_resources(seeds):
+    res = SUITE.rule_resources("train")
+    return {**res, "mem_mb": res["mem_mb"] * len(seeds), "runtime": res["runtime"] * len(seeds)}
+
+
+for _name, _dataset, _model, _seeds in _seed_stack_rules():
+
+    rule:
+        name:
+            _name
+        input:
+            unpack(lambda wc, d=_dataset, m=_model: run_inputs(SimpleNamespace(dataset=d, model=m))),
+        output:
+            metrics=[paths.P1_METRICS.format(dataset=_dataset, model=_model, seed=s, fold="{fold}") for s in _seeds],
+            history=[paths.P1_HISTORY.format(dataset=_dataset, model=_model, seed=s, fold="{fold}") for s in _seeds],
+            records=[
+                paths.RECORD_FILE.format(protocol=benchmarking_gnns.NAME, dataset=_dataset, model=_model,
+                                         job=benchmarking_gnns.RECORD_JOB.format(seed=s, fold="{fold}"))
+                for s in _seeds
+            ],
+        params:
+            config=SUITE.benchmarks[_dataset].models[_model].config,
+            seeds=_seeds,
+            model=_model,
+            device=SUITE.device,
+        group:
+            "train_runs"  # SLURM (workflow/profiles/slurm): packed into group jobs with the one-seed runs
+        threads: SUITE.resources["train"]["cpus"]
+        resources:
+            **_stack_resources(_seeds),
+        log:
+            paths.log_file("train", f"{_dataset}/{_model}/seeds/fold{{fold}}"),
+        conda:
+            "../envs/gnnbench.yaml"
+        script:
+            "../scripts/train_seeds.py"
 
 
 # pitfalls: one job = splits_per_job splits of one model, all initialisations of a split trained at once
