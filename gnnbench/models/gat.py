@@ -51,6 +51,7 @@ time per training step than gather/scatter message passing.
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -119,6 +120,130 @@ def _plain_call(layer: nn.Module, h: torch.Tensor, e, graph, build):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Attention without attention dropout, lean in memory: per edge and head only w and the sign of the score are kept.
+
+
+class _InEdgeBags:
+    """``embedding_bag`` structures of one :class:`AttentionGraph` for per-head sparse products: the CSR columns and
+    row offsets (bag v = the in-edges of v) and the transpose's (bag u = the out-edges of u), int32 where they fit.
+    One (E,) column array per direction, shared by every head (a block-diagonal structure would hold one per head)."""
+
+    def __init__(self, graph: AttentionGraph) -> None:
+        e = graph.num_edges
+        dtype = torch.int32 if max(graph.num_src, graph.num_dst, e) < 2 ** 31 else torch.int64
+        self.col = graph.src.to(dtype)
+        self.offsets = _offsets(graph.dst, graph.num_dst, dtype)
+        self.col_t = graph.dst.index_select(0, graph.perm_t).to(dtype)
+        self.offsets_t = _offsets(graph.src, graph.num_src, dtype)
+        self.perm_t = graph.perm_t
+
+
+def _offsets(rows: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
+    counts = torch.bincount(rows, minlength=n)
+    offsets = torch.zeros(n, dtype=dtype, device=rows.device)
+    torch.cumsum(counts[:-1], 0, out=offsets[1:])
+    return offsets
+
+
+def _in_edge_bags(graph: AttentionGraph) -> _InEdgeBags:
+    """The graph's :class:`_InEdgeBags`, built once per graph (every layer of a forward pass shares them)."""
+    bags = graph.__dict__.get("_gat_bags")
+    if bags is None:
+        bags = graph.__dict__["_gat_bags"] = _InEdgeBags(graph)
+    return bags
+
+
+def _head_products(cols: torch.Tensor, offsets: torch.Tensor, table: torch.Tensor, values: torch.Tensor,
+                   out: torch.Tensor) -> torch.Tensor:
+    """out[k, v] = Σ_{i in bag v} values[k, i] · table[k mod K', cols[i]] for every head k: one ``embedding_bag``
+    per head (on CPU; a CSR product elsewhere). values (K, E); table (K', N_in, W); out (K, N_out, W)."""
+    dense_heads = table.shape[0]
+    for k in range(values.shape[0]):
+        if table.device.type == "cpu":
+            out[k] = F.embedding_bag(cols, table[k % dense_heads], offsets, mode="sum",
+                                     per_sample_weights=values[k])
+        else:
+            crow = torch.cat([offsets, offsets.new_full((1,), cols.numel())])
+            with warnings.catch_warnings():  # "sparse CSR support is in beta": CSR @ dense is stable
+                warnings.simplefilter("ignore", UserWarning)
+                matrix = torch.sparse_csr_tensor(crow, cols, values[k], (out.shape[1], table.shape[1]),
+                                                 check_invariants=False)
+            out[k] = matrix @ table[k % dense_heads]
+    return out
+
+
+class _LeanAttention(torch.autograd.Function):
+    """h'_v = ‖_k Σ_u α_uv,k z_u,k with α = softmax over the in-edges of v of LeakyReLU(el_u + er_v), no dropout:
+    z (N_src, H·d), el (N_src, H), er (N_dst, H) → (N_dst, H·d). The same numbers and gradients as
+    :func:`~gnnbench.models.sparse.attention` (the same products in the same order), keeping per edge and head only
+    w = exp(s − shift) (float) and the sign of the pre-activation score (bool), where that function keeps the score
+    and room for twice w: with q = w · LeakyReLU'(a), P = Σ_u w z_u, den = Σ_u w and out = P / den,
+
+        ∂z_u = Σ_v w_uv ∂P_v,   ∂el_u = ⟨[z_u, 1], Σ_v q_uv [∂P_v, ∂den_v]⟩,
+        ∂er_v = ⟨[∂P_v, ∂den_v], Σ_u q_uv [z_u, 1]⟩
+
+    with ∂P = ∂out / den and ∂den = −⟨∂out, out⟩ / den; the products run per head over one shared (E,) structure."""
+
+    @staticmethod
+    def forward(ctx, z, el, er, graph: AttentionGraph, slope: float):
+        heads, n_dst, n_src = el.shape[1], graph.num_dst, graph.num_src
+        d = z.shape[1] // heads
+        bags = _in_edge_bags(graph)
+        src, dst = graph.src, graph.dst
+        er_rows = er.contiguous()
+        a = el.contiguous().index_select(0, src)  # (E, H) edge-major: gathers move contiguous rows
+        a += er_rows.index_select(0, dst)
+        positive = (a > 0).t().contiguous()  # LeakyReLU'(a) is 1 there, slope elsewhere
+        s = F.leaky_relu_(a, slope)
+        shift = F.leaky_relu_(graph.max_in_rows(el.contiguous()) + er_rows, slope)  # LeakyReLU is monotone
+        s -= shift.index_select(0, dst)
+        w = s.exp_().t().contiguous()  # (H, E): the maximal edge of a node weighs 1
+        del a, s
+        zp = z.new_empty(heads, n_src, d + 1)  # [z, 1]: the softmax denominator comes out of the same product
+        zp[..., :d] = z.view(n_src, heads, d).transpose(0, 1)
+        zp[..., d] = 1
+        agg = _head_products(bags.col, bags.offsets, zp, w, z.new_empty(heads, n_dst, d + 1))
+        den = agg[..., d].clamp(min=1)  # ≥ 1 wherever there are in-edges; nodes without them get 0
+        out = (agg[..., :d] / den.unsqueeze(-1)).transpose(0, 1).reshape(n_dst, heads * d)
+        ctx.save_for_backward(w, positive, zp, out, den)
+        ctx.graph, ctx.slope = graph, slope
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        w, positive, zp, out, den = ctx.saved_tensors
+        graph, slope = ctx.graph, ctx.slope
+        bags = _in_edge_bags(graph)
+        heads, n_src, d1 = zp.shape
+        d, n_dst = d1 - 1, graph.num_dst
+        grad = zp.new_empty(heads, n_dst, d1)  # [∂P, ∂den]
+        torch.div(grad_out.view(n_dst, heads, d).transpose(0, 1), den.unsqueeze(-1), out=grad[..., :d])
+        torch.sum(grad[..., :d] * out.view(n_dst, heads, d).transpose(0, 1), -1, out=grad[..., d]).neg_()
+        # per head, so that no (H, E) temporary exists: q_k = w_k · LeakyReLU'(a_k), both in the transpose's order
+        both = grad.new_empty(2 * heads, n_src, d1)  # [Σ_v w_uv [∂P_v, ∂den_v] ; Σ_v q_uv [∂P_v, ∂den_v]]
+        q_sums = grad.new_empty(heads, n_dst, d1)  # Σ_u q_uv [z_u, 1]
+        for k in range(heads):
+            q = torch.where(positive[k], w[k], w[k] * slope)
+            for j, values in ((k, w[k]), (heads + k, q)):
+                _head_products(bags.col_t, bags.offsets_t, grad[k:k + 1], values.index_select(0, bags.perm_t)
+                               .unsqueeze(0), both[j:j + 1])
+            _head_products(bags.col, bags.offsets, zp[k:k + 1], q.unsqueeze(0), q_sums[k:k + 1])
+        grad_z = both[:heads, :, :d].transpose(0, 1).reshape(n_src, heads * d)
+        grad_el = (both[heads:] * zp).sum(-1).t()
+        grad_er = (q_sums * grad).sum(-1).t()
+        return grad_z, grad_el, grad_er, None, None
+
+
+def lean_attention(z: torch.Tensor, el: torch.Tensor, er: torch.Tensor, graph: AttentionGraph,
+                   slope: float) -> torch.Tensor:
+    """:func:`~gnnbench.models.sparse.attention` without attention dropout (:class:`_LeanAttention`): z (N, H·d),
+    el/er (N, H) → (N, H·d); 0 for nodes without in-edges."""
+    if graph.num_edges == 0:
+        return attention(z, el, er, graph, slope)
+    return _LeanAttention.apply(z, el, er, graph, slope)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Standard layer: DGL 0.6.1 GATConv → flatten → BN → ELU → residual.
 
 
@@ -183,7 +308,9 @@ class GATLayer(nn.Module):
         fused = torch.cat([w, torch.einsum("hd,hdi->hi", self.attn_l[0], per_head),
                            torch.einsum("hd,hdi->hi", self.attn_r[0], per_head)])
         z, el, er = (x @ fused.t()).split([heads * d, heads, heads], dim=1)
-        return attention(z, el, er, graph, 0.2, self.dropout, self.training) + self.bias
+        if self.dropout > 0 and self.training:
+            return attention(z, el, er, graph, 0.2, self.dropout, self.training) + self.bias
+        return lean_attention(z, el, er, graph, 0.2) + self.bias
 
     def forward(self, h: torch.Tensor, graph: AttentionGraph | torch.Tensor) -> torch.Tensor:
         x = _tail(self.conv(h, graph), self.batchnorm_h, 0.0, self.training)
