@@ -229,3 +229,20 @@ def test_members_that_differ_in_structure_or_settings_are_refused():
         WideStack([ErricaGIN(5, 3, 8, 2, True, "sum", 0.0), ErricaGIN(5, 3, 8, 2, False, "sum", 0.0)])
     with pytest.raises(NotWidenable, match=r"0: GRU holds a parameter"):
         WideStack([nn.Sequential(nn.GRU(4, 4)) for _ in range(2)])
+
+
+def test_layer_norm_embedding_and_shared_input_members_train_as_alone():
+    class Toy(nn.Module):  # a shared input (Linear 5 → 8 reads the same x for every member), LayerNorm, Embedding
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear, self.norm = nn.Linear(5, 8), nn.LayerNorm(8)
+            self.table, self.out = nn.Embedding(4, 8), nn.Linear(8, 3)
+
+        def forward(self, x):
+            h = torch.relu(self.norm(self.linear(x[:, 1:]))) + self.table(x[:, 0].long())
+            return self.out(h)
+
+    generator = torch.Generator().manual_seed(0)
+    batches = [torch.cat([torch.randint(0, 4, (12, 1), generator=generator).double(),
+                          torch.randn(12, 5, generator=generator)], 1) for _ in range(4)]
+    _train_side_by_side(Toy, [0, 1, 2], batches, lr=LR, weight_decay=WD, clip=0.5, drop_after=2, keep=[1])

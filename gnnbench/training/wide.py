@@ -214,9 +214,9 @@ _forms_loaded = False
 
 
 def register_wide_form(cls: type, tensors: Sequence[str] = (), **methods: Callable) -> None:
-    """Widen instances of ``cls`` (and its subclasses) with ``methods`` replacing theirs; ``tensors`` names the
-    module's own parameters/buffers those methods read as stacked (R, ...) tensors from ``self._parameters`` /
-    ``self._buffers`` (the stack stacks them and exposes nothing else for them)."""
+    """Widen instances of ``cls`` (and its subclasses without a form of their own) with ``methods`` replacing
+    theirs; ``tensors`` names the module's own parameters/buffers those methods read as stacked (R, ...) tensors from
+    ``self._parameters`` / ``self._buffers`` (the stack stacks them and exposes nothing else for them)."""
     _FORMS.append((cls, tuple(tensors), methods))
 
 
@@ -246,16 +246,58 @@ def _project_abde(self, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return tuple(part.reshape(h.shape[0], -1) for part in out.split(linears[0].out_member, dim=-1))
 
 
+def _gated_gcn_forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True,
+                       adjacency=None):
+    """The benchmark's standard GatedGCN layer (``GatedGCNLayer``) in autograd operations with grouped products:
+    its fused edge function would read C's weight as the block-diagonal matrix (R times the arithmetic on every
+    edge). Same formula and tail; sums in another order (rounding), more memory for the backward."""
+    from gnnbench.models.blocks import post_aggregation
+    from gnnbench.models.gated_gcn import _call_order
+    from gnnbench.models.sparse import scatter_sum
+
+    e, edge_index = _call_order(e, edge_index)
+    src, dst = edge_index
+    Ah, Bh, Dh, Eh = self._project_abde(h)
+    constant = e.stride(0) == 0  # the same input on every edge: transform it once
+    Ce = self.C(e[:1]) if constant else self.C(e)
+    e_hat = Dh.index_select(0, src) + Ce + Eh.index_select(0, dst)
+    sigma = torch.sigmoid(e_hat)
+    num_nodes = h.shape[0]
+    numerator = scatter_sum(sigma * Bh.index_select(0, src), dst, num_nodes)
+    denominator = scatter_sum(sigma, dst, num_nodes)
+    h_new = post_aggregation(Ah + numerator / (denominator + 1e-6), h, self.bn_node_h, **self._tail())
+    if not edge_output:
+        return h_new, None
+    return h_new, post_aggregation(e_hat, e, self.bn_node_e, **self._tail())
+
+
+def _isotropic_forward(self, h: torch.Tensor, e, edge_index=None, edge_output: bool = True, adjacency=None):
+    """``GatedGCNLayerIsotropic.forward`` with its A and B as grouped products (not the block-diagonal matrices)."""
+    from gnnbench.models.blocks import cached_structure, post_aggregation
+    from gnnbench.models.gated_gcn import _call_order
+    from gnnbench.models.sparse import unit_adjacency
+
+    e, edge_index = _call_order(e, edge_index)
+    if adjacency is None:
+        num_nodes, dtype = h.shape[0], h.dtype
+        adjacency = cached_structure(self, edge_index, (num_nodes, dtype),
+                                     lambda: unit_adjacency(edge_index, num_nodes, dtype))
+    h_new = post_aggregation(self.A(h) + adjacency.propagate(self.B(h)), h, self.bn_node_h, **self._tail())
+    return h_new, e
+
+
 def _load_forms() -> None:
     global _forms_loaded
     if _forms_loaded:
         return
     _forms_loaded = True
-    from gnnbench.models.gated_gcn import _LayerBase
+    from gnnbench.models.gated_gcn import GatedGCNLayer, GatedGCNLayerIsotropic, _LayerBase
     from gnnbench.models.gcn import GCNLayer
 
     register_wide_form(GCNLayer, ("weight", "bias"), forward=_gcn_forward)
     register_wide_form(_LayerBase, (), _project_abde=_project_abde)
+    register_wide_form(GatedGCNLayer, (), _project_abde=_project_abde, forward=_gated_gcn_forward)
+    register_wide_form(GatedGCNLayerIsotropic, (), forward=_isotropic_forward)
 
 
 # ---------------------------------------------------------------------------------------------- building
@@ -338,10 +380,30 @@ def _widen_leaf(module: nn.Module, copies: list[nn.Module], path: str) -> None:
     module.__class__ = _LEAVES[cls]
 
 
+def _rescale_widths(module: nn.Module, old: int, new: int) -> None:
+    """After :meth:`WideStack.keep`: the wide widths a model's code may read (``in_features``, ``num_features``, …)
+    follow the number of members (e.g. an encoder building ``ones(1, layer.in_features)``)."""
+    for name in ("in_features", "out_features", "num_features", "embedding_dim"):
+        if isinstance(getattr(module, name, None), int):
+            setattr(module, name, getattr(module, name) // old * new)
+    if isinstance(module, nn.LayerNorm):
+        module.normalized_shape = (module.normalized_shape[0] // old * new,)
+
+
+def _form_of(cls: type) -> tuple[tuple[str, ...], dict[str, Callable]] | None:
+    """The registered form of the most specific class in ``cls``'s method resolution order (the last registration
+    of that class wins)."""
+    for base in cls.__mro__:
+        for registered, tensors, methods in reversed(_FORMS):
+            if registered is base:
+                return tensors, methods
+    return None
+
+
 def _plan(module: nn.Module, where: str) -> tuple[tuple[str, ...], dict[str, Callable]] | None:
     """How a module that is not a known leaf widens: (its scalar tensors, the methods of its registered form), or
     None when it holds no tensors and has no form; :class:`NotWidenable` for a tensor without a wide form."""
-    form = next(((tensors, methods) for cls, tensors, methods in _FORMS if isinstance(module, cls)), None)
+    form = _form_of(type(module))
     handled, methods = form if form is not None else ((), {})
     own = _own_tensors(module)
     scalars = []
@@ -493,6 +555,7 @@ class WideStack(nn.Module):
                 if b is not None:
                     module._buffers[name] = b.index_select(0, idx.to(b.device))
             if hasattr(module, "members"):
+                _rescale_widths(module, module.members, idx.numel())
                 module.members = idx.numel()
         self.members = idx.numel()
 
@@ -639,9 +702,17 @@ def _compare_gradients(wide: WideStack, model: nn.Module, r: int, rtol: float, a
 # ---------------------------------------------------------------------------------------------- optimiser
 
 
-def _rows(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """(R,) values as (R, 1, ..., 1) in ``like``'s dtype and device, to broadcast over its rows."""
-    return values.to(like.device, like.dtype).view(-1, *([1] * (like.dim() - 1)))
+def _rows_of(values: torch.Tensor, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """(R,) values as (R, 1, ..., 1) views in each tensor's dtype and device, to broadcast over its rows (converted
+    once per device and dtype)."""
+    converted: dict[tuple, torch.Tensor] = {}
+    out = []
+    for t in tensors:
+        key = (t.device, t.dtype)
+        if key not in converted:
+            converted[key] = values.to(t.device, t.dtype)
+        out.append(converted[key].view(-1, *([1] * (t.dim() - 1))))
+    return out
 
 
 def _per_member(value, members: int, what: str) -> torch.Tensor:
@@ -711,8 +782,7 @@ class WideOptimizer:
         params = [every[i] for i in active]
         grads = [p.grad for p in params]
         if bool((self.weight_decay != 0).any()):
-            grads = torch._foreach_add(grads, torch._foreach_mul(params, [_rows(self.weight_decay, p)
-                                                                          for p in params]))
+            grads = torch._foreach_add(grads, torch._foreach_mul(params, _rows_of(self.weight_decay, params)))
         self.steps += 1
         if self.kind == "adam":
             self._adam(active, params, grads)
@@ -729,10 +799,10 @@ class WideOptimizer:
         step_size = -self.lr / (1 - beta1 ** self.steps)
         correction2 = (1 - beta2 ** self.steps).sqrt()
         denom = torch._foreach_sqrt(exp_avg_sq)
-        torch._foreach_div_(denom, [_rows(correction2, p) for p in params])
+        torch._foreach_div_(denom, _rows_of(correction2, params))
         torch._foreach_add_(denom, self.eps)
         update = torch._foreach_div(exp_avg, denom)
-        torch._foreach_mul_(update, [_rows(step_size, p) for p in params])
+        torch._foreach_mul_(update, _rows_of(step_size, params))
         torch._foreach_add_(params, update)
 
     def _sgd(self, active, params, grads) -> None:
@@ -749,7 +819,7 @@ class WideOptimizer:
                                     alpha=1 - self.dampening)
             bufs = [buffers[i] for i in active]
             grads = torch._foreach_add(grads, bufs, alpha=self.momentum) if self.nesterov else bufs
-        torch._foreach_add_(params, torch._foreach_mul(grads, [_rows(-self.lr, p) for p in params]))
+        torch._foreach_add_(params, torch._foreach_mul(grads, _rows_of(-self.lr, params)))
 
     @torch.no_grad()
     def keep(self, idx: torch.Tensor | Sequence[int]) -> None:
@@ -797,7 +867,7 @@ def clip_members(stack: WideStack, max_norm: float) -> torch.Tensor:
     norms = torch.stack([torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1) for g in grads])
     total = torch.linalg.vector_norm(norms, dim=0)
     coef = (max_norm / (total + _CLIP_EPS)).clamp(max=1.0)
-    torch._foreach_mul_(grads, [_rows(coef, g) for g in grads])
+    torch._foreach_mul_(grads, _rows_of(coef, grads))
     return total
 
 
