@@ -14,7 +14,12 @@ What one job is. The protocol is 2,000 runs per model and dataset; one process p
 time starting Python and importing torch. A job (``results/runs/{dataset}/{model}/chunk{c}/``) trains
 ``splits_per_job`` consecutive splits of one model, and within a split all initialisations **at once** as one
 stacked model (:mod:`gnnbench.training.initialisations`): one forward/backward pass per epoch for the whole stack,
-each initialisation with its own early stopping, finished ones dropped from the stack. A model without a
+each initialisation with its own early stopping, finished ones dropped from the stack. A stack holds the
+initialisations of one split only: several splits in one stack would share the dropout stream (a split's results
+would then depend on its stack mates, not only on its seed) and need the union of their receptive fields; and on a
+CPU a member's cost per epoch does not fall with larger stacks (on CORA 40 members cost per member about as much
+as 20, or more once the stacked weights outgrow the caches), so the only saving would be the per-epoch fixed cost.
+A model without a
 hand-written stacked form (another zoo's, a user's) is stacked by torch.func
 (:mod:`gnnbench.training.functional_stack`), or, where it cannot be vmapped, its initialisations train one after
 another in the same process. Seeds: initialisation i of
