@@ -5,7 +5,8 @@ it executes.
 
 What is measured, in this order:
 
-* **Rates** (once, at the start, with ``--threads`` torch threads): the sgemm rate, GFLOP/s of a 2048 × 2048 ×
+* **Rates** (in each model's process, just before its timed steps, so that both see the same machine load; with
+  ``--threads`` torch threads): the sgemm rate, GFLOP/s of a 2048 × 2048 ×
   2048 float32 ``mm`` into a reused output; the streaming rate, GB/s of a float32 ``add`` of two 64 MiB buffers
   into a third (12 bytes moved per element: two reads, one write). Both are the best of several repeats (the
   rate the machine reaches; other load only slows a repeat down).
@@ -19,7 +20,11 @@ What is measured, in this order:
   (shown apart, not in the floor), and for every other op that computes something the bytes of its tensor inputs
   plus its outputs (views, ``empty`` and metadata ops move nothing and count nothing; a tensor with zero strides
   counts its distinct elements; an op writing into ``out=`` counts that tensor once as written; an in-place op
-  counts its operand as read and written).
+  counts its operand as read and written; an indexed read (``index_select``, ``embedding``, ``embedding_bag``,
+  ``gather``) counts its index, its output and the rows it reads, at most its table once; an indexed accumulation
+  (``index_add_``, ``scatter_add_``, ``index_put_``) its index and source and the rows it touches, read and
+  written, not the whole accumulator: chunked code that gathers from or adds into a large tensor chunk by chunk
+  counts what it touches).
 * **floor** = FLOPs / sgemm rate + bytes / streaming rate: a roofline of the executed op sequence at the measured
   rates, each op at the speed of the best large kernel of its kind, nothing overlapped.
 * **measured**: median seconds of ``--steps`` training steps on that batch after two warm-up steps, in one process
@@ -28,9 +33,11 @@ What is measured, in this order:
 
 Limits of the floor. It is a floor of *this op sequence*, not of the model: an implementation that runs fewer or
 smaller ops lowers the floor too (compare floors and times between versions, not ratios alone). Indexed ops count
-their tensors' sizes once, not the rows they gather: a sparse product (``embedding_bag``) that reads each source
-row once per edge counts the table once; the ``gathered`` column shows the rows those ops read through their
-indices (bytes), which a cache-resident table serves faster than streaming memory but not free. Small ops are
+at most their table once, not every row they gather: a sparse product (``embedding_bag``) that reads each source
+row once per edge counts the table once; the ``gath MB`` column shows the rows the sparse products read through
+their indices, which a cache-resident table serves faster than streaming memory but not for free. Conversely, code
+that walks edge tensors in cache-sized chunks (GatedGCN's edge function) moves most of its counted bytes between
+cache and core, faster than the streaming rate: its ratio can fall below 1. Small ops are
 counted at the rate of a large stream and matrix products at the rate of a large square sgemm: thin products
 (N × 146 × 146) and short ops (per-layer launch, autograd and Python overhead; a PATTERN step runs thousands of
 ops) cannot reach them, so a ratio near 1 is not expected for a step of ~10 ms. Sparse products' multiply-adds
@@ -119,7 +126,11 @@ class OpBytes:
         no_traffic = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "detach", "lift_fresh",
                       "_to_copy_meta", "set_", "resize_", "_local_scalar_dense", "sym_size", "sym_stride",
                       "sym_numel", "sym_storage_offset", "is_same_size", "_has_compatible_shallow_copy_type"}
-        gathers = {"_embedding_bag", "_embedding_bag_forward_only", "embedding"}  # index_select: its output
+        # (table, ..., index, ...): the rows read through the index, at most the table once; the rest as usual
+        gathers = {"_embedding_bag", "_embedding_bag_forward_only", "embedding", "index_select", "gather"}
+        # (self, ..., index, source): only the rows the source touches are read and written, not all of self
+        accumulates = {"index_add", "index_add_", "index_copy", "index_copy_", "scatter_add", "scatter_add_",
+                       "index_put", "index_put_", "_index_put_impl_", "scatter_reduce", "scatter_reduce_"}
 
         class Mode(TorchDispatchMode):
             def __init__(self) -> None:
@@ -138,15 +149,24 @@ class OpBytes:
                     return out
                 inputs = _flat_tensors((args, {k: v for k, v in kwargs.items() if k != "out"}))
                 outputs = _flat_tensors(out)
-                count = sum(_tensor_bytes(t) for t in inputs) + sum(_tensor_bytes(t) for t in outputs)
+                rest = sum(_tensor_bytes(t) for t in inputs[1:])
+                if name in accumulates:
+                    count = rest + 2 * _tensor_bytes(inputs[-1])
+                elif name in gathers:
+                    table, index = inputs[0], inputs[1]
+                    rows = index.numel() * (table[0].numel() if table.dim() > 1 else 1) * table.element_size()
+                    if name.startswith("_embedding_bag"):
+                        self.gathered += rows
+                    else:
+                        rows = _tensor_bytes(outputs[0])
+                    count = rest + min(_tensor_bytes(table), rows) + sum(_tensor_bytes(t) for t in outputs)
+                else:
+                    count = sum(_tensor_bytes(t) for t in inputs) + sum(_tensor_bytes(t) for t in outputs)
                 if packet in flop_registry and all(t.layout == torch.strided for t in inputs):
                     self.flops += flop_registry[packet](*args, **kwargs, out_val=out)
                     self.matmul_bytes += count
                     return out
                 self.other[name] += count
-                if name in gathers:  # (table, indices, ...): one table row read per index
-                    table, index = inputs[0], inputs[1]
-                    self.gathered += index.numel() * table[0].numel() * table.element_size()
                 return out
 
         return Mode()
@@ -206,11 +226,12 @@ def measure(model: str, steps: int, threads: int) -> dict:
     if counter.get_total_flops() != traffic.flops:  # a product with a sparse operand (counted as bytes here)
         print(f"{model}: {counter.get_total_flops() - traffic.flops} FLOPs of products with sparse operands are "
               f"counted as bytes", file=sys.stderr)
+    rates = machine_rates(threads)  # in this process, just before the timed steps: the same load as they see
     step_seconds = statistics.median(seconds(step, steps))
     top = traffic.other.most_common(6)
     return {"model": model, "params": count_parameters(net), "flops": traffic.flops,
             "matmul_bytes": traffic.matmul_bytes, "bytes": sum(traffic.other.values()), "gathered": traffic.gathered,
-            "seconds": step_seconds, "top": top, "nodes": batch.num_nodes, "edges": batch.edge_index.shape[1]}
+            "seconds": step_seconds, **rates, "top": top, "nodes": batch.num_nodes, "edges": batch.edge_index.shape[1]}
 
 
 def main() -> None:
@@ -224,19 +245,16 @@ def main() -> None:
     if args.one:
         print(json.dumps(measure(args.one, args.steps, args.threads)))
         return
-    rates = machine_rates(args.threads)
-    sgemm, stream = rates["sgemm_gflops"] * 1e9, rates["stream_gbs"] * 1e9
-    print(f"rates ({args.threads} threads): sgemm {rates['sgemm_gflops']:.1f} GFLOP/s, stream {rates['stream_gbs']:.1f}"
-          f" GB/s")
-    print(f"{'model':10s} {'params':>7s} {'GFLOP':>7s} {'mm MB':>7s} {'MB':>7s} {'gath MB':>8s} {'floor ms':>9s} "
-          f"{'meas ms':>8s} {'ratio':>6s}")
+    print(f"{args.threads} threads; sgemm GFLOP/s and stream GB/s measured in each model's process before its steps")
+    print(f"{'model':10s} {'params':>7s} {'GFLOP':>7s} {'mm MB':>7s} {'MB':>7s} {'gath MB':>8s} {'sgemm':>6s} "
+          f"{'stream':>6s} {'floor ms':>9s} {'meas ms':>8s} {'ratio':>6s}")
     for model in args.models:
         command = [sys.executable, __file__, "--one", model, "--steps", str(args.steps), "--threads", str(args.threads)]
         r = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
-        floor = r["flops"] / sgemm + r["bytes"] / stream
+        floor = r["flops"] / (r["sgemm_gflops"] * 1e9) + r["bytes"] / (r["stream_gbs"] * 1e9)
         print(f"{model:10s} {r['params']:7d} {r['flops'] / 1e9:7.2f} {r['matmul_bytes'] / 1e6:7.0f} "
-              f"{r['bytes'] / 1e6:7.0f} {r['gathered'] / 1e6:8.0f} {floor * 1e3:9.2f} {r['seconds'] * 1e3:8.1f} "
-              f"{r['seconds'] / floor:6.2f}", flush=True)
+              f"{r['bytes'] / 1e6:7.0f} {r['gathered'] / 1e6:8.0f} {r['sgemm_gflops']:6.1f} {r['stream_gbs']:6.1f} "
+              f"{floor * 1e3:9.2f} {r['seconds'] * 1e3:8.1f} {r['seconds'] / floor:6.2f}", flush=True)
         if args.top:
             print("    " + ", ".join(f"{name} {b / 1e6:.0f} MB" for name, b in r["top"]))
     print(f"batch: {GRAPHS} graphs, {r['nodes']} nodes, {r['edges']} directed edges")
