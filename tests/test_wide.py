@@ -246,3 +246,17 @@ def test_layer_norm_embedding_and_shared_input_members_train_as_alone():
     batches = [torch.cat([torch.randint(0, 4, (12, 1), generator=generator).double(),
                           torch.randn(12, 5, generator=generator)], 1) for _ in range(4)]
     _train_side_by_side(Toy, [0, 1, 2], batches, lr=LR, weight_decay=WD, clip=0.5, drop_after=2, keep=[1])
+
+
+def test_check_runs_without_dropout_so_models_with_functional_dropout_widen():
+    cfg = run_config(ZINC.format("GIN"), dict(L=2, hidden_dim=8, out_dim=8, dropout=0.3, in_feat_dropout=0.2))
+    models = _members(lambda: build_model(cfg, meta_for("graph_regression", 1)), [0, 1])
+    stack = WideStack(models)
+    batch = _batches(1)[0]
+    state = torch.get_rng_state()
+    check_widened(stack, models, (batch,))
+    assert torch.equal(torch.get_rng_state(), state)
+    stack.train()
+    torch.manual_seed(0)
+    first = stack(batch)
+    assert not torch.allclose(first, stack(batch))  # dropout is on again: fresh masks per call

@@ -24,13 +24,19 @@ scalar tensors      a parameter or buffer of shape (1,) held directly by a modul
 ==================  =====================================================================================
 
 Hand-written forms (:func:`register_wide_form`) replace methods of classes whose code reads weight matrices
-directly: the benchmark's ``GCNLayer`` (its own ``weight``/``bias``) and the GatedGCN layers' fused A/B/D/E
-projection (one grouped product instead of the block-diagonal matrix). Anything else — a leaf module of another type
-holding tensors, a tensor of another shape held directly by a module, members that differ in structure (modules,
-tensor names, shapes, dtypes, trainability) or in any non-tensor attribute other than a Dropout's ``p`` — raises
-:class:`NotWidenable` with a one-line reason naming the module; code that mixes the members' channels (e.g.
-``x.view(-1, heads, C)`` as GAT does) is caught by :func:`check_widened`, a float64 dry run that compares every
-member's own forward and gradients with its block of the wide model's.
+directly: the benchmark's ``GCNLayer`` (its own ``weight``/``bias``), the GatedGCN layers' fused A/B/D/E projection
+(one grouped product instead of the block-diagonal matrix), the standard GatedGCN layer's forward (its fused edge
+function would multiply every edge by C's block-diagonal matrix; the wide form is the same formula in autograd
+operations — float rounding apart — at the price of the memory that function saves) and the isotropic layer's.
+Anything else — a leaf module of another type holding tensors, a tensor of another shape held directly by a module,
+members that differ in structure (modules, tensor names, shapes, dtypes, trainability) or in any non-tensor
+attribute other than a Dropout's ``p`` — raises :class:`NotWidenable` with a one-line reason naming the module; code
+that mixes the members' channels (e.g. ``x.view(-1, heads, C)`` as GAT does) is caught by :func:`check_widened`, a
+float64 dry run that compares every member's own forward and gradients with its block of the wide model's.
+
+What it saves on a CPU is what R models pay per operation (Python, dispatch, the optimiser's per-tensor work); the
+arithmetic stays, and the wide tensors are R times larger (they leave the caches sooner) and the grouped products
+are slower per flop than R plain ones, so the gain shrinks as batches grow (``benchmarks/wide_stack_speed.py``).
 
 Random draws: a Dropout (module or ``F.dropout`` in the model's code) draws one mask of the *wide* shape per call
 from the global generator; member r's mask is its block. So the members' masks are independent of each other, but
@@ -51,6 +57,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Sequence
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
@@ -541,7 +548,7 @@ class WideStack(nn.Module):
         new ``nn.Parameter`` objects (a parameter whose shape changes in place would confuse autograd graphs still
         alive): a :class:`WideOptimizer` follows them (drop its rows with its own ``keep``); other references to the
         old parameters are stale."""
-        idx = torch.as_tensor(idx, dtype=torch.long)
+        idx = torch.as_tensor(idx, dtype=torch.long).cpu()
         for module in self.model.modules():
             for name, p in module._parameters.items():
                 if p is None:
@@ -609,19 +616,25 @@ def _no_dropout(module: nn.Module) -> None:
 
 def check_widened(stack: WideStack, models: Sequence[nn.Module], example_args: tuple, example_kwargs=None, *,
                   rtol: float = 1e-7, atol: float = 1e-9) -> None:
-    """Raise :class:`NotWidenable` unless, on float64 copies (Dropout modules at rate 0), every member's own model
-    gives the wide stack's block r: the outputs in eval mode, and the outputs and every parameter's gradient (of a
-    fixed random linear function of the outputs) in training mode. Catches code that mixes the members' channels
-    (e.g. ``x.view(-1, heads, C)``) and weights read in ways the wide forms do not cover. A model that does not run
-    in float64 (e.g. float32 structures built in its forward) is checked in its own dtype, with ``rtol`` 1e-4.
-    Tolerances are relative to each tensor's largest magnitude. The global random state is left as it was."""
+    """Raise :class:`NotWidenable` unless, on float64 copies without dropout (Dropout modules at rate 0 and
+    ``torch.nn.functional.dropout`` the identity while it runs, so models that drop out with a float attribute are
+    checked too), every member's own model gives the wide stack's block r: the outputs in eval mode, and the outputs
+    and every parameter's gradient (of a fixed random linear function of the outputs) in training mode. Catches
+    code that mixes the members' channels (e.g. ``x.view(-1, heads, C)``) and weights read in ways the wide forms do
+    not cover. A model that does not run in float64 (e.g. float32 structures built in its forward) is checked in its
+    own dtype, with ``rtol`` 1e-4. Tolerances are relative to each tensor's largest magnitude. The global random
+    state is left as it was."""
     devices = sorted({t.device.index for t in stack.parameters() if t.device.type == "cuda"} - {None})
-    with torch.random.fork_rng(devices=devices):
+    with torch.random.fork_rng(devices=devices), mock.patch.object(F, "dropout", _no_drop):
         if _runs_in_double(models[0], example_args, example_kwargs):
             _check(stack, models, _to_double(tuple(example_args)), _to_double(example_kwargs or {}), torch.float64,
                    rtol, atol)
         else:
             _check(stack, models, tuple(example_args), example_kwargs or {}, None, max(rtol, 1e-4), max(atol, 1e-6))
+
+
+def _no_drop(x: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
+    return x
 
 
 def _runs_in_double(model: nn.Module, args, kwargs) -> bool:
@@ -825,7 +838,7 @@ class WideOptimizer:
     def keep(self, idx: torch.Tensor | Sequence[int]) -> None:
         """Keep the members ``idx`` (in that order): rows of every state tensor, lr, weight decay, step counts."""
         self._check()
-        idx = torch.as_tensor(idx, dtype=torch.long)
+        idx = torch.as_tensor(idx, dtype=torch.long).cpu()
         self.lr, self.weight_decay, self.steps = (t.index_select(0, idx) for t in (self.lr, self.weight_decay,
                                                                                   self.steps))
         for values in self.state.values():
