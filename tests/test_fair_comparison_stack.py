@@ -132,3 +132,187 @@ def test_gin_training_run_is_unchanged_by_the_dropout_modules(families, monkeypa
         out = train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu"))
         histories.append([{k: v for k, v in row.items() if k != "seconds"} for row in out["history"]])
     assert histories[0] == histories[1]
+
+
+# ---------------------------------------------------------------------------------------------- member stacks
+
+# every member its own learning rate, weight decay, stopping rule and patience; two do not learn ε (frozen at 0);
+# weight decay > 0 everywhere: without it the gradient of a bias just before a train-mode batch norm is rounding
+# noise (batch norm removes that bias) that Adam normalises into steps of about the learning rate, different for any
+# two orders of summation (tests/test_stacked_final_runs.py), so equality to 1e-10 needs it
+MEMBERS = [{"learning_rate": 0.01, "l2": 2e-3, "early_stopping": "accuracy", "patience": 3},
+           {"learning_rate": 0.003, "l2": 1e-3, "early_stopping": "loss", "patience": 2, "train_eps": False},
+           {"learning_rate": 0.02, "l2": 1e-2, "early_stopping": "accuracy", "patience": 1},
+           {"learning_rate": 0.005, "l2": 5e-3, "early_stopping": "loss", "patience": 4, "train_eps": False}]
+REL = 1e-10
+
+
+def _stack(families, members, seeds, perturb=None, **common):
+    """A MemberStack of GIN configurations (float64, dropout 0) and their alone runs' ingredients; ``perturb``: one
+    more member with these settings whose results are not compared (it must not change the others)."""
+    from gnnbench.training.stacked_holdout import MemberStack
+
+    data, parts = _data(families, double=True)
+    configs = [{**GIN, "dropout": 0.0, "epochs": 8, **common, **m} for m in members]
+    if perturb is not None:
+        configs.append({**GIN, "epochs": 8, **common, **perturb})
+        seeds = [*seeds, 99]
+    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
+    built = [fc.member_build(c) for c in cfgs]
+    builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
+    stack = MemberStack(builds, seeds, cfgs, data.store, parts, device=torch.device("cpu"),
+                        frozen=[set(f) for _, f in built])
+    final, real_stop = {}, stack._stop
+
+    def stop(done):  # each member's weights as it leaves the stack
+        for i in done:
+            final[stack.active[i]] = stack.model.member_state_dict(i)
+        real_stop(done)
+
+    stack._stop = stop
+    results = stack.fit()
+    return data, parts, cfgs, model_data, results, final
+
+
+def _alone(data, parts, cfg, model_data, seed, stream_seed):
+    """The configuration trained alone by train_holdout from its own initialisation (``seed``) on the stack's batch
+    order: the global RNG of the first member after its initialisation."""
+    torch.manual_seed(stream_seed)
+    build_model(member_cfg := fc.member_build(cfg)[0], model_data, default_variant=ERRICA2020)
+    assert member_cfg is not None
+    stream = torch.get_rng_state()
+    torch.manual_seed(seed)
+    model = build_model(cfg, model_data, default_variant=ERRICA2020).double()
+    torch.set_rng_state(stream)
+    return model, train_holdout(model, data.store, parts, cfg, device=torch.device("cpu"))
+
+
+def _same(stacked, alone):
+    assert (stacked["best_epoch"], stacked["epochs"], stacked["stop_reason"], stacked["status"]) == (
+        alone["best_epoch"], alone["epochs"], alone["stop_reason"], alone["status"])
+    for row_s, row_a in zip(stacked["history"], alone["history"], strict=True):
+        for key in ("train_accuracy", "val_accuracy", "test_accuracy"):
+            assert row_s[key] == row_a[key], (row_s["epoch"], key)
+        for key in ("train_loss", "val_loss", "test_loss", "lr"):
+            assert row_s[key] == pytest.approx(row_a[key], rel=REL, abs=0), (row_s["epoch"], key)
+    assert stacked["scores"].keys() == alone["scores"].keys()
+
+
+@pytest.mark.parametrize("common", [{}, {"optimizer": "SGD", "learning_rate": 0.05, "gradient_clipping": 0.5}])
+def test_each_member_is_its_configuration_trained_alone(families, common):
+    """Members with their own learning rate, weight decay, stopping rule, patience and train_eps, beside a member
+    that drops out (0.5): each member without dropout equals its run alone on the stack's batch order, weights
+    included (ε stays exactly 0 where it is not learnt); members stop at different epochs and leave the stack."""
+    seeds = [11, 22, 33, 44]
+    members = [{k: v for k, v in m.items() if not (common and k == "learning_rate")} for m in MEMBERS]
+    data, parts, cfgs, model_data, results, final = _stack(families, members, seeds, perturb={"dropout": 0.5},
+                                                           **common)
+    assert len({r["epochs"] for r in results[:4]}) > 1  # members stopped at different epochs and left the stack
+    assert {r["stop_reason"] for r in results[:4]} == {"patience", "max_epochs"}
+    for r in range(4):
+        model, alone = _alone(data, parts, cfgs[r], model_data, seeds[r], seeds[0])
+        _same(results[r], alone)
+        own = model.state_dict()
+        for name, value in final[r].items():
+            torch.testing.assert_close(value, own[name].reshape(value.shape), rtol=1e-9, atol=1e-10)
+        assert results[r]["num_params"] == count_parameters(model)
+        if not cfgs[r]["train_eps"]:
+            assert all(float(v) == 0.0 for k, v in final[r].items() if k.endswith(".eps"))
+
+
+def test_a_member_that_stops_early_leaves_the_others_unchanged(families):
+    """The same two members trained with and without a third that stops after its first epochs: identical."""
+    pair = _stack(families, MEMBERS[:2], [11, 22])[4]
+    trio = _stack(families, [*MEMBERS[:2], {**MEMBERS[2], "patience": 1, "epochs": 2}], [11, 22, 33])[4]
+    assert trio[2]["epochs"] < min(trio[0]["epochs"], trio[1]["epochs"])
+    for a, b in zip(pair, trio[:2], strict=True):
+        _same(a, b)
+
+
+# ---------------------------------------------------------------------------------------------- jobs
+
+
+SAGE = {"model": "GraphSAGE", "num_layers": 2, "dim_embedding": 8, "aggregation": "max", "batch_size": 16,
+        "learning_rate": 0.01, "optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0,
+        "epochs": 2, "patience": 500, "early_stopping": "accuracy", "time_limit_hours": 72.0}
+
+
+def _inner(families, out, configs, stack):
+    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, configs=configs,
+                 positions=list(range(len(configs))), seed=0, out=out / "inner.parquet", device="cpu", threads=1,
+                 records_out=out / "records.parquet", stack=stack)
+    import pyarrow.parquet as pq
+
+    return pq.read_table(out / "inner.parquet").to_pylist()
+
+
+def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(families, tmp_path):
+    """Four GIN grid points of one shape (train_eps and stopping rule per member) train as one stack whose members
+    are the job's rows (seeds as their separate runs'); GraphSAGE (not widenable) trains run by run with exactly the
+    rows of a job without stacks; a rerun reads the stored results."""
+    from gnnbench.training.stacked_holdout import MemberStack
+
+    gin = [{**GIN, "hidden_units": [8], "epochs": 3, "train_eps": eps, "early_stopping": rule}
+           for eps in (True, False) for rule in ("accuracy", "loss")]
+    sage = [SAGE, {**SAGE, "learning_rate": 0.003}]
+    configs = [gin[0], sage[0], *gin[1:], sage[1]]
+    assert fc.stack_groups(configs) == [[0, 2, 3, 4], [1, 5]]
+    stacked = _inner(families, tmp_path / "a", configs, True)
+    plain = _inner(families, tmp_path / "b", configs, False)
+    assert [list(r) for r in stacked] == [list(r) for r in plain]  # the same columns, rows in the job's order
+    drop = ("seconds",)
+    for i in (1, 5):  # not widenable: exactly today's runs
+        assert {k: v for k, v in stacked[i].items() if k not in drop} == {
+            k: v for k, v in plain[i].items() if k not in drop}
+    data, parts = _data(families)
+    parts = {"train": parts["train"], "val": parts["val"]}
+    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in gin]
+    built = [fc.member_build(c) for c in cfgs]
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
+    builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020) for b, _ in built]
+    seeds = [fc.run_seed(0, 0, fc.seed_key(c)) for c in gin]
+    members = MemberStack(builds, seeds, cfgs, data.store, parts, device=torch.device("cpu"),
+                          frozen=[set(f) for _, f in built]).fit()
+    for i, member in zip((0, 2, 3, 4), members, strict=True):
+        row = stacked[i]
+        assert row["seed"] == plain[i]["seed"]  # each member's seed is its separate run's
+        assert (row["best_epoch"], row["epochs"], row["val_accuracy"], row["val_loss"]) == (
+            member["best_epoch"], member["epochs"], member["scores"]["val_accuracy"], member["scores"]["val_loss"])
+    runs = tmp_path / "a" / "runs"
+    before = {p: p.stat().st_mtime_ns for p in runs.glob("*.json")}
+    assert len(before) == 6
+    assert [{k: v for k, v in r.items()} for r in _inner(families, tmp_path / "a", configs, True)] == stacked
+    assert {p: p.stat().st_mtime_ns for p in runs.glob("*.json")} == before
+
+
+@pytest.mark.parametrize("per_job", [4, 8, 3])
+def test_jobs_hold_whole_shapes_with_stack_and_the_old_chunks_without(per_job):
+    from gnnbench.config.suite import load_suite
+
+    def benchmark(stack):
+        entry = {"protocol": "fair-comparison", "models": {"GIN": "fair_GIN"}, "grid_per_job": per_job,
+                 **({"stack": True} if stack else {})}
+        suite = {"datasets": {"GF": {"generator": "graph_families", "params": {"num_graphs": 30}}},
+                 "benchmarks": {"GF": entry}}
+        try:
+            return load_suite(suite).benchmarks["GF"]
+        except Exception:  # a schema without the `stack` key: set the field directly
+            b = load_suite({**suite, "benchmarks": {"GF": {k: v for k, v in entry.items() if k != "stack"}}})
+            b = b.benchmarks["GF"]
+            b.stack = stack
+            return b
+
+    plain, stacked = benchmark(False), benchmark(True)
+    grid = plain.grids["GIN"]
+    assert len(grid) == 128
+    assert [plain.part_positions("GIN", p) for p in range(plain.num_parts("GIN"))] == [
+        list(range(p, min(p + per_job, 128))) for p in range(0, 128, per_job)]  # unchanged without stacks
+    parts = [stacked.part_positions("GIN", p) for p in range(stacked.num_parts("GIN"))]
+    assert sorted(i for part in parts for i in part) == list(range(128))
+    shapes = {fc.shape_key(c) for c in grid}
+    assert len(shapes) == 16  # batch size × widths × pooling; dropout, stopping rule and train_eps per member
+    for shape in shapes:  # every shape's 8 grid points in one job
+        assert sum(any(fc.shape_key(grid[i]) == shape for i in part) for part in parts) == 1
+    assert all(len(part) <= max(per_job, 8) for part in parts)
+    assert [stacked.part_configs("GIN", p) for p in range(len(parts))] == [[grid[i] for i in part] for part in parts]

@@ -1,7 +1,9 @@
-"""The fair-comparison protocol's final runs trained as one stack (gnnbench.training.stacked_holdout): a member equals
-the same run trained alone on the stack's shared random stream (the first run's batch order and dropout masks),
-members stop at different epochs and leave the stack, gradient clipping is per member, a model that cannot be stacked
-gives exactly today's separate runs, and a stopped job resumes to the same results."""
+"""The fair-comparison protocol's final runs trained as one stack (gnnbench.training.stacked_holdout): the vmapped
+HoldoutStack (a member equals the same run trained alone on the stack's shared random stream — the first run's batch
+order and dropout masks —, members stop at different epochs and leave the stack, gradient clipping is per member);
+the final-run job, which trains Errica's GIN as a wide MemberStack (tests/test_fair_comparison_stack.py tests its
+members), keeps its outputs; a model that cannot be stacked gives exactly today's separate runs, and a stopped job
+resumes to the same results."""
 
 from __future__ import annotations
 
@@ -172,10 +174,11 @@ def test_final_job_trains_the_stack_and_keeps_its_outputs(families, tmp_path):
     assert (pq.read_schema(tmp_path / "a" / "records.parquet")
             .equals(pq.read_schema(tmp_path / "b" / "records.parquet")))
     assert [r["seed"] for r in stacked[0]] == [r["seed"] for r in separate[0]]
-    # the job's rows are the stack's members (seeds and parts of the job's final runs), trained directly here
+    # the job's rows are the members of a wide stack (seeds and parts of the job's final runs), trained directly here
     data, parts, cfg, build = _setup(families, GIN)
     seeds = [r["seed"] for r in stacked[0]]
-    members = stacked_holdout.HoldoutStack(build, seeds, data.store, parts, cfg, device=torch.device("cpu")).fit()
+    members = stacked_holdout.MemberStack([build] * 3, seeds, [cfg] * 3, data.store, parts,
+                                          device=torch.device("cpu")).fit()
     for row, member in zip(stacked[0], members, strict=True):
         assert {k: row[k] for k in ("best_epoch", "epochs", "stop_reason", "status")} == {
             k: member[k] for k in ("best_epoch", "epochs", "stop_reason", "status")}
@@ -226,7 +229,7 @@ def test_a_stopped_stack_resumes_to_the_same_results(families, tmp_path, monkeyp
     from gnnbench.training import engine
     from gnnbench.training.preemption import Preempted
 
-    config = GIN
+    config = {**GIN, "patience": 1}  # members stop at different epochs (the wide stack's masks differ from vmap's)
     whole = _rows(_run_final(families, tmp_path / "a", config))
     saves = {"n": 0}
     real = engine._checkpoint.save_checkpoint
@@ -244,13 +247,13 @@ def test_a_stopped_stack_resumes_to_the_same_results(families, tmp_path, monkeyp
     checkpoints = list((tmp_path / "b" / "runs").glob("*.checkpoint.pt"))
     assert len(checkpoints) == 1 and engine.checkpoint_epochs(checkpoints[0]) == 3
     monkeypatch.setattr(engine._checkpoint, "save_checkpoint", real)
-    real_step, steps = stacked_holdout.HoldoutStack._step, []
+    real_step, steps = stacked_holdout.MemberStack._step, []
 
-    def counted(self):
+    def counted(self, *args):
         steps.append(self.epoch)
-        return real_step(self)
+        return real_step(self, *args)
 
-    monkeypatch.setattr(stacked_holdout.HoldoutStack, "_step", counted)
+    monkeypatch.setattr(stacked_holdout.MemberStack, "_step", counted)
     resumed = _rows(_run_final(families, tmp_path / "b", config))
     assert resumed == whole
     assert steps == list(range(3, max(r["epochs"] for r in resumed[0])))  # from epoch 3 on, not from scratch

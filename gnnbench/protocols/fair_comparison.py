@@ -37,6 +37,17 @@ Every finished training is also kept as ``runs/{id}.json`` beside its job's outp
 fold, seeds and data): a job rerun — after a grid point was added, or after it was killed — reuses them and
 trains only what is missing, and a run interrupted mid-training resumes from its checkpoint (written at most
 every ``CHECKPOINT_SECONDS``). ``selection.json`` carries a checksum of its content: a hand-edited file is refused.
+Stacks (the benchmark's ``stack``, off by default): the grid points of a job that differ only in
+:data:`MEMBER_KEYS` (learning rate and schedule, ``l2``, dropout, stopping rule, patience, epochs, time limit) — and
+in the model's keys a stack can mix (GIN's ``train_eps``: ε frozen at 0 in members that do not learn it) — have one
+*shape* and train as one wide stack (:class:`~gnnbench.training.stacked_holdout.MemberStack`): each member with its
+own seed and initialisation (exactly its run alone's), its own settings, early stopping and scored epoch; the members
+share the mini-batch order (the first member's stream) and the dropout stream, so with dropout a member's results are
+those of its configuration on another batch order and other masks than its run alone (without dropout, the first
+member's are its run alone's). Jobs are then made of whole shape groups (:meth:`FairComparisonBenchmark.parts`) and
+the final runs of a fold (with ``final_holdout: selection``) train as one stack too. Where the model does not widen
+the runs train one after another, exactly as without ``stack``.
+
 Seeds: configuration c of fold i trains with a seed from ``SeedSequence(seed, spawn_key=(i, c))`` (c from the
 config's hash, so adding grid points changes no other run; a model file counts by its name, not its folder:
 :func:`seed_key`); final run r from spawn key ``(i, 2**31 + r)``.
@@ -93,6 +104,10 @@ TRAINING_REQUIRED = ("batch_size", "learning_rate", "epochs")
 # keys only the trainer reads: configurations differing in these alone build the same network
 TRAINING_KEYS = (*TRAINING_DEFAULTS, *TRAINING_REQUIRED, "scheduler_step_size", "scheduler_gamma")
 DEFAULT_FINAL_RUNS, DEFAULT_GRID_PER_JOB = 3, 8
+# keys the members of one wide stack may differ in (module docstring, "Stacks"): the rest of a configuration is its
+# shape key; the batch size, optimiser and clipping threshold are shared by a stack's members
+MEMBER_KEYS = ("learning_rate", "l2", "dropout", "early_stopping", "patience", "scheduler", "scheduler_step_size",
+               "scheduler_gamma", "epochs", "time_limit_hours")
 HOLDOUTS = ("fresh", "selection")
 FINAL_VAL_FRACTION = 0.1  # the paper's "random fraction (10%)"
 SELECTION_FORMAT = 1
@@ -105,17 +120,33 @@ class FairComparisonBenchmark(Benchmark):
     final_runs: int = DEFAULT_FINAL_RUNS
     grid_per_job: int = DEFAULT_GRID_PER_JOB
     final_holdout: str = "fresh"
+    stack: bool = False  # train a job's grid points of one shape (and the final runs) as one wide stack
     grids: dict[str, list[dict]] = field(default_factory=dict)  # model label -> expanded configs, grid order
 
+    def parts(self, model: str) -> list[list[int]]:
+        """Grid positions of every job (part) of a model: ``grid_per_job`` consecutive grid points; with ``stack``
+        whole shape groups (:func:`stack_groups`) packed in grid order of their first point, up to ``grid_per_job``
+        points a job (a larger group is one job of its own), so that a stack's members are trained by one job."""
+        size = len(self.grids[model])
+        if not self.stack:
+            return [list(range(p, min(p + self.grid_per_job, size))) for p in range(0, size, self.grid_per_job)]
+        parts: list[list[int]] = []
+        for group in stack_groups(self.grids[model]):
+            if parts and len(parts[-1]) + len(group) <= self.grid_per_job:
+                parts[-1] += group
+            else:
+                parts.append(list(group))
+        return parts
+
     def num_parts(self, model: str) -> int:
-        return -(-len(self.grids[model]) // self.grid_per_job)
+        return len(self.parts(model))
 
     def part_configs(self, model: str, part: int) -> list[dict]:
-        return self.grids[model][part * self.grid_per_job:(part + 1) * self.grid_per_job]
+        return [self.grids[model][p] for p in self.part_positions(model, part)]
 
     def part_positions(self, model: str, part: int) -> list[int]:
         """Grid positions of a part's configurations (the selection's tie-break order)."""
-        return list(range(part * self.grid_per_job, min((part + 1) * self.grid_per_job, len(self.grids[model]))))
+        return self.parts(model)[part]
 
     def report_inputs(self) -> dict[str, dict[str, list[str]]]:
         return {m: {"selections": [SELECTION_FILE.format(dataset=self.dataset, model=m, fold=f) for f in self.folds],
@@ -169,6 +200,8 @@ class FairComparison(Protocol):
                             help="final runs of the chosen config")
         parser.add_argument("--final-holdout", default="fresh", choices=HOLDOUTS,
                             help="early-stopping hold-out of the final runs")
+        parser.add_argument("--stack", action="store_true",
+                            help="train the grid points of one shape (and the final runs) as one wide stack")
 
     def train_command(self, args, overrides: dict) -> str:
         """One outer fold of the nested cross-validation: every grid point of the preset (``--set`` fixes values
@@ -183,13 +216,14 @@ class FairComparison(Protocol):
         label = args.label or base["model"]
         common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": args.seed or 0,
                   "device": args.device, "threads": args.threads, "label": label}
+        stack = bool(getattr(args, "stack", False))
         run_inner(configs=configs, positions=list(range(len(configs))), out=out / "inner" / "part0.parquet",
-                  records_out=records / "inner.parquet", **common)
+                  records_out=records / "inner.parquet", stack=stack, **common)
         chosen = select([out / "inner" / "part0.parquet"], out / "selection.json",
                         dataset=Path(args.dataset).name, model=label, fold=fold)["chosen"]
         run_final(selection_path=out / "selection.json", runs=args.final_runs, holdout=args.final_holdout,
                   out=out / "final.parquet", history_out=out / "final_history.parquet",
-                  records_out=records / "final.parquet", **common)
+                  records_out=records / "final.parquet", stack=stack, **common)
         test = pq.read_table(out / "final.parquet").column("test_accuracy").to_pylist()
         return (f"fold {fold}: {len(configs)} configurations, chosen validation accuracy "
                 f"{chosen['val_accuracy']:.2f}, test accuracy {sum(test) / len(test):.2f} (mean of {len(test)} "
@@ -244,7 +278,7 @@ class FairComparison(Protocol):
             dataset.name, self.name, folds=list(folds), seed=entry.get("seed", 0),
             final_runs=entry.get("final_runs", DEFAULT_FINAL_RUNS),
             grid_per_job=entry.get("grid_per_job", DEFAULT_GRID_PER_JOB),
-            final_holdout=entry.get("final_holdout", "fresh"))
+            final_holdout=entry.get("final_holdout", "fresh"), stack=bool(entry.get("stack", False)))
         for label, model, own, model_where in model_entries(entry, where, self.name,
                                                             "selects configurations by grid search"):
             base, grid = model_grid(model, own, model_where)
@@ -308,6 +342,45 @@ def check_configs(configs: list[dict], meta, where: str) -> None:
 
 def config_id(config: dict) -> str:
     return sha256_json(config)[:16]
+
+
+def _stack_frozen(config: dict) -> dict:
+    """The model's keys whose values one stack can mix (a classifier's ``stack_frozen``: key -> (the value members
+    are built with, names of the parameters frozen in members with another value)); {} for other models."""
+    from gnnbench.models.registry import resolve
+
+    try:
+        variant = resolve(config, ERRICA2020)
+        return dict(getattr(variant.load(), "stack_frozen", {})) if variant.variant == ERRICA2020 else {}
+    except Exception:  # an unknown model: its configurations are checked elsewhere
+        return {}
+
+
+def shape_key(config: dict) -> str:
+    """What the members of one stack share: the configuration without :data:`MEMBER_KEYS` and the model's keys
+    that a stack can mix (GIN's ``train_eps``)."""
+    mixed = set(MEMBER_KEYS) | set(_stack_frozen(config))
+    return sha256_json({k: v for k, v in config.items() if k not in mixed})
+
+
+def stack_groups(configs: list[dict]) -> list[list[int]]:
+    """Indices of ``configs`` grouped by :func:`shape_key`, groups in order of their first member, members in
+    order."""
+    groups: dict[str, list[int]] = {}
+    for i, config in enumerate(configs):
+        groups.setdefault(shape_key(config), []).append(i)
+    return list(groups.values())
+
+
+def member_build(cfg: dict) -> tuple[dict, tuple[str, ...]]:
+    """(the coerced config a stack builds member ``cfg`` from, names of its parameters kept frozen): GIN with
+    ``train_eps`` false is built with ε a parameter that never moves (:class:`~gnnbench.training.stacked_holdout.
+    MemberStack`)."""
+    build, frozen = dict(cfg), ()
+    for key, (value, names) in _stack_frozen(cfg).items():
+        if cfg.get(key) != value:
+            build[key], frozen = value, frozen + tuple(names)
+    return build, frozen
 
 
 def run_seed(seed: int, fold: int, key: int) -> int:
@@ -433,10 +506,14 @@ INNER_COLUMNS = ("position", "config_id", "config", "seed", "val_accuracy", "val
 
 def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], positions: list[int], seed: int,
               out: str | os.PathLike, device: str = "auto", threads: int | None = None, label: str | None = None,
-              records_out: str | os.PathLike | None = None) -> None:
+              records_out: str | os.PathLike | None = None, stack: bool = False) -> None:
     """Model selection runs of ``configs`` on outer fold ``fold``: train on the fold's inner-train graphs, early
     stopping on its hold-out; the test fold is not touched. Writes one row per configuration to ``out`` and, with
-    ``records_out``, their run records (:mod:`gnnbench.records`; ``label``: the suite's model label)."""
+    ``records_out``, their run records (:mod:`gnnbench.records`; ``label``: the suite's model label).
+
+    ``stack``: the configurations of one shape (:func:`stack_groups`) train as one wide stack where the model
+    widens (:func:`_train_stack`; each with its own seed, initialisation, settings and stopping, sharing the first
+    member's batch order), else one after another as without it."""
     out = Path(out)
 
     def job(guard):
@@ -445,11 +522,19 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
         fold_parts = data.splits.fold(fold)
         parts = {"train": fold_parts["train"], "val": fold_parts["val"]}
         rows, weights = [], []
-        for position, config in zip(positions, configs, strict=True):
-            cid = config_id(config)
-            s = run_seed(seed, fold, seed_key(config))
-            r = _train_cached(data, config, parts, s, out.parent / "runs",
-                              {"fold": fold, "config_id": cid, "stage": "selection"}, dev, guard)
+        whats = [{"fold": fold, "config_id": config_id(c), "stage": "selection"} for c in configs]
+        seeds = [run_seed(seed, fold, seed_key(c)) for c in configs]
+        stacked: dict[int, dict] = {}
+        for group in stack_groups(configs) if stack else []:
+            if len(group) > 1:
+                results = _train_stack(data, [configs[i] for i in group], [parts] * len(group),
+                                       [seeds[i] for i in group], out.parent / "runs", [whats[i] for i in group],
+                                       dev, guard, "grid points")
+                stacked.update(zip(group, results or [], strict=False))
+        for i, (position, config) in enumerate(zip(positions, configs, strict=True)):
+            cid, s = whats[i]["config_id"], seeds[i]
+            r = stacked[i] if i in stacked else _train_cached(data, config, parts, s, out.parent / "runs", whats[i],
+                                                              dev, guard)
             log.info("fold %d config %s: val acc %.2f (epoch %d of %d, %s)", fold, cid, r["val_accuracy"],
                      r["best_epoch"], r["epochs"], r["stop_reason"])
             rows.append({"position": position, "config_id": cid, "config": config_json(config), "seed": s,
@@ -538,10 +623,10 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
     """The final trainings of the configuration chosen for ``fold`` (read from its selection file); with
     ``records_out`` also their run records (:mod:`gnnbench.records`; ``label``: the suite's model label).
 
-    ``stack``: the runs train as one stack where they can (:func:`_train_final_stack`), else one after another.
-    Off by default: on a CPU vmap's batch rules (batch norm, element-wise products) cost more than one pass saves for
-    Errica's GIN on mini-batches of ENZYMES' size (``benchmarks/fair_comparison_stacked.py`` measures both), and on
-    a GPU, where it should pay, it has not been measured yet."""
+    ``stack``: where the runs hold out the same graphs (``final_holdout: selection``) they train as one wide stack
+    (:func:`_train_stack`) where the model widens, else as one vmapped stack (:func:`_train_final_stack`) where it
+    can be vmapped, else one after another. Off by default (the suite's ``stack``); the vmapped stack alone costs
+    more than it saves on a CPU for Errica's GIN (``benchmarks/fair_comparison_stacked.py``)."""
     out = Path(out)
     if holdout not in HOLDOUTS:
         raise ConfigError(f"final_holdout: {holdout!r} is not one of {', '.join(HOLDOUTS)}")
@@ -558,8 +643,12 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
         seeds = [run_seed(seed, fold, 2**31 + r) for r in range(runs)]
         parts = [final_parts(data, fold, r, holdout, s) for r, s in enumerate(seeds)]
         whats = [{"fold": fold, "config_id": chosen["config_id"], "stage": "final", "run": r} for r in range(runs)]
-        results = (_train_final_stack(data, chosen["config"], parts, seeds, out.parent / "runs", whats, dev, guard)
-                   if stack else None)
+        results = None
+        if stack and runs > 1 and _same_parts(parts):
+            results = _train_stack(data, [chosen["config"]] * runs, parts, seeds, out.parent / "runs", whats, dev,
+                                   guard, "final runs")
+        if stack and results is None:
+            results = _train_final_stack(data, chosen["config"], parts, seeds, out.parent / "runs", whats, dev, guard)
         for r, s in enumerate(seeds):
             result = results[r] if results is not None else _train_cached(
                 data, chosen["config"], parts[r], s, out.parent / "runs", whats[r], dev, guard)
@@ -650,14 +739,94 @@ def _train_final_stack(data: _Data, config: dict, parts: list[dict[str, np.ndarr
     return results
 
 
-_explained: set[tuple[str, str]] = set()  # (model, reason) already logged by this process
+def _same_parts(parts: list[dict[str, np.ndarray]]) -> bool:
+    return all(p.keys() == parts[0].keys() and all(np.array_equal(p[k], parts[0][k]) for k in p) for p in parts)
 
 
-def _explain(name: str, reason: str) -> None:
-    """One log line per model and reason and process: why final runs train one after another."""
-    if (name, reason) not in _explained:
-        _explained.add((name, reason))
-        log.info("%s: final runs trained one after another, not stacked (%s)", name, reason)
+def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndarray]], seeds: list[int],
+                 run_dir: Path, whats: list[dict], device, guard, kind: str) -> list[dict] | None:
+    """Runs of one shape (configuration r with ``seeds[r]``, all on the same ``parts``) trained as one wide stack
+    (:class:`gnnbench.training.stacked_holdout.MemberStack`), or their stored results; None where the model does not
+    widen (one log line per model and reason says why) and the caller trains them one by one.
+
+    A member's result is stored as ``run_dir/{id}.json`` with an id from its own run's id and the stack's (its
+    members' ids in order: the batch order and dropout stream are the stack's), so results of runs trained alone and
+    of stack members are never mixed, and a grid point added to a shape retrains its stack; the stack resumes from
+    ``run_dir/{id}.checkpoint.pt`` (the stack's id)."""
+    from gnnbench.models.registry import ModelData, build_model
+    from gnnbench.training.engine import Checkpoint
+    from gnnbench.training.stacked_holdout import MemberStack
+
+    name = configs[0].get("model", "model")
+    part_keys = {p: sha256_json(v.tolist()) for p, v in parts[0].items()}
+    alone = [sha256_json({"config": c, "data": data.key, "seed": s, "parts": part_keys})
+             for c, s in zip(configs, seeds, strict=True)]
+    stack_key = sha256_json({"wide_stack": alone})
+    keys = [sha256_json({"run": k, "stack": stack_key}) for k in alone]
+    paths = [run_dir / f"{key[:24]}.json" for key in keys]
+    stored = []
+    for key, path in zip(keys, paths, strict=True):
+        try:
+            result = read_json(path, "run result") if path.is_file() else None
+        except DataError:
+            result = None  # unreadable: train again
+        stored.append(result if result is not None and result.get("key") == key else None)
+    if all(r is not None for r in stored):
+        return stored
+    cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
+    built = [member_build(c) for c in cfgs]
+    tensors = {p: torch.from_numpy(v) for p, v in parts[0].items()}
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
+    builds = [lambda cfg=cfg: build_model(cfg, model_data, default_variant=ERRICA2020) for cfg, _ in built]
+    checkpoint_path = run_dir / f"{stack_key[:24]}.checkpoint.pt"
+    checkpoint = Checkpoint(checkpoint_path, stack_key, guard, every_s=CHECKPOINT_SECONDS,
+                            label=f"{kind} of fold {whats[0]['fold']} (stack of {len(seeds)})")
+
+    def make():
+        return MemberStack(builds, seeds, cfgs, data.store, tensors, device=device, checkpoint=checkpoint,
+                           frozen=[set(f) for _, f in built])
+
+    try:
+        trainer = make()
+    except ImportError as exc:
+        _explain(name, f"no wide stack: {exc}", kind, "not trained as one wide stack")
+        return None
+    except Exception as exc:
+        from gnnbench.training.wide import NotWidenable
+
+        if not isinstance(exc, NotWidenable):
+            raise
+        _explain(name, str(exc), kind, "not trained as one wide stack")
+        return None
+    try:
+        resumed = trainer.resume()
+    except (KeyError, TypeError, RuntimeError, ValueError, IndexError) as exc:  # another layout: start afresh
+        log.warning("checkpoint %s does not fit this stack (%s); training from scratch", checkpoint_path, exc)
+        trainer, resumed = make(), False
+    if resumed:
+        log.info("resuming %s from %s at epoch %d", checkpoint.label, checkpoint_path, trainer.epoch)
+    results = []
+    for key, path, what, config, s, out in zip(keys, paths, whats, configs, seeds, trainer.fit(), strict=True):
+        result = {"key": key, **what, "config": config, "seed": s, "num_params": out["num_params"],
+                  "best_epoch": out["best_epoch"], "epochs": out["epochs"], "stop_reason": out["stop_reason"],
+                  "status": out["status"], "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
+                  **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
+                  "history": out["history"], "stack": stack_key}
+        write_json(path, result)
+        results.append(result)
+    checkpoint_path.unlink(missing_ok=True)
+    return results
+
+
+_explained: set[tuple[str, str, str]] = set()  # (model, reason, kind) already logged by this process
+
+
+def _explain(name: str, reason: str, kind: str = "final runs",
+             what: str = "trained one after another, not stacked") -> None:
+    """One log line per model, reason, kind of runs and process: why runs do not train as a stack."""
+    if (name, reason, kind) not in _explained:
+        _explained.add((name, reason, kind))
+        log.info("%s: %s %s (%s)", name, kind, what, reason)
 
 
 def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, configs: list[dict], rows: list[dict],

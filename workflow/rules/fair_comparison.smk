@@ -3,7 +3,8 @@
 # point added, job killed) reuses them and trains only what is missing.
 
 
-# one job = grid_per_job configurations of one model on one outer fold, trained one after another in one process
+# one job = grid_per_job configurations of one model on one outer fold, trained one after another in one process;
+# with the benchmark's `stack`, whole groups of configurations of one shape, each group trained as one wide stack
 rule fc_inner:
     input:
         unpack(run_inputs),
@@ -16,6 +17,7 @@ rule fc_inner:
         configs=lambda wc: benchmark_of(wc).part_configs(wc.model, int(wc.part)),
         positions=lambda wc: benchmark_of(wc).part_positions(wc.model, int(wc.part)),
         seed=lambda wc: benchmark_of(wc).seed,
+        stack=lambda wc: benchmark_of(wc).stack,
         device=SUITE.device,
     threads: SUITE.resources["train"]["cpus"]
     resources:
@@ -57,6 +59,7 @@ rule fc_final:
         runs=lambda wc: benchmark_of(wc).final_runs,
         holdout=lambda wc: benchmark_of(wc).final_holdout,
         seed=lambda wc: benchmark_of(wc).seed,
+        stack=lambda wc: benchmark_of(wc).stack,
         device=SUITE.device,
     threads: SUITE.resources["train"]["cpus"]
     resources:

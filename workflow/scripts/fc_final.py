@@ -10,4 +10,5 @@ run_step(snakemake, lambda: run_final(
     fold=int(snakemake.wildcards.fold), selection_path=snakemake.input.selection, runs=snakemake.params.runs,
     holdout=snakemake.params.holdout, seed=snakemake.params.seed, out=snakemake.output.runs,
     history_out=snakemake.output.history, device=snakemake.params.device, threads=snakemake.threads,
-    label=snakemake.wildcards.model, records_out=snakemake.output.records))
+    label=snakemake.wildcards.model, records_out=snakemake.output.records,
+    stack=bool(snakemake.params.get("stack", False))))

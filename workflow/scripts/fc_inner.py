@@ -10,4 +10,5 @@ run_step(snakemake, lambda: run_inner(
     fold=int(snakemake.wildcards.fold), configs=[dict(c) for c in snakemake.params.configs],
     positions=list(snakemake.params.positions), seed=snakemake.params.seed, out=snakemake.output.runs,
     device=snakemake.params.device, threads=snakemake.threads, label=snakemake.wildcards.model,
-    records_out=snakemake.output.records))
+    records_out=snakemake.output.records,
+    stack=bool(snakemake.params.get("stack", False))))

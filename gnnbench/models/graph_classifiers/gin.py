@@ -49,6 +49,10 @@ POOLINGS = ("sum", "mean")
 
 class GIN(GraphClassifier):
     required = ("hidden_units", "train_eps", "aggregation", "dropout")
+    # config keys whose values one wide stack can mix (gnnbench.training.stacked_holdout.MemberStack): a member with
+    # train_eps false is built with ε a parameter (same initial weights: ε is the constant 0 either way, no random
+    # draw) whose gradient is zeroed, so it stays the constant 0 of the run alone
+    stack_frozen = {"train_eps": (True, ("eps",))}
 
     def __init__(self, in_dim: int, num_classes: int, hidden: int, num_convs: int, train_eps: bool,
                  aggregation: str, dropout: float, dropout_layer0_at_eval: bool = True) -> None:

@@ -1,0 +1,173 @@
+"""Runs per hour of the fair-comparison protocol's model selection: Errica's GIN grid (preset fair_GIN, 128
+configurations) on the real ENZYMES, outer fold 0 (486 inner-training, 54 hold-out graphs), one thread, three ways:
+
+(a) one run per process — every configuration a fresh Python process running ``run_inner`` on it (imports, data
+    loading, model building and training: what a job of one configuration pays); sampled every ``--stride-a``-th
+    configuration;
+(b) one run at a time in one process — ``train_holdout`` on every configuration after another (today's
+    ``run_inner``);
+(c) stacked — the configurations of one shape (``gnnbench.protocols.fair_comparison.stack_groups``: fair_GIN's 128
+    points are 16 shapes × 8 members differing in dropout, stopping rule and train_eps) trained as one wide stack
+    each (``gnnbench.training.stacked_holdout.MemberStack``, what ``run_inner(stack=True)`` does).
+
+Every run trains ``--epochs`` epochs (patience off), so the measurement is short; the rates are then normalised to
+runs of ``--run-epochs`` epochs (default 500, the patience: a run that never improves after its first epochs stops
+there; fair_GIN's cap is 1,000): runs/hour = 3600 / (seconds per epoch of one run × run epochs + its fixed cost),
+where the fixed cost is (a) a process's start-up, data loading and building, (b) building the model, (c) building
+the stack and its float64 check, shared by its members. Real runs stop at different epochs and a stack then shrinks;
+the fixed-length runs here compare the three ways at equal work.
+
+    python benchmarks/fair_comparison_grid_speed.py --epochs 3            # ENZYMES from ../shared/data/real/tu
+    python benchmarks/fair_comparison_grid_speed.py --zip ENZYMES.zip --epochs 5 --stride-a 16
+
+Skips (exit 0, with the reason) when ENZYMES.zip is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_ZIP = ROOT.parent / "shared" / "data" / "real" / "tu" / "ENZYMES.zip"
+
+CHILD = """
+import sys, json
+import torch
+torch.set_num_threads(1)
+from gnnbench.protocols import fair_comparison as fc
+config = json.loads(sys.argv[1])
+fc.run_inner(dataset_dir=sys.argv[2], splits_path=sys.argv[3], fold=0, configs=[config], positions=[0], seed=0,
+             out=sys.argv[4], device="cpu", threads=1)
+"""
+
+
+def prepare(zip_path: Path, work: Path):
+    from gnnbench.config.suite import load_suite
+    from gnnbench.pipeline import generate_dataset, make_split_file
+
+    raw = work / "raw" / "tu"
+    raw.mkdir(parents=True)
+    shutil.copy(zip_path, raw / "ENZYMES.zip")
+    generate_dataset("tu", "ENZYMES", {"name": "ENZYMES"}, 0, work / "ds", raw_dir=work / "raw")
+    make_split_file(work / "ds", "stratified_kfold", {"folds": 10, "val_fraction": 0.1, "seed": 0},
+                    work / "splits.json")
+    suite = load_suite({"datasets": {"ENZYMES": {"generator": "tu", "params": {"name": "ENZYMES"}}},
+                        "benchmarks": {"ENZYMES": {"protocol": "fair-comparison", "models": {"M": "fair_GIN"}}}})
+    return suite.benchmarks["ENZYMES"].grids["M"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--zip", type=Path, default=DEFAULT_ZIP, help="ENZYMES.zip (the TU file)")
+    parser.add_argument("--epochs", type=int, default=3, help="epochs every run trains (the cap of this measurement)")
+    parser.add_argument("--run-epochs", type=int, default=500, help="epochs of the runs the rates are given for")
+    parser.add_argument("--stride-a", type=int, default=32, help="(a): time every stride-th configuration")
+    parser.add_argument("--stride", type=int, default=1, help="(b), (c): every stride-th shape's configurations")
+    parser.add_argument("--skip", default="", help="modes to leave out, e.g. 'a'")
+    args = parser.parse_args()
+    if not args.zip.is_file():
+        print(f"skipped: {args.zip} is absent (the real ENZYMES zip; see ../shared/data/real/README.md)")
+        return 0
+    torch.set_num_threads(1)
+    from gnnbench.config.keys import coerce_all, protocol_types
+    from gnnbench.models.registry import ERRICA2020, ModelData, build_model
+    from gnnbench.protocols import fair_comparison as fc
+    from gnnbench.training.holdout import train_holdout
+    from gnnbench.training.stacked_holdout import MemberStack
+
+    work = Path(tempfile.mkdtemp())
+    try:
+        grid = prepare(args.zip, work)
+        grid = [{**c, "epochs": args.epochs, "patience": 10**6} for c in grid]
+        groups = fc.stack_groups(grid)[::args.stride]
+        chosen = sorted(i for g in groups for i in g)
+        data = fc._load(work / "ds", work / "splits.json")
+        fold = data.splits.fold(0)
+        parts = {"train": torch.from_numpy(fold["train"]), "val": torch.from_numpy(fold["val"])}
+        model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
+        seeds = [fc.run_seed(0, 0, fc.seed_key(c)) for c in grid]
+        cpu = torch.device("cpu")
+        print(f"fair_GIN on ENZYMES fold 0 ({len(fold['train'])} train / {len(fold['val'])} val graphs): "
+              f"{len(grid)} configurations in {len(fc.stack_groups(grid))} shapes; timing {len(chosen)} "
+              f"configurations ({len(groups)} shapes), {args.epochs} epochs each, 1 thread", flush=True)
+        cost = {"b": [0.0, 0.0, 0.0, 0], "c": [0.0, 0.0, 0.0, 0]}  # per mode: fixed s, training s, wall s, runs
+        for group in groups:  # (b) and (c) alternate shape by shape: a drift of the machine's speed hits both
+            cfgs = [coerce_all(grid[i], "config", protocol_types(fc.FairComparison, grid[i])) for i in group]
+            for i, cfg in zip(group, cfgs, strict=True):  # (b) one at a time in one process
+                if "b" in args.skip:
+                    break
+                wall, start = time.perf_counter(), time.process_time()
+                torch.manual_seed(seeds[i])
+                model = build_model(cfg, model_data, default_variant=ERRICA2020)
+                built = time.process_time()
+                train_holdout(model, data.store, parts, cfg, device=cpu)
+                done = time.process_time()
+                cost["b"] = [cost["b"][0] + built - start, cost["b"][1] + done - built,
+                             cost["b"][2] + time.perf_counter() - wall, cost["b"][3] + 1]
+            if "c" not in args.skip:  # (c) the shape's configurations as one wide stack
+                built = [fc.member_build(c) for c in cfgs]
+                builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020) for b, _ in built]
+                wall, start = time.perf_counter(), time.process_time()
+                stack = MemberStack(builds, [seeds[i] for i in group], cfgs, data.store, parts, device=cpu,
+                                    frozen=[set(f) for _, f in built])
+                ready = time.process_time()
+                results = stack.fit()
+                done = time.process_time()
+                assert all(r["epochs"] == args.epochs for r in results)
+                cost["c"] = [cost["c"][0] + ready - start, cost["c"][1] + done - ready,
+                             cost["c"][2] + time.perf_counter() - wall, cost["c"][3] + len(group)]
+            print(f"  shape {fc.shape_key(grid[group[0]])[:8]} (batch {grid[group[0]]['batch_size']}, "
+                  f"{grid[group[0]]['hidden_units']}, {grid[group[0]]['aggregation']}): done", flush=True)
+        rates = {}
+        for mode, label in (("b", "one at a time in one process"), ("c", "stacked, one wide stack per shape")):
+            fixed, train, wall, runs = cost[mode]
+            if not runs:
+                continue
+            per_epoch, setup = train / (runs * args.epochs), fixed / runs
+            rates[mode] = 3600 / (per_epoch * args.run_epochs + setup)
+            print(f"({mode}) {label}: {per_epoch * 1000:.1f} ms CPU per epoch of a run, {setup * 1000:.0f} ms CPU "
+                  f"set-up per run -> {rates[mode]:.1f} runs/hour of {args.run_epochs} epochs "
+                  f"(wall {wall / runs / args.epochs * 1000:.1f} ms per epoch of a run, set-up included)", flush=True)
+
+        if "a" not in args.skip and "b" in rates:  # (a) one run per process
+            import json
+            import resource
+
+            sample = chosen[::args.stride_a]
+            env = {**os.environ, "OMP_NUM_THREADS": "1"}
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            for n, i in enumerate(sample):
+                subprocess.run([sys.executable, "-c", CHILD, json.dumps(grid[i]), str(work / "ds"),
+                                str(work / "splits.json"), str(work / "a" / f"{n}" / "inner.parquet")], env=env,
+                               check=True, capture_output=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            process = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / len(sample)
+            # a process's fixed cost: its CPU time less the epochs it trained, at (b)'s CPU time per epoch
+            epoch_b = cost["b"][1] / (cost["b"][3] * args.epochs)
+            fixed = process - epoch_b * args.epochs
+            rates["a"] = 3600 / (epoch_b * args.run_epochs + fixed)
+            print(f"(a) one run per process: {process:.2f} s CPU per process of {args.epochs} epochs ({len(sample)} "
+                  f"sampled), {fixed:.2f} s of it start-up, data and building -> {rates['a']:.1f} runs/hour of "
+                  f"{args.run_epochs} epochs", flush=True)
+
+        if "b" in rates and "c" in rates:
+            line = f"\nstacked / one at a time: {rates['c'] / rates['b']:.2f}x"
+            if "a" in rates:
+                line += f"; stacked / one run per process: {rates['c'] / rates['a']:.2f}x"
+            print(line + f"; stacked vs the README's 84 runs/hour per process: {rates['c'] / 84:.2f}x")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
