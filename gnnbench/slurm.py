@@ -98,9 +98,21 @@ def _plain(value):
     return value if isinstance(value, int | str) and not isinstance(value, bool) else None
 
 
+# benchmarking-gnns with `stack: true`: one rule per (dataset, model), all seeds of a fold in one job
+# (workflow/rules/training.smk); it asks for the train stage's CPUs and its memory times the number of seeds
+SEED_STACK_PREFIX = "train_seeds_"
+
+
+def rule_stage(rule: str) -> str | None:
+    """The suite's `resources` stage that sizes ``rule`` (None: the rule's own request)."""
+    return "train" if rule.startswith(SEED_STACK_PREFIX) else RULE_STAGES.get(rule)
+
+
 def _where(rule: str, what: str) -> str:
-    stage = RULE_STAGES.get(rule)
+    stage = rule_stage(rule)
     key = {"threads": "cpus", "mem_mb": "mem_mb"}[what]
+    if stage and rule.startswith(SEED_STACK_PREFIX) and what == "mem_mb":
+        return f"resources.{stage}.{key} (times the seeds a {rule} job trains)"
     return f"resources.{stage}.{key}" if stage else f"rule {rule} ({what})"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import time
 
@@ -181,3 +182,19 @@ def test_the_workflow_plans_one_job_per_model_and_fold_for_a_stacked_benchmark(t
     counts = job_counts(dry.stdout)
     assert counts.get("train_seeds_CSL_GCN") == 2 and counts.get("train_seeds_CSL_MLP") == 2  # one job per fold
     assert "train" not in counts  # no one-seed jobs
+    # a stack job asks for a run's memory and runtime times its seeds (suite defaults 2000 MB, 720 min)
+    block = re.search(r"rule train_seeds_CSL_GCN:.*?resources: ([^\n]*)", dry.stdout, flags=re.S).group(1)
+    assert "mem_mb=6000" in block and "runtime=2160" in block
+
+
+def test_slurm_names_the_train_stage_for_a_stack_job_that_fits_no_node():
+    from gnnbench.errors import ConfigError
+    from gnnbench.slurm import Node, check_requests
+
+    nodes = [Node("n1", ("cpu",), 2, 4000)]
+    check_requests({"train_seeds_ZINC_GatedGCN": {"threads": 1, "mem_mb": 4000}}, nodes, "cpu")
+    with pytest.raises(ConfigError, match=r"^resources\.train\.mem_mb \(times the seeds a train_seeds_ZINC_GatedGCN "
+                                          r"job trains\): a train_seeds_ZINC_GatedGCN job asks for 8000 MB"):
+        check_requests({"train_seeds_ZINC_GatedGCN": {"threads": 1, "mem_mb": 8000}}, nodes, "cpu")
+    with pytest.raises(ConfigError, match=r"^resources\.train\.cpus: a train_seeds_ZINC_GatedGCN job asks for 4"):
+        check_requests({"train_seeds_ZINC_GatedGCN": {"threads": 4, "mem_mb": 1000}}, nodes, "cpu")
