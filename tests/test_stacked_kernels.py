@@ -51,3 +51,18 @@ def test_masked_scores_of_strided_logits_equal_the_direct_computation(shape, str
     (loss * torch.arange(1.0, runs + 1)).sum().backward()
     (expected_loss * torch.arange(1.0, runs + 1)).sum().backward()
     assert torch.equal(leaf.grad, reference_leaf.grad)
+
+
+def test_replicated_parent_entries_gather_the_subset_of_every_block():
+    from gnnbench.models.sparse import CSRPattern
+
+    generator = torch.Generator().manual_seed(2)
+    dense = (torch.rand(9, 6, generator=generator) < 0.4).float()
+    parent = CSRPattern.from_sparse(dense.to_sparse_csr())
+    subset = parent.select(torch.tensor([1, 4, 7, 8]))
+    blocks = 3
+    mask = torch.rand(blocks * parent.nnz, generator=generator) < 0.5
+    entries = subset.replicated_parent_entries(blocks, parent.nnz)
+    expected = mask.view(blocks, -1).index_select(1, subset.parent_entries).reshape(-1)
+    assert torch.equal(mask.index_select(0, entries), expected)
+    assert subset.replicated_parent_entries(blocks, parent.nnz) is entries  # cached

@@ -276,8 +276,8 @@ class DroppedInput:
             return out.index_select(1, subset.parent_rows)
         plan = subset.replicate(blocks)  # the subset's entries, with their part of the mask
         if self.kept is not None:
-            plan = MaskedPlan(plan, self.kept.view(blocks, -1).index_select(1, subset.parent_entries).view(-1),
-                              self.scale)
+            entries = subset.replicated_parent_entries(blocks, self.kept.numel() // blocks)
+            plan = MaskedPlan(plan, self.kept.index_select(0, entries), self.scale)
         return bag_mm(plan, table).view(blocks, subset.num_rows, width)
 
 

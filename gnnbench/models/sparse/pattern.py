@@ -30,6 +30,7 @@ class CSRPattern:
         self._rank_t: torch.Tensor | None = None
         self.parent_entries: torch.Tensor | None = None  # set by select(): where the entries and rows came from
         self.parent_rows: torch.Tensor | None = None
+        self._parent_blocks: dict[tuple[int, int], torch.Tensor] = {}
 
     @classmethod
     def from_coo(cls, rows: torch.Tensor, cols: torch.Tensor, value: torch.Tensor | None, num_rows: int,
@@ -65,6 +66,18 @@ class CSRPattern:
         selected = CSRPattern(crow, col, value, self.num_cols if num_cols is None else num_cols)
         selected.parent_entries, selected.parent_rows = entries, rows
         return selected
+
+    def replicated_parent_entries(self, blocks: int, parent_nnz: int) -> torch.Tensor:
+        """``parent_entries`` of B block copies, for per-block arrays over the parent's entries laid out block after
+        block: entry e of block b sits at b·parent_nnz + parent_entries[e]. Cached per (B, parent_nnz); one flat
+        gather with it is ~4× faster than gathering along dim 1 of a (B, parent_nnz) bool mask."""
+        key = (blocks, parent_nnz)
+        if key not in self._parent_blocks:
+            if len(self._parent_blocks) >= 4:  # B changes only when a trainer drops finished initialisations
+                self._parent_blocks.pop(next(iter(self._parent_blocks)))
+            block = torch.arange(blocks, device=self.col.device).unsqueeze(1) * parent_nnz
+            self._parent_blocks[key] = (block + self.parent_entries).reshape(-1)
+        return self._parent_blocks[key]
 
     @property
     def rank_t(self) -> torch.Tensor:
