@@ -127,27 +127,27 @@ WD = [1e-4, 1e-3, 5e-2]
 def test_p1_members_train_as_alone(name):
     if name == "GCN":
         torch.set_default_dtype(torch.float32)
-        _train_side_by_side(_p1(name), [0, 1, 2], _batches(4), lr=LR, weight_decay=WD, atol=1e-5, rtol=1e-4)
+        _train_side_by_side(_p1(name), [0, 1, 2], _batches(3), lr=LR, weight_decay=WD, atol=1e-5, rtol=1e-4)
         return
-    _train_side_by_side(_p1(name), [0, 1, 2], _batches(4), lr=LR, weight_decay=WD, atol=1e-8)
+    _train_side_by_side(_p1(name), [0, 1, 2], _batches(3), lr=LR, weight_decay=WD, atol=1e-8)
 
 
 @pytest.mark.parametrize("train_eps", [True, False])
 def test_errica_gin_members_train_as_alone_with_clipping_and_dropped_members(train_eps):
-    stack, _, rows = _train_side_by_side(_errica(train_eps), [0, 1, 2], _batches(6, continuous=5), lr=LR,
-                                         weight_decay=WD, clip=0.05, drop_after=3, keep=[2, 0], atol=1e-8)
+    stack, _, rows = _train_side_by_side(_errica(train_eps), [0, 1, 2], _batches(5, continuous=5), lr=LR,
+                                         weight_decay=WD, clip=0.05, drop_after=2, keep=[2, 0], atol=1e-8)
     assert rows == [2, 0] and stack.members == 2
     eps = dict(stack.model.named_parameters() if train_eps else stack.model.named_buffers())["convs.0.eps"]
     assert eps.shape == (2, 1)
 
 
 def test_sgd_with_momentum_equals_torch_sgd():
-    _train_side_by_side(_errica(), [3, 4], _batches(4, continuous=5), lr=[0.05, 0.01], weight_decay=[1e-3, 0.0],
+    _train_side_by_side(_errica(), [3, 4], _batches(3, continuous=5), lr=[0.05, 0.01], weight_decay=[1e-3, 0.0],
                         kind="sgd", momentum=0.9, atol=1e-8)
 
 
 def test_optimizer_checkpoint_resumes_to_the_same_weights():
-    batches = _batches(4, continuous=5)
+    batches = _batches(3, continuous=5)
     runs = []
     for resume in (False, True):
         models = _members(_errica(), [0, 1])
