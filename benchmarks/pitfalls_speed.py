@@ -15,9 +15,10 @@ Builds the standardised dataset (spec §1.3) from a folder holding the original 
     and one run, as a naive job runner would do.
 
 It prints runs per minute of both, their ratio, and the mean test accuracy of the same (split, initialisation) runs
-in both modes, and the whole suite's estimate: every model's ``--suite-runs`` runs (the protocol's 100 splits × 20
-initialisations) at its stacked rate, in core-minutes, and the wall time on ``--cores`` cores with one job per core
-(jobs are independent; the estimate assumes the cores do not slow each other down).
+in both modes, and the whole suite's estimate: every model's share of ``--suite-runs`` runs (the protocol's 100
+splits × 20 initialisations; label propagation trains one run per split, so 100) at its stacked rate, in
+core-minutes, and the wall time on ``--cores`` cores with one job per core (jobs are independent; the estimate
+assumes the cores do not slow each other down).
 
 The initial weights are identical; the dropout draws are not (the stack shares one random stream), so the
 accuracies agree in distribution, not bit for bit (``tests/test_pitfalls.py`` checks bitwise equality without
@@ -64,7 +65,9 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=3, help="runs measured one per process (0: skip)")
     parser.add_argument("--models", nargs="+", default=ALL_MODELS)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--suite-runs", type=int, default=2000, help="runs per model in the suite estimate")
+    parser.add_argument("--suite-runs", type=int, default=2000,
+                        help="runs per model in the suite estimate (splits x initialisations; label propagation: "
+                             "one per split)")
     parser.add_argument("--cores", type=int, default=2, help="cores (one job each) in the suite estimate")
     args = parser.parse_args()
 
@@ -105,13 +108,15 @@ def main() -> None:
             same = runs[(runs["split"] == args.split_ids[0]) & (runs["init"] < singles)]
             compared = float(same["test_accuracy"].mean())
         rate = 60 * metrics["runs"] / stacked_s
-        suite_min = args.suite_runs / rate
+        # the suite's splits (suite runs / inits), each with as many runs as this model trains per split
+        suite_min = args.suite_runs / args.inits * metrics["runs"] / len(args.split_ids) / rate
         totals["suite_min"] += suite_min
         print(f"{preset:22s} {metrics['runs']:5d} {rate:17.1f} {single_rate:19.1f} {rate / single_rate:6.1f} "
               f"{compared:17.2f} {single_acc:19.2f} {metrics['epochs_mean']:7.1f} {suite_min:15.1f}", flush=True)
     print(f"all models: {totals['stacked_runs']} runs in {totals['stacked_s']:.0f} s stacked "
           f"({60 * totals['stacked_runs'] / totals['stacked_s']:.0f} runs/min on {args.threads} thread(s))")
-    print(f"suite estimate: {len(args.models)} model(s) x {args.suite_runs} runs = {totals['suite_min']:.0f} "
+    print(f"suite estimate: {len(args.models)} model(s) x {args.suite_runs // args.inits} splits = "
+          f"{totals['suite_min']:.0f} "
           f"core-minutes at {args.threads} thread(s) per job, ~{totals['suite_min'] / args.cores:.0f} min on "
           f"{args.cores} core(s) (one job per core)")
     shutil.rmtree(work)
