@@ -20,6 +20,15 @@ timed baselines of its dataset ("est."). "+1 model" is what one more model costs
 folds × (grid + final runs), for a grid the size of the largest baseline's) and, for benchmarking-gnns, the median
 baseline's GPU hours per training times those. Pitfalls and fair-comparison papers print no per-run times: their
 trainings are counted only (the README's "Performance" gives measured rates).
+
+Fair-comparison, measured rates (the README's estimate): ``--epoch-ms LABEL=MS`` (a model's measured milliseconds per
+epoch of one run, ``benchmarks/fair_comparison_speed.py``) prints each benchmark's worker-hours for runs of 500 epochs
+(the patience) up to each model's ``epochs`` cap; ``--stacked LABEL=FACTOR`` divides that model's cost by the speed-up
+its wide stacks measured (``benchmarks/fair_comparison_grid_speed.py``: stacked runs/hour over one at a time), for the
+"after" estimate:
+
+    python benchmarks/paper_suite_cost.py fair-comparison --epoch-ms GIN=86 Baseline=24 DGCNN=85 DiffPool=475 \
+        ECC=590 GraphSAGE=71 --stacked GIN=1.3 Baseline=2
 """
 
 from __future__ import annotations
@@ -58,7 +67,43 @@ def table_rows(tables: dict, dataset: str) -> list[dict]:
     return tables.get(TABLE.get(dataset, dataset), {}).get("rows", [])
 
 
-def other_protocol(suite) -> int:
+def _pairs(values: list[str] | None, what: str) -> dict[str, float]:
+    out = {}
+    for value in values or []:
+        label, _, number = value.partition("=")
+        try:
+            out[label] = float(number)
+        except ValueError:
+            raise SystemExit(f"{what}: expected LABEL=NUMBER, got {value!r}") from None
+    return out
+
+
+def fair_comparison_hours(suite, epoch_ms: dict[str, float], stacked: dict[str, float]) -> None:
+    """Worker-hours of a fair-comparison suite's trainings from measured ms per epoch (module docstring)."""
+    print(f"\n{'dataset':24} {'worker-h (500 ep.)':>18} {'(cap)':>9} {'stacked (500)':>14} {'(cap)':>9}")
+    totals = [0.0] * 4
+    for name, benchmark in suite.benchmarks.items():
+        if benchmark.protocol != "fair-comparison":
+            continue
+        row = [0.0] * 4
+        for label, grid in benchmark.grids.items():
+            if label not in epoch_ms:
+                continue
+            runs = len(benchmark.folds) * (len(grid) + benchmark.final_runs)
+            cap = max(c.get("epochs", 500) for c in grid)
+            for i, epochs in enumerate((min(500, cap), cap)):
+                hours = runs * epoch_ms[label] * epochs / 3.6e6
+                row[i] += hours
+                row[2 + i] += hours / stacked.get(label, 1.0)
+        totals = [t + r for t, r in zip(totals, row, strict=True)]
+        print(f"{name:24} {row[0]:18.1f} {row[1]:9.1f} {row[2]:14.1f} {row[3]:9.1f}")
+    print(f"{'total':24} {totals[0]:18.1f} {totals[1]:9.1f} {totals[2]:14.1f} {totals[3]:9.1f}")
+    missing = sorted({label for b in suite.benchmarks.values() for label in getattr(b, "grids", {})} - set(epoch_ms))
+    if missing:
+        print(f"no --epoch-ms for {', '.join(missing)}: not counted")
+
+
+def other_protocol(suite, epoch_ms: dict[str, float] | None = None, stacked: dict[str, float] | None = None) -> int:
     """Trainings per dataset of a pitfalls or fair-comparison suite, and of one more model."""
     print(f"{'dataset':24} {'protocol':16} {'trainings':>9} {'+1 model':>9}")
     total = 0
@@ -73,6 +118,8 @@ def other_protocol(suite) -> int:
         total += sum(per_model.values())
         print(f"{name:24} {benchmark.protocol:16} {sum(per_model.values()):9d} {one_more:9d}")
     print(f"{'total':24} {'':16} {total:9d}")
+    if epoch_ms:
+        fair_comparison_hours(suite, epoch_ms, stacked or {})
     return 0
 
 
@@ -82,13 +129,17 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     parser.add_argument("suite", nargs="?", default=str(ROOT / "config" / "suites" / "benchmarking-gnns.yaml"),
                         help="a suite file (one that extends a paper suite too) or a paper suite's name")
+    parser.add_argument("--epoch-ms", nargs="*", metavar="LABEL=MS",
+                        help="fair-comparison: measured ms per epoch of a model's run (worker-hours estimate)")
+    parser.add_argument("--stacked", nargs="*", metavar="LABEL=FACTOR",
+                        help="fair-comparison: a model's measured speed-up when its grid points train as wide stacks")
     args = parser.parse_args(argv)
     from gnnbench.packaged import paper_suite
 
     path = Path(args.suite) if Path(args.suite).is_file() else paper_suite(args.suite, "suite")
     suite = load_suite_file(path)
     if any(b.protocol != "benchmarking-gnns" for b in suite.benchmarks.values()):
-        return other_protocol(suite)
+        return other_protocol(suite, _pairs(args.epoch_ms, "--epoch-ms"), _pairs(args.stacked, "--stacked"))
     tables = yaml.safe_load(PUBLISHED.read_text())["tables"]
     hours, runs, bound = defaultdict(float), defaultdict(int), defaultdict(float)
     unmatched, by_name = [], 0

@@ -1,4 +1,12 @@
-"""The fair-comparison protocol's final runs of one outer fold trained as one stack: R early-stopped
+"""Early-stopped graph-classification runs of the fair-comparison protocol trained as one stack, two ways.
+
+:class:`MemberStack` (below): R runs of one network *shape*, each with its own configuration (learning rate and
+schedule, weight decay, dropout, stopping rule, patience, ...) and seed, as one *wide* model
+(:mod:`gnnbench.training.wide`) — the model-selection grid points of one shape, and the final runs of a fold. It is
+the protocol's first choice (``run_inner``/``run_final`` with ``stack``); where a model does not widen, the final runs
+fall back to :class:`HoldoutStack` and the grid points to runs one after another.
+
+:class:`HoldoutStack`: the final runs of one outer fold: R early-stopped
 graph-classification runs of the same configuration that differ only by their seed
 (:func:`gnnbench.training.holdout.train_holdout`, one per run) trained in one pass by one vmapped model
 (``torch.func``: ``stack_module_state``, ``vmap`` over ``functional_call``, as
