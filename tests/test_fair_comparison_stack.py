@@ -295,15 +295,10 @@ def test_jobs_hold_whole_shapes_with_stack_and_the_old_chunks_without(per_job):
                  **({"stack": True} if stack else {})}
         suite = {"datasets": {"GF": {"generator": "graph_families", "params": {"num_graphs": 30}}},
                  "benchmarks": {"GF": entry}}
-        try:
-            return load_suite(suite).benchmarks["GF"]
-        except Exception:  # a schema without the `stack` key: set the field directly
-            b = load_suite({**suite, "benchmarks": {"GF": {k: v for k, v in entry.items() if k != "stack"}}})
-            b = b.benchmarks["GF"]
-            b.stack = stack
-            return b
+        return load_suite(suite).benchmarks["GF"]
 
     plain, stacked = benchmark(False), benchmark(True)
+    assert (plain.stack, stacked.stack) == (False, True)
     grid = plain.grids["GIN"]
     assert len(grid) == 128
     assert [plain.part_positions("GIN", p) for p in range(plain.num_parts("GIN"))] == [

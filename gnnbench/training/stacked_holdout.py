@@ -399,7 +399,7 @@ class MemberStack:
             raise wide.NotWidenable(_reason(exc, "WideStack")) from exc
         finally:
             torch.set_rng_state(stream)
-        self._frozen = self._frozen_masks(models, frozen)
+        self._frozen, self._params = self._frozen_masks(models, frozen), None
         del models
         self.shuffle = torch.Generator()
         self.shuffle.set_state(stream)
@@ -438,9 +438,10 @@ class MemberStack:
     def _zero_frozen(self) -> None:
         if not self._frozen:
             return
-        params = dict(self.model.model.named_parameters())  # keep() makes new parameter objects: look them up
+        if self._params is None:  # keep() makes new parameter objects: looked up again after it
+            self._params = dict(self.model.model.named_parameters())
         for name, mask in self._frozen:
-            p = params[name]
+            p = self._params[name]
             if p.grad is not None:
                 p.grad.mul_(mask.to(p.grad.dtype).view(-1, *[1] * (p.grad.dim() - 1)))
 
@@ -497,7 +498,7 @@ class MemberStack:
         idx = torch.tensor(rows, dtype=torch.int64, device=self.device)
         self.model.keep(idx)
         self.optimizer.keep(idx)
-        self._frozen = [(name, mask[idx]) for name, mask in self._frozen]
+        self._frozen, self._params = [(name, mask[idx]) for name, mask in self._frozen], None
         self.active = [self.active[i] for i in rows]
 
     def _stop(self, done: list[int]) -> None:
