@@ -1,8 +1,8 @@
 """P1 seeds of one config trained in one job (gnnbench.training.seed_stack): each member of the wide stack equals the
 run of its seed trained alone on the first seed's mini-batch order (float64, no dropout), also after another member
 left the stack early (lr below min_lr); every seed's outputs and run record are where its own job writes them; the
-fallback (one seed after another) is exactly the separate runs; a stopped stack resumes to the same results; the
-workflow plans one job per model × fold for a benchmark with `stack: true`."""
+default on CPU and the fallback (one seed after another) are exactly the separate runs; a stopped stack resumes to
+the same results; the workflow plans one job per model × fold for a benchmark with `stack: true`."""
 
 from __future__ import annotations
 
@@ -115,8 +115,8 @@ def _close(a: dict, b: dict) -> bool:
                for p in ("train", "val", "test") for k in ("metric", "loss"))
 
 
-def test_without_widening_the_seeds_are_exactly_their_separate_runs(zinc_like, tmp_path):
-    results = stacked(zinc_like, tmp_path / "job", stack=False)
+def test_on_cpu_by_default_the_seeds_train_one_after_another_exactly_as_their_separate_runs(zinc_like, tmp_path):
+    results = stacked(zinc_like, tmp_path / "job", stack=None)  # the device's default: CPU here
     for seed, result in zip(SEEDS, results, strict=True):
         own = alone(zinc_like, tmp_path / f"alone{seed}", seed)
         assert "stack" not in result and untimed(result) == untimed(own)

@@ -9,9 +9,10 @@ with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the le
 ``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
 budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
 CSL and TU) and by 20 per WikiCS split. With ``stack: true`` in a benchmark one job trains all seeds of a model on a
-fold (:func:`train_seeds`, :mod:`gnnbench.training.seed_stack`): as one wide stack where the model widens — the
-seeds then share the first seed's mini-batch order, the one departure from separate runs — else one after another,
-each exactly its separate run; every seed's outputs and record are those of its own job. The default is one job
+fold (:func:`train_seeds`, :mod:`gnnbench.training.seed_stack`): on CUDA as one wide stack where the model widens
+— the seeds then share the first seed's mini-batch order, the one departure from separate runs — and on CPU (where
+a wide stack measured no faster) or for a model that does not widen one after another, each exactly its separate
+run; every seed's outputs and record are those of its own job. The default is one job
 per seed (each seed its own batch order, as the paper's runs), so published spreads over seeds keep the batch
 order's part. Models are the benchmark's: input encoders → L layers → task head
 (:func:`gnnbench.models.build_model`),
@@ -240,10 +241,11 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
 def train_seeds(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
                 seeds: list[int], out_dirs: list[str | os.PathLike], pe_path: str | os.PathLike | None = None,
                 device: str = "auto", threads: int | None = None, label: str | None = None,
-                records_out: list[str | os.PathLike] | None = None, stack: bool = True) -> list[dict]:
+                records_out: list[str | os.PathLike] | None = None, stack: bool | None = None) -> list[dict]:
     """The runs of ``config`` with each of ``seeds`` on ``fold`` in one job (:mod:`gnnbench.training.seed_stack`:
     one wide stack sharing the first seed's mini-batch order where the model widens, else one after another, each
-    as its separate run), each written to its ``out_dirs`` entry and, with ``records_out``, its own run record;
+    as its separate run; ``stack`` None: wide on CUDA, one after another on CPU, where a stack is no faster), each
+    written to its ``out_dirs`` entry and, with ``records_out``, its own run record;
     link prediction (OGBL-COLLAB) trains its seeds one after another with :func:`train`."""
     from gnnbench.data.meta import read_meta
     from gnnbench.splits import read_splits

@@ -4,8 +4,8 @@ every configuration is run with 4 seeds).
 :func:`train_seeds` loads the dataset, split part, positional encodings and evaluation loaders once and trains the
 seeds' runs in one process, in one of two ways:
 
-* **wide stack** (``stack=True``, the default, where the model widens): the seeds' models, each built exactly as its
-  separate run builds it (its own seed → its own initial weights), are laid side by side in one
+* **wide stack** (``stack=True``; by default on CUDA, where the model widens): the seeds' models, each built
+  exactly as its separate run builds it (its own seed → its own initial weights), are laid side by side in one
   :class:`~gnnbench.training.wide.WideStack` and trained by one forward/backward per mini-batch with a
   :class:`~gnnbench.training.wide.WideOptimizer` (Adam with a per-member learning rate). Every member keeps its own
   run: its own ReduceLROnPlateau on its own validation loss (its learning rate), its own stop (lr below ``min_lr``,
@@ -20,10 +20,18 @@ seeds' runs in one process, in one of two ways:
   ``metrics.json`` records the stack (``stack``: seeds, batch-order seed); the checkpoint key includes it, so a
   separate run never resumes a stack member's checkpoint or the other way round. Times (``seconds`` per epoch,
   the time budget) are wall-clock times of the stack's epochs: what the member's run took.
-* **one after another** (the fallback, and ``stack=False``): when the model does not widen
+* **one after another** (``stack=False``, by default on CPU, and the fallback): when the model does not widen
   (:class:`~gnnbench.training.wide.NotWidenable`, logged with its reason), for one graph with node splits (WikiCS),
   the original dense schedule and link prediction, the seeds train one after another in the same process, each
   exactly its separate run (own batch order, same checkpoint key and outputs).
+
+Why one after another on CPU by default: there the P1 models are bound by arithmetic and memory traffic, not by
+per-operation overhead, and their wide forms (grouped products over strided member blocks) cost as much per member
+as the separate models: 4 seeds of GatedGCN / GCN ZINC 100k as a wide stack took 1.10× / 1.00× the CPU time of the
+same seeds one after another in one process (``benchmarks/p1_seed_stack_speed.py``, paired runs), with 3× the peak
+memory. The job's gain on CPU is sharing one process (interpreter, imports, the dataset, warm allocator) — which
+one after another has too, with exact separate-run results. On CUDA a ZINC-sized batch is bound by kernel launches,
+which a stack shares; that is where the wide stack is the default (not measured in this project yet).
 
 Pre-emption: every member's checkpoint is written after each epoch (its weights, run state, schedule, the shared
 shuffling RNG and the stack's optimiser state). A rerun resumes the stack when the checkpoints of its running
@@ -72,9 +80,12 @@ log = logging.getLogger(__name__)
 
 def train_seeds(*, dataset_dir, splits_path, fold: int, config: dict, seeds: Sequence[int],
                 out_dirs: Sequence, pe_path=None, device: str = "auto", threads: int | None = None,
-                label: str | None = None, time_limit_hours: float | None = None, stack: bool = True) -> list[dict]:
+                label: str | None = None, time_limit_hours: float | None = None,
+                stack: bool | None = None) -> list[dict]:
     """Train the runs of ``config`` with each of ``seeds`` on ``fold`` in this process (module docstring) and write
     each run's outputs in its ``out_dirs`` entry; returns their ``metrics.json`` contents in the seeds' order.
+    ``stack``: True a wide stack (where the model widens), False one after another, None the device's default (wide
+    on CUDA, one after another on CPU).
 
     Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoints a rerun resumes from.
     """
@@ -105,13 +116,19 @@ def _train_seeds(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config,
     data = load_run_data(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config,
                          pe_path=pe_path, device=device, threads=threads, time_limit_hours=time_limit_hours)
     cfgs = [{**data.cfg, "seed": seed} for seed in seeds]
-    reason = stackable(data) if stack and len(seeds) > 1 else "one run at a time was asked for"
+    if stack is None:  # the device's default (module docstring)
+        stack = data.dev.type == "cuda"
+        reason = None if stack else "on CPU a wide stack is no faster (gnnbench.training.seed_stack)"
+    else:
+        reason = None if stack else "one run at a time was asked for"
+    if reason is None:
+        reason = stackable(data) if len(seeds) > 1 else "one seed"
     if reason is None:
         try:
             return SeedStack(guard, data, cfgs, out_dirs, label).train(setup_start)
         except NotWidenableError as exc:
             reason = f"the model does not widen ({exc})"
-    if stack and len(seeds) > 1:
+    if len(seeds) > 1:
         log.info("training seeds %s one after another: %s", seeds, reason)
     results = []
     for cfg, out_dir in zip(cfgs, out_dirs, strict=True):

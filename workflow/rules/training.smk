@@ -35,9 +35,10 @@ rule train:
         "../scripts/train.py"
 
 
-# benchmarking-gnns with `stack: true`: one job = all seeds of one model × fold (gnnbench.training.seed_stack:
-# one wide stack sharing the first seed's mini-batch order where the model widens, else the seeds one after another
-# in one process). Its outputs are the seeds' own run outputs and records, at the paths a one-seed job writes, so
+# benchmarking-gnns with `stack: true`: one job = all seeds of one model × fold (gnnbench.training.seed_stack: on
+# CUDA one wide stack sharing the first seed's mini-batch order where the model widens; on CPU, where a wide stack
+# measured no faster, and for a model that does not widen, the seeds one after another in one process, each exactly
+# its separate run). Its outputs are the seeds' own run outputs and records, at the paths a one-seed job writes, so
 # aggregation and tables are unchanged. One rule per (dataset, model): a rule's outputs are fixed lists, and the
 # seeds are the model's. A job asks for the train stage's CPUs and GPU; memory and runtime are a run's times the
 # number of seeds (the one-after-another fallback's need; a stack needs less).
