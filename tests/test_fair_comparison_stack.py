@@ -247,43 +247,150 @@ def _inner(families, out, configs, stack):
     return pq.read_table(out / "inner.parquet").to_pylist()
 
 
-def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(families, tmp_path):
-    """Four GIN grid points of one shape (train_eps and stopping rule per member) train as one stack whose members
-    are the job's rows (seeds as their separate runs'); GraphSAGE (not widenable) trains run by run with exactly the
-    rows of a job without stacks; a rerun reads the stored results."""
+def _plain(data, config, parts, seed, run_dir):
+    """The configuration's run alone (the single-run path, ``_train_cached``) with ``seed``."""
+    what = {"fold": 0, "config_id": fc.config_id(config), "stage": "selection"}
+    return fc._train_cached(data, config, {k: v.numpy() for k, v in parts.items()}, seed, run_dir, what,
+                            torch.device("cpu"), None)
+
+
+def _count(monkeypatch):
+    """Counts of trainings: train_holdout calls and MemberStack fits."""
+    from gnnbench.training import holdout, stacked_holdout
+
+    counts = {"alone": 0, "stacks": 0, "members": []}
+    real_train, real_fit = holdout.train_holdout, stacked_holdout.MemberStack.fit
+
+    def train(*args, **kwargs):
+        counts["alone"] += 1
+        return real_train(*args, **kwargs)
+
+    def fit(self):
+        counts["stacks"] += 1
+        counts["members"].append(len(self.cfgs))
+        return real_fit(self)
+
+    monkeypatch.setattr(holdout, "train_holdout", train)
+    monkeypatch.setattr(stacked_holdout.MemberStack, "fit", fit)
+    return counts
+
+
+def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(families, tmp_path, monkeypatch):
+    """Four GIN grid points of one shape (train_eps per member, two stopping rules each) train as one stack of two
+    trajectories, each observed by its two configurations; GraphSAGE (not widenable) trains one trajectory for its
+    two stopping rules and a run for its other learning rate, each row exactly the run alone with the observer-free
+    seed; without stacks the job is today's (a run per configuration, seeds from the whole configuration); a rerun
+    reads the stored results."""
     from gnnbench.training.stacked_holdout import MemberStack
 
     gin = [{**GIN, "hidden_units": [8], "epochs": 3, "train_eps": eps, "early_stopping": rule}
            for eps in (True, False) for rule in ("accuracy", "loss")]
-    sage = [SAGE, {**SAGE, "learning_rate": 0.003}]
-    configs = [gin[0], sage[0], *gin[1:], sage[1]]
-    assert fc.stack_groups(configs) == [[0, 2, 3, 4], [1, 5]]
+    sage = [{**SAGE, "epochs": 4, "patience": 1}, {**SAGE, "epochs": 6, "patience": 3, "early_stopping": "loss"},
+            {**SAGE, "learning_rate": 0.003}]
+    configs = [gin[0], sage[0], *gin[1:], sage[1], sage[2]]
+    assert fc.stack_groups(configs) == [[0, 2, 3, 4], [1, 5, 6]]
+    assert fc.trajectories(configs) == [[0, 2], [1, 5], [3, 4], [6]]
+    counts = _count(monkeypatch)
     stacked = _inner(families, tmp_path / "a", configs, True)
+    assert (counts["stacks"], counts["members"], counts["alone"]) == (1, [2], 2)  # GIN: one stack; SAGE: 2 runs
+    counts.update(alone=0, stacks=0, members=[])
     plain = _inner(families, tmp_path / "b", configs, False)
+    assert (counts["stacks"], counts["alone"]) == (0, len(configs))
     assert [list(r) for r in stacked] == [list(r) for r in plain]  # the same columns, rows in the job's order
-    drop = ("seconds",)
-    for i in (1, 5):  # not widenable: exactly today's runs
-        assert {k: v for k, v in stacked[i].items() if k not in drop} == {
-            k: v for k, v in plain[i].items() if k not in drop}
     data, parts = _data(families)
     parts = {"train": parts["train"], "val": parts["val"]}
+    for i, config in enumerate(configs):
+        assert plain[i]["seed"] == fc.run_seed(0, 0, fc.seed_key(config))  # unchanged without stacks
+        assert stacked[i]["seed"] == fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(config)))
+    drop = ("seconds",)
+    for i in (1, 5, 6):  # not widenable: each row is its run alone with the observer-free seed
+        alone = _plain(data, configs[i], parts, stacked[i]["seed"], tmp_path / "c")
+        assert {k: stacked[i][k] for k in (*fc.INNER_COLUMNS[3:], "seed") if k not in drop} == {
+            k: alone[k] for k in (*fc.INNER_COLUMNS[3:], "seed") if k not in drop}
+    assert stacked[1]["epochs"] != stacked[5]["epochs"] or stacked[1]["best_epoch"] != stacked[5]["best_epoch"]
     cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in gin]
     built = [fc.member_build(c) for c in cfgs]
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020) for b, _ in built]
-    seeds = [fc.run_seed(0, 0, fc.seed_key(c)) for c in gin]
-    members = MemberStack(builds, seeds, cfgs, data.store, parts, device=torch.device("cpu"),
-                          frozen=[set(f) for _, f in built]).fit()
+    seeds = [fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(c))) for c in gin]
+    members = MemberStack([builds[0], builds[2]], [seeds[0], seeds[2]], [cfgs[0], cfgs[2]], data.store, parts,
+                          device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
+                          observers=[[fc.observer_settings(c) for c in pair] for pair in (cfgs[:2], cfgs[2:])]).fit()
     for i, member in zip((0, 2, 3, 4), members, strict=True):
         row = stacked[i]
-        assert row["seed"] == plain[i]["seed"]  # each member's seed is its separate run's
         assert (row["best_epoch"], row["epochs"], row["val_accuracy"], row["val_loss"]) == (
             member["best_epoch"], member["epochs"], member["scores"]["val_accuracy"], member["scores"]["val_loss"])
     runs = tmp_path / "a" / "runs"
     before = {p: p.stat().st_mtime_ns for p in runs.glob("*.json")}
-    assert len(before) == 6
+    assert len(before) == len(configs)  # one result file per configuration
+    counts.update(alone=0, stacks=0, members=[])
     assert [{k: v for k, v in r.items()} for r in _inner(families, tmp_path / "a", configs, True)] == stacked
     assert {p: p.stat().st_mtime_ns for p in runs.glob("*.json")} == before
+    assert (counts["stacks"], counts["alone"]) == (0, 0)
+
+
+# ---------------------------------------------------------------------------------------------- shared trajectories
+
+RULES = [{"early_stopping": "accuracy"}, {"early_stopping": "loss"}]
+
+
+def _strip(result):
+    """A result without its timings."""
+    return {**{k: v for k, v in result.items() if k not in ("seconds", "history", "scores")},
+            "scores": {k: v for k, v in result["scores"].items() if k != "seconds"},
+            "history": [{k: v for k, v in row.items() if k != "seconds"} for row in result["history"]]}
+
+
+def test_observer_keys_are_the_trainers():
+    from gnnbench.training.holdout import OBSERVER_KEYS
+
+    assert fc.OBSERVER_KEYS == OBSERVER_KEYS and set(OBSERVER_KEYS) <= set(fc.MEMBER_KEYS)
+
+
+def test_one_trajectory_observed_by_two_rules_is_each_run_alone_not_widenable(families):
+    """GraphSAGE (float64, no dropout): one train_holdout run observed by two stopping rules gives each rule exactly
+    its run alone with the same seed (scores, best and stop epochs, history up to its stop)."""
+    data, parts = _data(families, double=True)
+    configs = [{**SAGE, "learning_rate": 0.05, "epochs": 10, "patience": 1, **rule} for rule in RULES]
+    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    _, build = _builder(data, parts, configs[0], double=True)
+    torch.manual_seed(5)
+    shared = train_holdout(build(), data.store, parts, cfgs[0], device=torch.device("cpu"),
+                           observers=[fc.observer_settings(c) for c in cfgs])
+    alone = []
+    for cfg in cfgs:
+        torch.manual_seed(5)
+        alone.append(train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu")))
+    assert [_strip(r) for r in shared] == [_strip(r) for r in alone]
+    assert [(r["epochs"], r["best_epoch"], r["stop_reason"]) for r in shared] == [(5, 3, "patience"),
+                                                                                 (7, 5, "patience")]
+
+
+def test_one_wide_member_observed_by_two_rules_is_each_run_alone(families):
+    """GIN (float64, dropout 0): a MemberStack of two trajectories, each observed by the accuracy and the loss rule,
+    gives every observer its run alone with its trajectory's seed on the stack's batch order."""
+    from gnnbench.training.stacked_holdout import MemberStack
+
+    data, parts = _data(families, double=True)
+    configs = [{**GIN, "dropout": 0.0, "epochs": 8, **m, "patience": 2, **rule}
+               for m in MEMBERS[:2] for rule in RULES]
+    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
+    built = [fc.member_build(c) for c in cfgs]
+    builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
+    seeds = [11, 22]
+    results = MemberStack([builds[0], builds[2]], seeds, [cfgs[0], cfgs[2]], data.store, parts,
+                          device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
+                          observers=[[fc.observer_settings(c) for c in cfgs[:2]],
+                                     [fc.observer_settings(c) for c in cfgs[2:]]]).fit()
+    assert len(results) == 4
+    for a, b in (results[:2], results[2:]):  # in each trajectory the two rules stop and score at other epochs
+        assert a["epochs"] > b["epochs"] and a["best_epoch"] > b["best_epoch"]
+    for r, result in enumerate(results):
+        _, alone = _alone(data, parts, cfgs[r], model_data, seeds[r // 2], seeds[0])
+        _same(result, alone)
+        for key in ("train_accuracy", "val_accuracy", "test_accuracy", "epoch"):
+            assert result["scores"][key] == alone["scores"][key]
 
 
 @pytest.mark.parametrize("per_job", [4, 8, 3])

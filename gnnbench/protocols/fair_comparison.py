@@ -46,11 +46,27 @@ share the mini-batch order (the first member's stream) and the dropout stream, s
 those of its configuration on another batch order and other masks than its run alone (without dropout, the first
 member's are its run alone's). Jobs are then made of whole shape groups (:meth:`FairComparisonBenchmark.parts`) and
 the final runs of a fold (with ``final_holdout: selection``) train as one stack too. Where the model does not widen
-the runs train one after another, exactly as without ``stack``.
+the runs train one after another.
+
+Shared trajectories (with ``stack``): configurations that differ only in :data:`OBSERVER_KEYS` (``early_stopping``,
+``patience``, ``epochs``, ``time_limit_hours``: only the stopping rules read them; every grid of the paper has
+``early_stopping: [accuracy, loss]``) take the same training steps, so they train as ONE trajectory
+(:func:`trajectories`) observed by each configuration's own rules (:class:`~gnnbench.training.holdout.Observers`:
+``Diverged``, ``Patience`` on its criterion, ``MaxEpochs``, ``TimeLimit``, in the order of a run alone); each is scored
+at its own last improving epoch and stopped at its own epoch (its history ends there), and the trajectory trains
+until all its observers have stopped — as a member of a wide stack, or as one ``train_holdout`` run where the model
+does not widen (:func:`_train_observed`; DiffPool, ECC). To make each configuration's result exactly its run alone,
+the seed of a configuration is then computed from the configuration without the observer keys: with ``stack`` the
+seeds differ from those without it (the results differ by seed, as they already do by the stack's shared batch
+order), and configurations that differ only in the stopping rule are the same training observed twice — exactly
+what running them separately with those seeds gives. Each configuration still has its own row, record and result
+file (id from the trajectory's id and its stopping settings); the selection and the tables are unchanged. The final
+runs (one configuration) are not affected.
 
 Seeds: configuration c of fold i trains with a seed from ``SeedSequence(seed, spawn_key=(i, c))`` (c from the
-config's hash, so adding grid points changes no other run; a model file counts by its name, not its folder:
-:func:`seed_key`); final run r from spawn key ``(i, 2**31 + r)``.
+config's hash — with ``stack``, of the config without :data:`OBSERVER_KEYS` — so adding grid points changes no other
+run; a model file counts by its name, not its folder: :func:`seed_key`); final run r from spawn key
+``(i, 2**31 + r)``.
 """
 
 from __future__ import annotations
@@ -108,6 +124,9 @@ DEFAULT_FINAL_RUNS, DEFAULT_GRID_PER_JOB = 3, 8
 # shape key; the batch size, optimiser and clipping threshold are shared by a stack's members
 MEMBER_KEYS = ("learning_rate", "l2", "dropout", "early_stopping", "patience", "scheduler", "scheduler_step_size",
                "scheduler_gamma", "epochs", "time_limit_hours")
+# keys only the stopping rules read (gnnbench.training.holdout.OBSERVER_KEYS): with stacks, configurations differing in
+# these alone share one training trajectory (module docstring, "Stacks")
+OBSERVER_KEYS = ("early_stopping", "patience", "epochs", "time_limit_hours")
 HOLDOUTS = ("fresh", "selection")
 FINAL_VAL_FRACTION = 0.1  # the paper's "random fraction (10%)"
 SELECTION_FORMAT = 1
@@ -383,6 +402,26 @@ def member_build(cfg: dict) -> tuple[dict, tuple[str, ...]]:
     return build, frozen
 
 
+def trajectory_config(config: dict) -> dict:
+    """A configuration without :data:`OBSERVER_KEYS`: what its training steps depend on (module docstring,
+    "Stacks")."""
+    return {k: v for k, v in config.items() if k not in OBSERVER_KEYS}
+
+
+def observer_settings(config: dict) -> dict:
+    """A configuration's :data:`OBSERVER_KEYS` (its stopping rules)."""
+    return {k: config[k] for k in OBSERVER_KEYS if k in config}
+
+
+def trajectories(configs: list[dict]) -> list[list[int]]:
+    """Indices of ``configs`` grouped by :func:`trajectory_config` (configurations differing only in their stopping
+    settings), groups in order of their first member, members in order."""
+    groups: dict[str, list[int]] = {}
+    for i, config in enumerate(configs):
+        groups.setdefault(sha256_json(trajectory_config(config)), []).append(i)
+    return list(groups.values())
+
+
 def run_seed(seed: int, fold: int, key: int) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=(fold, key)).generate_state(1)[0])
 
@@ -484,6 +523,55 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
     return result
 
 
+def _train_observed(data: _Data, configs: list[dict], parts: dict[str, np.ndarray], seed: int, run_dir: Path,
+                    whats: list[dict], device, guard) -> list[dict]:
+    """Configurations that differ only in :data:`OBSERVER_KEYS` trained as one trajectory (``seed``) observed by each
+    one's stopping rules (:func:`gnnbench.training.holdout.train_holdout` with ``observers``), or their stored
+    results: one per configuration, each what its run alone with ``seed`` gives. A result is stored as
+    ``run_dir/{id}.json`` with an id from the trajectory's (the configuration without the observer keys, data, parts,
+    seed) and the configuration's stopping settings; the trajectory resumes from ``run_dir/{id}.checkpoint.pt`` (id
+    from the trajectory's and every observer's)."""
+    from gnnbench.models.registry import ModelData, build_model, count_parameters
+    from gnnbench.training.engine import Checkpoint
+    from gnnbench.training.holdout import train_holdout
+
+    trajectory = sha256_json({"trajectory": trajectory_config(configs[0]), "data": data.key, "seed": seed,
+                              "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
+    keys = [sha256_json({"trajectory": trajectory, "observer": observer_settings(c)}) for c in configs]
+    result_paths = [run_dir / f"{key[:24]}.json" for key in keys]
+    stored = []
+    for key, path in zip(keys, result_paths, strict=True):
+        try:
+            result = read_json(path, "run result") if path.is_file() else None
+        except DataError:
+            result = None  # unreadable: train again
+        stored.append(result if result is not None and result.get("key") == key else None)
+    if all(r is not None for r in stored):
+        return stored
+    cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=torch.from_numpy(parts["train"]))
+    torch.manual_seed(seed)
+    model = build_model(cfgs[0], model_data, default_variant=ERRICA2020).to(device)
+    run_key = sha256_json({"trajectory": trajectory, "observers": keys})
+    checkpoint_path = run_dir / f"{run_key[:24]}.checkpoint.pt"
+    checkpoint = Checkpoint(checkpoint_path, run_key, guard, every_s=CHECKPOINT_SECONDS,
+                            label=f"{whats[0]} (one trajectory, {len(configs)} stopping rules)")
+    tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
+    outs = train_holdout(model, data.store, tensors, cfgs[0], device=device, checkpoint=checkpoint,
+                         observers=[observer_settings(c) for c in cfgs])
+    results = []
+    for key, path, what, config, out in zip(keys, result_paths, whats, configs, outs, strict=True):
+        result = {"key": key, **what, "config": config, "seed": seed, "num_params": count_parameters(model),
+                  "best_epoch": out["best_epoch"], "epochs": out["epochs"], "stop_reason": out["stop_reason"],
+                  "status": out["status"], "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
+                  **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
+                  "history": out["history"], "trajectory": trajectory}
+        write_json(path, result)
+        results.append(result)
+    checkpoint_path.unlink(missing_ok=True)
+    return results
+
+
 def _setup(device: str, threads: int | None):
     from gnnbench.training.run import resolve_device
 
@@ -511,9 +599,11 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
     stopping on its hold-out; the test fold is not touched. Writes one row per configuration to ``out`` and, with
     ``records_out``, their run records (:mod:`gnnbench.records`; ``label``: the suite's model label).
 
-    ``stack``: the configurations of one shape (:func:`stack_groups`) train as one wide stack where the model
-    widens (:func:`_train_stack`; each with its own seed, initialisation, settings and stopping, sharing the first
-    member's batch order), else one after another as without it."""
+    ``stack``: configurations that differ only in :data:`OBSERVER_KEYS` share one trajectory (:func:`trajectories`),
+    seeded from the configuration without them; the trajectories of one shape (:func:`stack_groups`) train as one
+    wide stack where the model widens (:func:`_train_stack`; each with its own seed, initialisation, settings and
+    stopping, sharing the first member's batch order), else one after another (:func:`_train_observed`), each
+    observed by its configurations' stopping rules (module docstring, "Stacks")."""
     out = Path(out)
 
     def job(guard):
@@ -523,14 +613,23 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
         parts = {"train": fold_parts["train"], "val": fold_parts["val"]}
         rows, weights = [], []
         whats = [{"fold": fold, "config_id": config_id(c), "stage": "selection"} for c in configs]
-        seeds = [run_seed(seed, fold, seed_key(c)) for c in configs]
+        # with stacks a seed does not depend on the stopping settings: one trajectory serves them all
+        seeds = [run_seed(seed, fold, seed_key(trajectory_config(c) if stack else c)) for c in configs]
         stacked: dict[int, dict] = {}
-        for group in stack_groups(configs) if stack else []:
+        shared = trajectories(configs) if stack else []
+        for group in stack_groups([configs[t[0]] for t in shared]) if stack else []:
             if len(group) > 1:
-                results = _train_stack(data, [configs[i] for i in group], [parts] * len(group),
-                                       [seeds[i] for i in group], out.parent / "runs", [whats[i] for i in group],
-                                       dev, guard, "grid points")
-                stacked.update(zip(group, results or [], strict=False))
+                members = [shared[g] for g in group]
+                flat = [i for t in members for i in t]
+                results = _train_stack(data, [configs[t[0]] for t in members], [parts] * len(group),
+                                       [seeds[t[0]] for t in members], out.parent / "runs", [whats[i] for i in flat],
+                                       dev, guard, "grid points", observers=[[configs[i] for i in t] for t in members])
+                stacked.update(zip(flat, results or [], strict=False))
+        for t in shared:
+            if len(t) > 1 and t[0] not in stacked:
+                stacked.update(zip(t, _train_observed(data, [configs[i] for i in t], parts, seeds[t[0]],
+                                                      out.parent / "runs", [whats[i] for i in t], dev, guard),
+                                   strict=True))
         for i, (position, config) in enumerate(zip(positions, configs, strict=True)):
             cid, s = whats[i]["config_id"], seeds[i]
             r = stacked[i] if i in stacked else _train_cached(data, config, parts, s, out.parent / "runs", whats[i],
@@ -744,7 +843,8 @@ def _same_parts(parts: list[dict[str, np.ndarray]]) -> bool:
 
 
 def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndarray]], seeds: list[int],
-                 run_dir: Path, whats: list[dict], device, guard, kind: str) -> list[dict] | None:
+                 run_dir: Path, whats: list[dict], device, guard, kind: str,
+                 observers: list[list[dict]] | None = None) -> list[dict] | None:
     """Runs of one shape (configuration r with ``seeds[r]``, all on the same ``parts``) trained as one wide stack
     (:class:`gnnbench.training.stacked_holdout.MemberStack`), or their stored results; None where the model does not
     widen (one log line per model and reason says why) and the caller trains them one by one.
@@ -752,17 +852,32 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
     A member's result is stored as ``run_dir/{id}.json`` with an id from its own run's id and the stack's (its
     members' ids in order: the batch order and dropout stream are the stack's), so results of runs trained alone and
     of stack members are never mixed, and a grid point added to a shape retrains its stack; the stack resumes from
-    ``run_dir/{id}.checkpoint.pt`` (the stack's id)."""
+    ``run_dir/{id}.checkpoint.pt`` (the stack's id).
+
+    ``observers[r]``: the configurations that member r's trajectory serves (they differ from ``configs[r]`` only in
+    :data:`OBSERVER_KEYS`; :func:`_train_observed`); then ``whats`` and the results are one per observing
+    configuration, members in order, and a result's id is also from the trajectory's id (the member's configuration
+    without the observer keys) and its stopping settings."""
     from gnnbench.models.registry import ModelData, build_model
     from gnnbench.training.engine import Checkpoint
     from gnnbench.training.stacked_holdout import MemberStack
 
     name = configs[0].get("model", "model")
     part_keys = {p: sha256_json(v.tolist()) for p, v in parts[0].items()}
-    alone = [sha256_json({"config": c, "data": data.key, "seed": s, "parts": part_keys})
-             for c, s in zip(configs, seeds, strict=True)]
-    stack_key = sha256_json({"wide_stack": alone})
-    keys = [sha256_json({"run": k, "stack": stack_key}) for k in alone]
+    if observers is None:
+        alone = [sha256_json({"config": c, "data": data.key, "seed": s, "parts": part_keys})
+                 for c, s in zip(configs, seeds, strict=True)]
+        stack_key = sha256_json({"wide_stack": alone})
+        keys = [sha256_json({"run": k, "stack": stack_key}) for k in alone]
+        runs = [(c, s) for c, s in zip(configs, seeds, strict=True)]
+    else:
+        alone = [sha256_json({"trajectory": trajectory_config(c), "data": data.key, "seed": s, "parts": part_keys})
+                 for c, s in zip(configs, seeds, strict=True)]
+        settings = [[observer_settings(c) for c in obs] for obs in observers]
+        stack_key = sha256_json({"wide_stack": alone, "observers": settings})
+        keys = [sha256_json({"trajectory": k, "stack": stack_key, "observer": o})
+                for k, obs in zip(alone, settings, strict=True) for o in obs]
+        runs = [(c, s) for obs, s in zip(observers, seeds, strict=True) for c in obs]
     paths = [run_dir / f"{key[:24]}.json" for key in keys]
     stored = []
     for key, path in zip(keys, paths, strict=True):
@@ -782,9 +897,13 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
     checkpoint = Checkpoint(checkpoint_path, stack_key, guard, every_s=CHECKPOINT_SECONDS,
                             label=f"{kind} of fold {whats[0]['fold']} (stack of {len(seeds)})")
 
+    observed = None if observers is None else [
+        [observer_settings(coerce_all(c, "config", protocol_types(FairComparison, c))) for c in obs]
+        for obs in observers]
+
     def make():
         return MemberStack(builds, seeds, cfgs, data.store, tensors, device=device, checkpoint=checkpoint,
-                           frozen=[set(f) for _, f in built])
+                           frozen=[set(f) for _, f in built], observers=observed)
 
     try:
         trainer = make()
@@ -806,7 +925,7 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
     if resumed:
         log.info("resuming %s from %s at epoch %d", checkpoint.label, checkpoint_path, trainer.epoch)
     results = []
-    for key, path, what, config, s, out in zip(keys, paths, whats, configs, seeds, trainer.fit(), strict=True):
+    for key, path, what, (config, s), out in zip(keys, paths, whats, runs, trainer.fit(), strict=True):
         result = {"key": key, **what, "config": config, "seed": s, "num_params": out["num_params"],
                   "best_epoch": out["best_epoch"], "epochs": out["epochs"], "stop_reason": out["stop_reason"],
                   "status": out["status"], "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],

@@ -27,6 +27,13 @@ it. Every other run has ``status: "completed"`` and ``diverged_epoch`` None. The
 already Python floats (no extra device synchronisation); a resumed run whose history ends with such an epoch stays
 diverged.
 
+Observers (``observers``, the fair-comparison protocol's stacks): configurations that differ only in the stopping
+settings (:data:`OBSERVER_KEYS`: ``early_stopping``, ``patience``, ``epochs``, ``time_limit_hours``) take the same
+training steps, so one trajectory serves them all: each observer has its own ``Diverged``, ``Patience``,
+``MaxEpochs`` and ``TimeLimit`` in the order above, on its own copy of the run's state (epochs, seconds, history,
+best row); the trajectory trains until every observer has stopped, and each observer's result is what the run with
+its settings alone returns (its history ends at its own stop, its scores are its own last improving epoch's).
+
 Determinism: weights, dropout and shuffling draw from the global torch RNG seeded with the run's seed, so the same
 seed, data and thread count give identical results on CPU; a resumed run (``state``) continues the same streams.
 """
@@ -42,6 +49,7 @@ import torch.nn.functional as F
 from gnnbench.data.batching import GraphBatch, GraphLoader
 from gnnbench.errors import ConfigError
 from gnnbench.training.engine import (
+    Callback,
     Checkpoint,
     Diverged,
     MaxEpochs,
@@ -55,6 +63,8 @@ from gnnbench.training.engine import (
 )
 
 ECC_MILESTONES = (25, 35, 45)
+# the keys only the stopping rules read: configurations differing in these alone take the same training steps
+OBSERVER_KEYS = ("early_stopping", "patience", "epochs", "time_limit_hours")
 
 
 def learning_rate(cfg: dict, epoch: int) -> float:
@@ -94,9 +104,69 @@ def _epoch_scores(model, batches, device, optimizer=None, clip: float = 0.0) -> 
     return float(total_loss / graphs), float(correct) * 100.0 / graphs
 
 
+class Observers(Callback):
+    """The stopping rules of several configurations (``cfgs``: each with its :data:`OBSERVER_KEYS`) observing one
+    trajectory (module docstring, "Observers"): a callback that stops the trajectory as ``"finished"`` once every
+    observer has stopped; :meth:`results` gives each observer's result as :func:`train_holdout` returns it."""
+
+    def __init__(self, cfgs: list[dict]) -> None:
+        self.states = [RunState() for _ in cfgs]
+        self.patience = [Patience(c["early_stopping"], c["patience"]) for c in cfgs]
+        self.rules = [[Diverged(), patience, MaxEpochs(c["epochs"]),
+                       TimeLimit(c.get("time_limit_hours", math.inf) * 3600, "time_limit")]
+                      for c, patience in zip(cfgs, self.patience, strict=True)]
+        self.active = list(range(len(cfgs)))
+
+    def on_epoch_start(self, state: RunState) -> str | None:
+        for m in list(self.active):
+            for rule in self.rules[m]:
+                if (reason := rule.on_epoch_start(self.states[m])) is not None:
+                    self.states[m].stop_reason = reason
+                    self.active.remove(m)
+                    break
+        return None if self.active else "finished"
+
+    def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        for m in list(self.active):
+            own = self.states[m]
+            own.elapsed += row["seconds"]
+            own.epoch += 1
+            own.history.append(row)
+            for rule in self.rules[m]:
+                if (reason := rule.on_epoch_end(own, row)) is not None:
+                    own.stop_reason = reason
+                    self.active.remove(m)
+                    break
+        return None if self.active else "finished"
+
+    def results(self) -> list[dict]:
+        return [_result(state, patience) for state, patience in zip(self.states, self.patience, strict=True)]
+
+    def state_dict(self) -> dict:
+        return {"active": list(self.active), "states": [s.state_dict() for s in self.states],
+                "patience": [p.state_dict() for p in self.patience]}
+
+    def load_state_dict(self, state: dict) -> None:
+        if len(state["states"]) != len(self.states):
+            raise ValueError("this checkpoint has other observers")
+        self.active = list(state["active"])
+        for s, saved in zip(self.states, state["states"], strict=True):
+            s.load_state_dict(saved)
+        for p, saved in zip(self.patience, state["patience"], strict=True):
+            p.load_state_dict(saved)
+
+
+def _result(state: RunState, patience: Patience) -> dict:
+    last = state.history[-1] if state.history else {}
+    scores = {k: math.nan for k in last if k not in ("epoch", "lr", "seconds")} if state.diverged else state.best
+    return {"best_epoch": patience.best_epoch, "epochs": state.epoch, "stop_reason": state.stop_reason,
+            **state.status(), "seconds": state.elapsed, "scores": scores, "history": state.history}
+
+
 def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor], cfg: dict, *,
                   device: torch.device, state: dict | None = None, checkpoint: Checkpoint | None = None,
-                  on_epoch: Callable[[Trainable], None] | None = None) -> dict:
+                  on_epoch: Callable[[Trainable], None] | None = None,
+                  observers: list[dict] | None = None) -> dict | list[dict]:
     """Train ``model`` on ``parts['train']``, early-stopping on ``parts['val']`` (and scoring ``parts['test']``
     when present); returns the best epoch's scores, the stop reason, the status ("completed" or "diverged",
     module docstring) and the history.
@@ -104,11 +174,19 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
     ``checkpoint``: where the run is saved (after an epoch, at most every ``checkpoint.every_s`` seconds) and resumed
     from; ``state``: a saved state (:meth:`~gnnbench.training.engine.Trainable.payload`) to resume from instead;
     ``on_epoch(run)`` is called after every epoch.
+
+    ``observers``: the stopping settings of several configurations (dicts with :data:`OBSERVER_KEYS`; ``cfg``'s
+    own are then not read) observing this one trajectory (module docstring, "Observers"); returns one result per
+    observer, in order, each what the run with its settings alone returns.
     """
     optimizer = make_optimizer(model, cfg["learning_rate"], cfg.get("l2", 0.0), cfg.get("optimizer", "Adam"))
-    patience = Patience(cfg["early_stopping"], cfg["patience"])
-    run = Trainable(RunState(), {"model": model, "optimizer": optimizer, "patience": patience},
-                    checkpoint=checkpoint)
+    if observers is not None:
+        observed = Observers([{**cfg, **o} for o in observers])
+        parts_ = {"model": model, "optimizer": optimizer, "observers": observed}
+    else:
+        patience = Patience(cfg["early_stopping"], cfg["patience"])
+        parts_ = {"model": model, "optimizer": optimizer, "patience": patience}
+    run = Trainable(RunState(), parts_, checkpoint=checkpoint)
     if state is not None:
         run.restore(state)
     else:
@@ -138,15 +216,15 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
         if on_epoch is not None:
             on_epoch(run)
 
+    schedule = StepSchedule(optimizer, lambda epoch: learning_rate(cfg, epoch))
+    if observers is not None:  # each observer's rules in the original's order, then the learning rate
+        fit(run.state, step, [observed, schedule], after_epoch)
+        return observed.results()
     # stop rules in the original's order; the step schedule sets each epoch's learning rate before it trains
     rules = [Diverged(), patience, MaxEpochs(cfg["epochs"]),
              TimeLimit(cfg.get("time_limit_hours", math.inf) * 3600, "time_limit"),
-             StepSchedule(optimizer, lambda epoch: learning_rate(cfg, epoch))]
-    state = fit(run.state, step, rules, after_epoch)
-    last = state.history[-1] if state.history else {}
-    scores = {k: math.nan for k in last if k not in ("epoch", "lr", "seconds")} if state.diverged else state.best
-    return {"best_epoch": patience.best_epoch, "epochs": state.epoch, "stop_reason": state.stop_reason,
-            **state.status(), "seconds": state.elapsed, "scores": scores, "history": state.history}
+             schedule]
+    return _result(fit(run.state, step, rules, after_epoch), patience)
 
 
 def diverged_row(row: dict) -> bool:

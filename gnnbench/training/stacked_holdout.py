@@ -76,7 +76,7 @@ from gnnbench.training.engine import (
     make_optimizer,
 )
 from gnnbench.training.functional_stack import NotStackable, _reason, check_members
-from gnnbench.training.holdout import learning_rate
+from gnnbench.training.holdout import Observers, learning_rate
 
 KIND = "holdout_stack"  # marks this trainer's checkpoints
 _CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s
@@ -280,6 +280,8 @@ class HoldoutStack:
             self._stop(done)
             if self.checkpoint is not None and self.active and self.checkpoint.due():
                 self.checkpoint.save(self.state_dict())
+        if self.observers is not None:
+            return [{**r, "num_params": self.num_params[m]} for m, o in enumerate(self.observers) for r in o.results()]
         return [self._result(m) for m in range(len(self.states))]
 
     def _result(self, member: int) -> dict:
@@ -355,6 +357,11 @@ class MemberStack:
     state), so an epoch costs what the members still training cost. A member's ``seconds`` are its share of the
     stack's epoch time (wall time divided by the members in it); the time limit reads them.
 
+    ``observers[r]``: the stopping settings (:data:`~gnnbench.training.holdout.OBSERVER_KEYS`) of the configurations
+    that member r's trajectory serves (:class:`~gnnbench.training.holdout.Observers`: configurations that differ only
+    in them take the same steps); member r then stays in the stack until all of them have stopped, its own stopping
+    keys are not read, and :meth:`fit` returns one result per observer, members in order, observers in order.
+
     ``frozen[r]``: last name components of parameters (``eps``) that member r's run alone has as constants (GIN's ε
     when it is not learnt: built as a parameter so that all members have the same structure, it starts at the
     constant's value 0 and its gradient is zeroed in every step, so Adam and SGD with coupled L2 never move it).
@@ -367,7 +374,8 @@ class MemberStack:
 
     def __init__(self, builds: list[Callable[[], nn.Module]], seeds: list[int], cfgs: list[dict], store,
                  parts: dict[str, torch.Tensor], *, device: torch.device, checkpoint: Checkpoint | None = None,
-                 frozen: list[set[str]] | None = None, check_atol: float = 1e-9) -> None:
+                 frozen: list[set[str]] | None = None, check_atol: float = 1e-9,
+                 observers: list[list[dict]] | None = None) -> None:
         from gnnbench.training import wide
 
         first = cfgs[0]
@@ -418,6 +426,11 @@ class MemberStack:
         self.rules = [[Diverged(), patience, MaxEpochs(c["epochs"]),
                        TimeLimit(c.get("time_limit_hours", math.inf) * 3600, "time_limit")]
                       for c, patience in zip(cfgs, self.patience, strict=True)]
+        self.observers = None
+        if observers is not None:  # each member a trajectory observed by several configurations' stopping rules
+            self.observers = [Observers([{**c, **o} for o in obs]) for c, obs in zip(cfgs, observers, strict=True)]
+            self.patience = self.observers  # saved and restored with the stack
+            self.rules = [[o] for o in self.observers]
         self.active = list(range(members))  # the member in each block of the stack
         self.epoch = 0
 
@@ -541,6 +554,8 @@ class MemberStack:
             self._stop(done)
             if self.checkpoint is not None and self.active and self.checkpoint.due():
                 self.checkpoint.save(self.state_dict())
+        if self.observers is not None:
+            return [{**r, "num_params": self.num_params[m]} for m, o in enumerate(self.observers) for r in o.results()]
         return [self._result(m) for m in range(len(self.states))]
 
     def _result(self, member: int) -> dict:
