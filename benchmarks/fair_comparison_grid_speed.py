@@ -8,7 +8,11 @@ configurations) on the real ENZYMES, outer fold 0 (486 inner-training, 54 hold-o
     ``run_inner``);
 (c) stacked — the configurations of one shape (``gnnbench.protocols.fair_comparison.stack_groups``: fair_GIN's 128
     points are 16 shapes × 8 members differing in dropout, stopping rule and train_eps) trained as one wide stack
-    each (``gnnbench.training.stacked_holdout.MemberStack``, what ``run_inner(stack=True)`` does).
+    each (``gnnbench.training.stacked_holdout.MemberStack``, what ``run_inner(stack=True)`` did before shared
+    trajectories);
+(d) stacked + shared trajectories — what ``run_inner(stack=True)`` does: the configurations of one shape that differ
+    only in the stopping settings (``fc.trajectories``: fair_GIN's accuracy / loss rule) are one trajectory, a member
+    of the shape's stack observed by each configuration's rules; runs are counted as configurations evaluated.
 
 Every run trains ``--epochs`` epochs (patience off), so the measurement is short; the rates are then normalised to
 runs of ``--run-epochs`` epochs (default 500, the patience: a run that never improves after its first epochs stops
@@ -20,8 +24,18 @@ for (a)), not wall time, so that a machine shared with other work does not skew 
 time equals wall time on an idle machine); (b) and (c) alternate shape by shape, and the wall time is printed too.
 ``--preset`` times another fair-comparison grid (e.g. fair_Baseline_ENZYMES, whose 72 points are 4 shapes).
 
+The epoch cap and (d): with every run capped at ``--epochs`` both observers of a trajectory stop at the cap, so (d)
+trains half the members of (c) for the same number of configurations — its best case. Real observers stop at
+different epochs and a trajectory trains until the later one stops, so its saving over (c) is Σ(stop epochs of its
+configurations) / max(stop epochs) ∈ [1, 2] per pair, not 2. ``--short-patience P --short-epochs E`` therefore also
+runs (c) and (d) uncapped-short on the timed shapes: real early stopping with patience P up to E epochs, the same
+seeds (the observer-free ones) in both, and reports (d)/(c) in CPU seconds per configuration evaluated, beside the
+epoch-work ratio Σ stop / Σ max derived from the stop epochs. The realistic factor of (d) over (b) is then (c)/(b)
+from the capped runs × (d)/(c) from the short ones.
+
     python benchmarks/fair_comparison_grid_speed.py --epochs 3            # ENZYMES from ../shared/data/real/tu
     python benchmarks/fair_comparison_grid_speed.py --zip ENZYMES.zip --epochs 5 --stride-a 16
+    python benchmarks/fair_comparison_grid_speed.py --epochs 2 --stride 4 --skip a --short-patience 3 --short-epochs 30
 
 Skips (exit 0, with the reason) when ENZYMES.zip is absent.
 """
@@ -68,6 +82,60 @@ def prepare(zip_path: Path, work: Path, preset: str = "fair_GIN"):
     return suite.benchmarks["ENZYMES"].grids["M"]
 
 
+def shared_stack(fc, group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model, variant,
+                 overrides=None):
+    """(d): one MemberStack of the shape's trajectories, member t observed by its configurations' stopping rules, the
+    observer-free seeds (what run_inner(stack=True) builds); ``overrides``: stopping settings for every observer."""
+    by_position = dict(zip(group, cfgs, strict=True))
+    paths = [[group[j] for j in t] for t in fc.trajectories([grid[i] for i in group])]
+    members = [by_position[t[0]] for t in paths]
+    built = [fc.member_build(c) for c in members]
+    builds = [lambda c=b: build_model(c, model_data, default_variant=variant) for b, _ in built]
+    seeds = [fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(grid[t[0]]))) for t in paths]
+    observers = [[{**fc.observer_settings(by_position[i]), **(overrides or {})} for i in t] for t in paths]
+    stack = MemberStack(builds, seeds, members, data.store, parts, device=cpu, frozen=[set(f) for _, f in built],
+                        observers=observers)
+    return stack, [i for t in paths for i in t]
+
+
+def short_runs(args, fc, groups, grid, model_data, data, parts, cpu, MemberStack, build_model, variant, coerce_all,
+               protocol_types) -> float:
+    """(c) and (d) with real early stopping (``--short-patience`` up to ``--short-epochs``) on the timed shapes, the
+    observer-free seeds in both; prints and returns (d)/(c) in configurations per CPU second."""
+    stopping = {"patience": args.short_patience, "epochs": args.short_epochs}
+    cpu_s = {"c": 0.0, "d": 0.0}
+    stops, longest, configs = [], [], 0
+    for group in groups:
+        cfgs = [{**coerce_all(grid[i], "config", protocol_types(fc.FairComparison, grid[i])), **stopping}
+                for i in group]
+        start = time.process_time()  # (c): every configuration its own member
+        built = [fc.member_build(c) for c in cfgs]
+        builds = [lambda c=b: build_model(c, model_data, default_variant=variant) for b, _ in built]
+        seeds = [fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(grid[i]))) for i in group]
+        MemberStack(builds, seeds, cfgs, data.store, parts, device=cpu, frozen=[set(f) for _, f in built]).fit()
+        cpu_s["c"] += time.process_time() - start
+        start = time.process_time()  # (d): one member per trajectory
+        stack, order = shared_stack(fc, group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model,
+                                    variant, stopping)
+        results = stack.fit()
+        cpu_s["d"] += time.process_time() - start
+        configs += len(group)
+        at = 0
+        for obs in stack.observers:
+            epochs = [s.epoch for s in obs.states]
+            stops += epochs
+            longest.append(max(epochs))
+            at += len(epochs)
+        assert at == len(results)
+    factor = cpu_s["c"] / cpu_s["d"]
+    print(f"short runs (patience {args.short_patience}, cap {args.short_epochs}): {configs} configurations, "
+          f"mean stop epoch {sum(stops) / len(stops):.1f} ({sum(e == args.short_epochs for e in stops)} at the cap), "
+          f"{len(longest)} trajectories of mean {sum(longest) / len(longest):.1f} epochs; epoch work "
+          f"Σ stop / Σ max = {sum(stops) / sum(longest):.2f}; CPU (c) {cpu_s['c']:.1f} s, (d) {cpu_s['d']:.1f} s "
+          f"-> (d)/(c) {factor:.2f}x configurations per CPU second", flush=True)
+    return factor
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--zip", type=Path, default=DEFAULT_ZIP, help="ENZYMES.zip (the TU file)")
@@ -77,6 +145,9 @@ def main() -> int:
     parser.add_argument("--stride-a", type=int, default=32, help="(a): time every stride-th configuration")
     parser.add_argument("--stride", type=int, default=1, help="(b), (c): every stride-th shape's configurations")
     parser.add_argument("--skip", default="", help="modes to leave out, e.g. 'a'")
+    parser.add_argument("--short-patience", type=int, default=0,
+                        help="also (c) and (d) with real early stopping at this patience (0: not run)")
+    parser.add_argument("--short-epochs", type=int, default=30, help="the epoch cap of those short runs")
     args = parser.parse_args()
     if not args.zip.is_file():
         print(f"skipped: {args.zip} is absent (the real ENZYMES zip; see ../shared/data/real/README.md)")
@@ -103,7 +174,8 @@ def main() -> int:
         print(f"{args.preset} on ENZYMES fold 0 ({len(fold['train'])} train / {len(fold['val'])} val graphs): "
               f"{len(grid)} configurations in {len(fc.stack_groups(grid))} shapes; timing {len(chosen)} "
               f"configurations ({len(groups)} shapes), {args.epochs} epochs each, 1 thread", flush=True)
-        cost = {"b": [0.0, 0.0, 0.0, 0], "c": [0.0, 0.0, 0.0, 0]}  # per mode: fixed s, training s, wall s, runs
+        # per mode: fixed s, training s, wall s, runs (configurations evaluated)
+        cost = {m: [0.0, 0.0, 0.0, 0] for m in "bcd"}
         for group in groups:  # (b) and (c) alternate shape by shape: a drift of the machine's speed hits both
             cfgs = [coerce_all(grid[i], "config", protocol_types(fc.FairComparison, grid[i])) for i in group]
             for i, cfg in zip(group, cfgs, strict=True):  # (b) one at a time in one process
@@ -129,15 +201,26 @@ def main() -> int:
                 assert all(r["epochs"] == args.epochs for r in results)
                 cost["c"] = [cost["c"][0] + ready - start, cost["c"][1] + done - ready,
                              cost["c"][2] + time.perf_counter() - wall, cost["c"][3] + len(group)]
+            if "d" not in args.skip:  # (d) one wide stack of the shape's trajectories, each observed by its configs
+                wall, start = time.perf_counter(), time.process_time()
+                stack, order = shared_stack(fc, group, cfgs, grid, model_data, data, parts, cpu, MemberStack,
+                                            build_model, ERRICA2020)
+                ready = time.process_time()
+                results = stack.fit()
+                done = time.process_time()
+                assert len(results) == len(group) and all(r["epochs"] == args.epochs for r in results)
+                cost["d"] = [cost["d"][0] + ready - start, cost["d"][1] + done - ready,
+                             cost["d"][2] + time.perf_counter() - wall, cost["d"][3] + len(group)]
             first = grid[group[0]]
             print(f"  shape {fc.shape_key(first)[:8]} ({len(group)} configurations; batch {first['batch_size']}, "
                   f"{first.get('hidden_units')}, {first.get('aggregation', '')}): done", flush=True)
         rates = {}
-        for mode, label in (("b", "one at a time in one process"), ("c", "stacked, one wide stack per shape")):
+        for mode, label in (("b", "one at a time in one process"), ("c", "stacked, one wide stack per shape"),
+                            ("d", "stacked + shared trajectories (capped: both observers stop at the cap)")):
             fixed, train, wall, runs = cost[mode]
             if not runs:
                 continue
-            per_epoch, setup = train / (runs * args.epochs), fixed / runs
+            per_epoch, setup = train / (runs * args.epochs), fixed / runs  # per configuration evaluated
             rates[mode] = 3600 / (per_epoch * args.run_epochs + setup)
             print(f"({mode}) {label}: {per_epoch * 1000:.1f} ms CPU per epoch of a run, {setup * 1000:.0f} ms CPU "
                   f"set-up per run -> {rates[mode]:.1f} runs/hour of {args.run_epochs} epochs "
@@ -171,6 +254,15 @@ def main() -> int:
             if args.preset == "fair_GIN":
                 line += f"; stacked vs the README's 84 runs/hour per process: {rates['c'] / 84:.2f}x"
             print(line)
+        if "b" in rates and "d" in rates:
+            print(f"stacked + shared / one at a time (capped, best case): {rates['d'] / rates['b']:.2f}x; "
+                  f"stacked + shared / stacked (capped): {rates['d'] / rates['c']:.2f}x" if "c" in rates else "")
+        if args.short_patience:
+            short = short_runs(args, fc, groups, grid, model_data, data, parts, cpu, MemberStack, build_model,
+                               ERRICA2020, coerce_all, protocol_types)
+            if "b" in rates and "c" in rates:
+                print(f"realistic stacked + shared / one at a time: (c)/(b) capped {rates['c'] / rates['b']:.2f}x "
+                      f"x (d)/(c) short {short:.2f}x = {rates['c'] / rates['b'] * short:.2f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

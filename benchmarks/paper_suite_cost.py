@@ -29,6 +29,13 @@ its wide stacks measured (``benchmarks/fair_comparison_grid_speed.py``: stacked 
 
     python benchmarks/paper_suite_cost.py fair-comparison --epoch-ms GIN=86 Baseline=24 DGCNN=85 DiffPool=475 \
         ECC=590 GraphSAGE=71 --stacked GIN=1.3 Baseline=2
+
+``--shared LABEL=FACTOR`` (stacks with shared trajectories: configurations differing only in their stopping settings
+train once) divides the cost of that model's grid runs (not its final runs) further by FACTOR: configurations per
+CPU second with shared trajectories over without them. Its upper bound, the grid's configurations per trajectory
+(every observer stopping at the same epoch: the number of stopping-rule values, 2 in the paper's grids), is printed
+per model; a realistic FACTOR is measured on short uncapped runs (``fair_comparison_grid_speed.py
+--short-patience``) or derived from real stop epochs (Σ stop epochs / Σ longest stop per trajectory).
 """
 
 from __future__ import annotations
@@ -78,32 +85,49 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, float]:
     return out
 
 
-def fair_comparison_hours(suite, epoch_ms: dict[str, float], stacked: dict[str, float]) -> None:
+def fair_comparison_hours(suite, epoch_ms: dict[str, float], stacked: dict[str, float],
+                          shared: dict[str, float] | None = None) -> None:
     """Worker-hours of a fair-comparison suite's trainings from measured ms per epoch (module docstring)."""
-    print(f"\n{'dataset':24} {'worker-h (500 ep.)':>18} {'(cap)':>9} {'stacked (500)':>14} {'(cap)':>9}")
-    totals = [0.0] * 4
+    from gnnbench.protocols.fair_comparison import trajectories
+
+    shared = shared or {}
+    bounds = {}
+    for benchmark in suite.benchmarks.values():
+        for label, grid in getattr(benchmark, "grids", {}).items():
+            bounds.setdefault(label, len(grid) / len(trajectories(grid)))
+    if shared:
+        print("\nconfigurations per trajectory (the shared factor's bound): "
+              + ", ".join(f"{label} {bound:.2f}" for label, bound in bounds.items()))
+    print(f"\n{'dataset':24} {'worker-h (500 ep.)':>18} {'(cap)':>9} {'stacked (500)':>14} {'(cap)':>9}"
+          + (f" {'+shared (500)':>14} {'(cap)':>9}" if shared else ""))
+    totals = [0.0] * 6
     for name, benchmark in suite.benchmarks.items():
         if benchmark.protocol != "fair-comparison":
             continue
-        row = [0.0] * 4
+        row = [0.0] * 6
         for label, grid in benchmark.grids.items():
             if label not in epoch_ms:
                 continue
-            runs = len(benchmark.folds) * (len(grid) + benchmark.final_runs)
+            grid_runs, final_runs = len(benchmark.folds) * len(grid), len(benchmark.folds) * benchmark.final_runs
             cap = max(c.get("epochs", 500) for c in grid)
             for i, epochs in enumerate((min(500, cap), cap)):
-                hours = runs * epoch_ms[label] * epochs / 3.6e6
+                hours = (grid_runs + final_runs) * epoch_ms[label] * epochs / 3.6e6
                 row[i] += hours
                 row[2 + i] += hours / stacked.get(label, 1.0)
+                per_run = epoch_ms[label] * epochs / 3.6e6 / stacked.get(label, 1.0)
+                row[4 + i] += per_run * (grid_runs / shared.get(label, 1.0) + final_runs)
         totals = [t + r for t, r in zip(totals, row, strict=True)]
-        print(f"{name:24} {row[0]:18.1f} {row[1]:9.1f} {row[2]:14.1f} {row[3]:9.1f}")
-    print(f"{'total':24} {totals[0]:18.1f} {totals[1]:9.1f} {totals[2]:14.1f} {totals[3]:9.1f}")
+        print(f"{name:24} {row[0]:18.1f} {row[1]:9.1f} {row[2]:14.1f} {row[3]:9.1f}"
+              + (f" {row[4]:14.1f} {row[5]:9.1f}" if shared else ""))
+    print(f"{'total':24} {totals[0]:18.1f} {totals[1]:9.1f} {totals[2]:14.1f} {totals[3]:9.1f}"
+          + (f" {totals[4]:14.1f} {totals[5]:9.1f}" if shared else ""))
     missing = sorted({label for b in suite.benchmarks.values() for label in getattr(b, "grids", {})} - set(epoch_ms))
     if missing:
         print(f"no --epoch-ms for {', '.join(missing)}: not counted")
 
 
-def other_protocol(suite, epoch_ms: dict[str, float] | None = None, stacked: dict[str, float] | None = None) -> int:
+def other_protocol(suite, epoch_ms: dict[str, float] | None = None, stacked: dict[str, float] | None = None,
+                   shared: dict[str, float] | None = None) -> int:
     """Trainings per dataset of a pitfalls or fair-comparison suite, and of one more model."""
     print(f"{'dataset':24} {'protocol':16} {'trainings':>9} {'+1 model':>9}")
     total = 0
@@ -119,7 +143,7 @@ def other_protocol(suite, epoch_ms: dict[str, float] | None = None, stacked: dic
         print(f"{name:24} {benchmark.protocol:16} {sum(per_model.values()):9d} {one_more:9d}")
     print(f"{'total':24} {'':16} {total:9d}")
     if epoch_ms:
-        fair_comparison_hours(suite, epoch_ms, stacked or {})
+        fair_comparison_hours(suite, epoch_ms, stacked or {}, shared)
     return 0
 
 
@@ -133,13 +157,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="fair-comparison: measured ms per epoch of a model's run (worker-hours estimate)")
     parser.add_argument("--stacked", nargs="*", metavar="LABEL=FACTOR",
                         help="fair-comparison: a model's measured speed-up when its grid points train as wide stacks")
+    parser.add_argument("--shared", nargs="*", metavar="LABEL=FACTOR",
+                        help="fair-comparison: a model's further speed-up of its grid runs from shared trajectories")
     args = parser.parse_args(argv)
     from gnnbench.packaged import paper_suite
 
     path = Path(args.suite) if Path(args.suite).is_file() else paper_suite(args.suite, "suite")
     suite = load_suite_file(path)
     if any(b.protocol != "benchmarking-gnns" for b in suite.benchmarks.values()):
-        return other_protocol(suite, _pairs(args.epoch_ms, "--epoch-ms"), _pairs(args.stacked, "--stacked"))
+        return other_protocol(suite, _pairs(args.epoch_ms, "--epoch-ms"), _pairs(args.stacked, "--stacked"),
+                              _pairs(args.shared, "--shared"))
     tables = yaml.safe_load(PUBLISHED.read_text())["tables"]
     hours, runs, bound = defaultdict(float), defaultdict(int), defaultdict(float)
     unmatched, by_name = [], 0
