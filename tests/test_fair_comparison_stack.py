@@ -418,3 +418,53 @@ def test_jobs_hold_whole_shapes_with_stack_and_the_old_chunks_without(per_job):
         assert sum(any(fc.shape_key(grid[i]) == shape for i in part) for part in parts) == 1
     assert all(len(part) <= max(per_job, 8) for part in parts)
     assert [stacked.part_configs("GIN", p) for p in range(len(parts))] == [[grid[i] for i in part] for part in parts]
+
+
+def test_an_observed_trajectory_resumes_to_the_same_results(families):
+    """The observers' stopping state travels in the run's checkpoint payload: resumed after epoch 3 (one observer
+    still training, or both), the results equal the uninterrupted run's."""
+    import copy
+
+    data, parts = _data(families, double=True)
+    configs = [{**SAGE, "learning_rate": 0.05, "epochs": 10, "patience": 1, **rule} for rule in RULES]
+    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    observers = [fc.observer_settings(c) for c in cfgs]
+    _, build = _builder(data, parts, configs[0], double=True)
+    saved = {}
+
+    def keep(run):
+        if run.state.epoch == 3:
+            saved["payload"] = copy.deepcopy(run.payload())
+
+    torch.manual_seed(5)
+    whole = train_holdout(build(), data.store, parts, cfgs[0], device=torch.device("cpu"), on_epoch=keep,
+                          observers=observers)
+    resumed = train_holdout(build(), data.store, parts, cfgs[0], device=torch.device("cpu"),
+                            state=saved["payload"], observers=observers)
+    assert [_strip(r) for r in resumed] == [_strip(r) for r in whole]
+
+
+def test_a_stack_of_observed_trajectories_resumes_to_the_same_results(families, tmp_path):
+    """A MemberStack with observers, checkpointed after every epoch, resumed from its last checkpoint (the epoch
+    before the last observer stopped): the same results as the uninterrupted stack."""
+    from gnnbench.training.engine import Checkpoint
+    from gnnbench.training.stacked_holdout import MemberStack
+
+    data, parts = _data(families, double=True)
+    configs = [{**GIN, "dropout": 0.0, "epochs": 6, **m, "patience": 1, **rule} for m in MEMBERS[:2] for rule in RULES]
+    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
+    built = [fc.member_build(c) for c in cfgs]
+    builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
+
+    def make():
+        return MemberStack([builds[0], builds[2]], [11, 22], [cfgs[0], cfgs[2]], data.store, parts,
+                           device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
+                           checkpoint=Checkpoint(tmp_path / "stack.pt", "k", None, every_s=0.0),
+                           observers=[[fc.observer_settings(c) for c in cfgs[:2]],
+                                      [fc.observer_settings(c) for c in cfgs[2:]]])
+
+    whole = make().fit()
+    stack = make()
+    assert stack.resume() and 0 < stack.epoch < max(r["epochs"] for r in whole)
+    assert [_strip(r) for r in stack.fit()] == [_strip(r) for r in whole]
