@@ -26,12 +26,13 @@ seeds' runs in one process, in one of two ways:
   exactly its separate run (own batch order, same checkpoint key and outputs).
 
 Why one after another on CPU by default: there the P1 models are bound by arithmetic and memory traffic, not by
-per-operation overhead, and their wide forms (grouped products over strided member blocks) cost as much per member
-as the separate models: 4 seeds of GatedGCN / GCN ZINC 100k as a wide stack took 1.10× / 1.00× the CPU time of the
-same seeds one after another in one process (``benchmarks/p1_seed_stack_speed.py``, paired runs), with 3× the peak
-memory. The job's gain on CPU is sharing one process (interpreter, imports, the dataset, warm allocator) — which
-one after another has too, with exact separate-run results. On CUDA a ZINC-sized batch is bound by kernel launches,
-which a stack shares; that is where the wide stack is the default (not measured in this project yet).
+per-operation overhead, and their wide forms (grouped products over strided member blocks) cost about as much per
+member as the separate models: the epochs of 4 seeds of GatedGCN / GCN ZINC 100k as one wide stack took ≈ 0.9× /
+1.0× the time of the same seeds one after another in one process, the stack's build check ≈ 2 s / 0.5 s more, with
+3× the peak memory (``benchmarks/p1_seed_stack_speed.py``, 1 thread). That small gain does not pay for the shared
+batch order; the job's real gain on CPU is sharing one process (interpreter, imports, the dataset, warm caches),
+which one after another has too, with exact separate-run results. On CUDA a ZINC-sized batch is bound by kernel
+launches, which a stack shares; that is where the wide stack is the default (not measured in this project yet).
 
 Pre-emption: every member's checkpoint is written after each epoch (its weights, run state, schedule, the shared
 shuffling RNG and the stack's optimiser state). A rerun resumes the stack when the checkpoints of its running
