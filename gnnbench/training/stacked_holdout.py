@@ -280,8 +280,6 @@ class HoldoutStack:
             self._stop(done)
             if self.checkpoint is not None and self.active and self.checkpoint.due():
                 self.checkpoint.save(self.state_dict())
-        if self.observers is not None:
-            return [{**r, "num_params": self.num_params[m]} for m, o in enumerate(self.observers) for r in o.results()]
         return [self._result(m) for m in range(len(self.states))]
 
     def _result(self, member: int) -> dict:
