@@ -41,6 +41,12 @@ of each protocol's zoo one short training per device through the public job entr
   split, two initialisations trained as one stacked model (label propagation: one run).
 * fair-comparison (:func:`gnnbench.protocols.fair_comparison.run_inner`): the presets ``fair_*`` (GIN GraphSAGE
   DGCNN DiffPool ECC MolecularFingerprint DeepMultisets), the first point of each grid, on GRAPH-FAMILIES.
+* wide stacks (mode ``stack``, :mod:`gnnbench.training.wide`): the models with a wide form train several runs as one
+  stack on each device — benchmarking-gnns MLP GCN GIN GatedGCN on PATTERN, two seeds in one job
+  (:func:`gnnbench.protocols.benchmarking_gnns.train_seeds` with ``stack=True``), and fair-comparison GIN, two grid
+  points of one shape with different learning rates and stopping rules (``run_inner(stack=True)``: one stack, the
+  two rules observing one training each). Their losses (the members' series one after another) are compared like
+  the single runs', and a run that fell back to training one after another fails the check.
 
 Every run trains ``--epochs`` epochs (no early stop can trigger in so few); the batch size is capped at 4 so every
 epoch takes several optimiser steps.
@@ -129,6 +135,9 @@ FAIR_PRESETS = {"GIN": "fair_GIN", "GraphSAGE": "fair_GraphSAGE", "DGCNN": "fair
                 "ECC": "fair_ECC", "MolecularFingerprint": "fair_Baseline_chemical",
                 "DeepMultisets": "fair_Baseline_social"}
 PITFALLS_INITS = 2
+STACK_P1_MODELS = ("MLP", "GCN", "GIN", "GatedGCN")  # benchmark models with a wide form (gnnbench.training.wide)
+STACK_FAIR_MODELS = ("GIN",)
+STACK_SEEDS = (41, 42)
 
 
 @dataclass
@@ -139,7 +148,7 @@ class Case:
     dataset: str
     model: str
     preset: str
-    mode: str = "compare"  # compare: dropout off, results compared; dropout: the preset's dropout
+    mode: str = "compare"  # compare: dropout off, results compared; dropout: the preset's dropout; stack: wide stack
     pe_dim: int | None = None
     config: dict = field(default_factory=dict)
 
@@ -458,16 +467,74 @@ def build_cases(quick: bool, epochs: int, only: list[str] | None) -> list[Case]:
         config = {**base, **{key: values[0] for key, values in grid.items()}}
         config["batch_size"] = min(int(config["batch_size"]), MAX_BATCH)
         cases.append(Case("fair-comparison", "GRAPH-FAMILIES", model, preset, config=config))
+    cases += stack_cases(cases)
     if only:
         cases = [c for c in cases if c.model in only]
     compared = []
     for case in cases:
         rates = {k: v for k, v in case.config.items() if k in DROPOUT_KEYS and float(v) > 0}
+        if case.mode == "stack":
+            case.config.update({k: 0.0 for k in rates})
+            continue
         if not quick and (rates or case.model in FIXED_DROPOUT_MODELS and case.protocol == "fair-comparison"):
             compared.append(Case(case.protocol, case.dataset, case.model, case.preset, "dropout", case.pe_dim,
                                  dict(case.config)))
         case.config.update({k: 0.0 for k in rates})
     return cases + compared
+
+
+def stack_cases(cases: list[Case]) -> list[Case]:
+    """The wide-stack cases (module docstring), from the PATTERN and fair-comparison cases' configs: P1 as is (its
+    seeds are the job's), fair-comparison as two grid points of one shape."""
+    stacked = []
+    for case in cases:
+        if case.protocol == "benchmarking-gnns" and case.dataset == "PATTERN" and case.model in STACK_P1_MODELS:
+            stacked.append(Case(case.protocol, case.dataset, case.model, case.preset, "stack", None, dict(case.config)))
+        elif case.protocol == "fair-comparison" and case.model in STACK_FAIR_MODELS:
+            first = {k: 0.0 if k in DROPOUT_KEYS else v for k, v in case.config.items()}
+            second = {**first, "learning_rate": float(first["learning_rate"]) / 2,
+                      "early_stopping": "loss" if first.get("early_stopping") == "accuracy" else "accuracy"}
+            stacked.append(Case(case.protocol, case.dataset, case.model, case.preset, "stack", None,
+                                {"configs": [first, second]}))
+    return stacked
+
+
+def run_stack_case(case: Case, device: str, data: dict, out: Path, threads: int) -> dict:
+    """Train ``case``'s runs as one wide stack on ``device``: its members' losses one after another; raises when
+    the runs did not train as a wide stack."""
+    import pyarrow.parquet as pq
+
+    if case.protocol == "benchmarking-gnns":
+        from gnnbench.protocols.benchmarking_gnns import train_seeds
+
+        dirs = [out / f"seed{s}" for s in STACK_SEEDS]
+        metrics = train_seeds(dataset_dir=data["data"], splits_path=data["splits"], fold=0, config=case.config,
+                              seeds=list(STACK_SEEDS), out_dirs=dirs, device=device, threads=threads,
+                              label=case.model, stack=True)
+        if not all(m.get("stack", {}).get("wide") for m in metrics):
+            raise RuntimeError("the seeds did not train as one wide stack")
+        histories = [pq.read_table(d / "history.parquet").to_pandas() for d in dirs]
+        return {"losses": {part: [v for h in histories for v in h[part]] for part in ("train_loss", "val_loss")},
+                "metric": float(np.mean([m["test"]["metric"] for m in metrics])),
+                "metric_name": f"test {metrics[0]['metric']} (mean of seeds)", "epochs": len(histories[0]),
+                "seconds": list(histories[0]["seconds"])}
+    from gnnbench.protocols.fair_comparison import run_inner
+
+    configs = case.config["configs"]
+    run_inner(dataset_dir=data["data"], splits_path=data["splits"], fold=0, configs=configs,
+              positions=list(range(len(configs))), seed=0, out=out / "part0.parquet", device=device,
+              threads=threads, stack=True)
+    rows = pq.read_table(out / "part0.parquet").to_pylist()
+    results = [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*.json"))]
+    if len(results) != len(configs) or not all("stack" in r for r in results):
+        raise RuntimeError("the grid points did not train as one wide stack")
+    results.sort(key=lambda r: json.dumps(r["config"], sort_keys=True))
+    histories = [r["history"] for r in results]
+    return {"losses": {part: [h[part] for history in histories for h in history]
+                       for part in ("train_loss", "val_loss")},
+            "metric": float(np.mean([r["val_accuracy"] for r in rows])),
+            "metric_name": "val accuracy (mean of the grid points)", "epochs": len(histories[0]),
+            "seconds": [h["seconds"] for h in histories[0]]}
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -502,6 +569,8 @@ def run_case(case: Case, device: str, data: dict, out: Path, threads: int) -> di
     import pyarrow.parquet as pq
 
     out.mkdir(parents=True, exist_ok=True)
+    if case.mode == "stack":
+        return run_stack_case(case, device, data, out, threads)
     if case.protocol == "benchmarking-gnns":
         from gnnbench.protocols.benchmarking_gnns import train
 
@@ -576,7 +645,7 @@ def check(cases: list[Case], devices: list[str], datasets: dict, work: Path, thr
                 torch.cuda.reset_peak_memory_stats()
             start = time.perf_counter()
             try:
-                same_masks = case.mode == "compare"
+                same_masks = case.mode in ("compare", "stack")
                 with device_independent_dropout(1000 + number) if same_masks else contextlib.nullcontext():
                     result = run_case(case, device, datasets[case.dataset], work / f"case{number}" / f"dev{index}",
                                       threads)
@@ -603,7 +672,7 @@ def check(cases: list[Case], devices: list[str], datasets: dict, work: Path, thr
                            val_losses=list(result["losses"]["val_loss"]))
             results.append(result)
             case_rows.append(row)
-        comparable = case.mode == "compare" or len({d.split(":")[0] for d in devices}) == 1
+        comparable = case.mode in ("compare", "stack") or len({d.split(":")[0] for d in devices}) == 1
         for row, result in zip(case_rows[1:], results[1:], strict=True):
             if result is None or results[0] is None or not comparable:
                 continue

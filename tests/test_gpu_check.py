@@ -140,22 +140,26 @@ def test_seconds_per_epoch_leaves_out_the_first_epoch(gpu_check):
 
 def test_the_cpu_part_runs_one_model_per_protocol(gpu_check, tmp_path):
     """GCN (benchmarking-gnns PATTERN, pitfalls CSBM) and GIN (benchmarking-gnns, fair-comparison), each trained
-    twice on the CPU through the job entry points: the two runs must agree exactly."""
+    twice on the CPU through the job entry points, and the wide stacks (two P1 seeds of GCN and of GIN, two
+    fair-comparison GIN grid points): the two runs must agree exactly, and the stacks must not fall back."""
     status = gpu_check.main(["--devices", "cpu", "cpu", "--quick", "--threads", "1", "--only", "GCN", "GIN",
                              "--out", str(tmp_path)])
     result = json.loads((tmp_path / "gpu_check.json").read_text())
     rows = result["rows"]
     assert {(r["protocol"], r["model"]) for r in rows} == {
         ("benchmarking-gnns", "GCN"), ("benchmarking-gnns", "GIN"), ("pitfalls", "GCN"), ("fair-comparison", "GIN")}
-    assert [r["status"] for r in rows] == ["OK"] * 12, [r["error"] for r in rows]
+    assert [r["status"] for r in rows] == ["OK"] * 18, [r["error"] for r in rows]
+    stacks = {(r["protocol"], r["model"]) for r in rows if r["mode"] == "stack"}
+    assert stacks == {("benchmarking-gnns", "GCN"), ("benchmarking-gnns", "GIN"), ("fair-comparison", "GIN")}
     assert status == 0
     steps = [r for r in rows if r["mode"] == "onestep"]
     assert len(steps) == 4 and all(r["device"] == "cpu#2" for r in steps)
     assert all(r[k] == 0.0 for r in steps for k in ("output_diff", "loss_diff", "grad_diff"))
     assert all(r["loss_diff"] == 0.0 and r["diverged_epoch"] is None for r in rows
-               if r["device"] == "cpu#2" and r["mode"] == "compare")
+               if r["device"] == "cpu#2" and r["mode"] in ("compare", "stack"))
     inits = {"pitfalls": gpu_check.PITFALLS_INITS}  # pitfalls: the inits' series one after another
     assert all(len(r["train_losses"]) == len(r["val_losses"]) == 2 * inits.get(r["protocol"], 1)
                for r in rows if r["mode"] == "compare")
-    assert (tmp_path / "gpu_check.md").read_text().count("| OK |") == 12
+    assert all(len(r["train_losses"]) == len(r["val_losses"]) == 2 * 2 for r in rows if r["mode"] == "stack")
+    assert (tmp_path / "gpu_check.md").read_text().count("| OK |") == 18
     assert not (tmp_path / "work").exists()

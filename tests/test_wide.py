@@ -260,3 +260,31 @@ def test_check_runs_without_dropout_so_models_with_functional_dropout_widen():
     torch.manual_seed(0)
     first = stack(batch)
     assert not torch.allclose(first, stack(batch))  # dropout is on again: fresh masks per call
+
+
+def test_gcn_with_batch_norm_widens_in_float32_and_a_wrong_gradient_is_still_caught():
+    """The P1 GCN runs in float32 only, and the bias before a training-mode batch norm has a gradient of 0 in exact
+    arithmetic: its float32 rounding is large relative to itself but not to the model's gradients, so the check
+    compares gradients at the member's largest gradient. A gradient error of that size is still refused."""
+    torch.set_default_dtype(torch.float32)
+    cfg = run_config("SBMs_node_clustering_GCN_PATTERN_100k", dict(L=2, hidden_dim=16, out_dim=16))
+    assert cfg["batch_norm"]
+    models = _members(lambda: build_model(cfg, meta_for("node_classification", 2)), [0, 1])
+    batch = one_batch(random_graphs(32, seed=0, min_nodes=15, max_nodes=30))  # sums large enough to round
+    check_widened(WideStack(models), models, (batch,))
+
+    class Doubled(torch.autograd.Function):  # the forward as is, member 1's gradient twice what it should be
+        @staticmethod
+        def forward(ctx, h):
+            return h.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            grad = grad.clone()
+            grad[:, grad.shape[1] // 2:] *= 2
+            return grad
+
+    stack = WideStack(models)
+    stack.model.architecture.layers[0].register_forward_hook(lambda module, args, out: Doubled.apply(out))
+    with pytest.raises(NotWidenable, match="gradient differs"):
+        check_widened(stack, models, (batch,))
