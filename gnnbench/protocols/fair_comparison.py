@@ -723,9 +723,8 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
     ``records_out`` also their run records (:mod:`gnnbench.records`; ``label``: the suite's model label).
 
     ``stack``: where the runs hold out the same graphs (``final_holdout: selection``) they train as one wide stack
-    (:func:`_train_stack`) where the model widens, else as one vmapped stack (:func:`_train_final_stack`) where it
-    can be vmapped, else one after another. Off by default (the suite's ``stack``); the vmapped stack alone costs
-    more than it saves on a CPU for Errica's GIN (``benchmarks/fair_comparison_stacked.py``)."""
+    (:func:`_train_stack`) where the model widens, else one after another (exactly as without ``stack``; one log
+    line says why). Off by default (the suite's ``stack``)."""
     out = Path(out)
     if holdout not in HOLDOUTS:
         raise ConfigError(f"final_holdout: {holdout!r} is not one of {', '.join(HOLDOUTS)}")
@@ -746,8 +745,9 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
         if stack and runs > 1 and _same_parts(parts):
             results = _train_stack(data, [chosen["config"]] * runs, parts, seeds, out.parent / "runs", whats, dev,
                                    guard, "final runs")
-        if stack and results is None:
-            results = _train_final_stack(data, chosen["config"], parts, seeds, out.parent / "runs", whats, dev, guard)
+        elif stack and runs > 1:
+            _explain(chosen["config"].get("model", "model"),
+                     "they hold out different graphs (final_holdout: fresh); a stack trains on one training set")
         for r, s in enumerate(seeds):
             result = results[r] if results is not None else _train_cached(
                 data, chosen["config"], parts[r], s, out.parent / "runs", whats[r], dev, guard)
@@ -767,75 +767,6 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
                                [chosen["config"]] * len(rows), rows, weights, dev)
 
     _stoppable(job, out)
-
-
-def _train_final_stack(data: _Data, config: dict, parts: list[dict[str, np.ndarray]], seeds: list[int], run_dir: Path,
-                       whats: list[dict], device, guard) -> list[dict] | None:
-    """The final runs of one fold (run r: ``seeds[r]`` on ``parts[r]``) trained as one stack
-    (:mod:`gnnbench.training.stacked_holdout`: the members share the first run's batch order and dropout masks), or
-    their stored results; None where they cannot be stacked — one run, different hold-outs (``final_holdout:
-    fresh``), or a model that cannot be vmapped (one log line says why) — and the caller trains them one by one.
-    A member's result is stored as ``run_dir/{id}.json`` with an id that also names the stack's stream, so results
-    of runs trained alone and of stack members are never mixed; the stack resumes from ``run_dir/{id}.checkpoint.pt``
-    (id from its members' ids)."""
-    from gnnbench.models.registry import ModelData, build_model
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.functional_stack import NotStackable
-    from gnnbench.training.stacked_holdout import HoldoutStack
-
-    if len(seeds) < 2:
-        return None
-    name = config.get("model", "model")
-    if any(not np.array_equal(p[k], parts[0][k]) for p in parts[1:] for k in parts[0]) or any(
-            p.keys() != parts[0].keys() for p in parts):
-        _explain(name, "they hold out different graphs (final_holdout: fresh); a stack trains on one training set")
-        return None
-    part_keys = {p: sha256_json(v.tolist()) for p, v in parts[0].items()}
-    keys = [sha256_json({"config": config, "data": data.key, "seed": s, "parts": part_keys,
-                         "stack_stream": seeds[0]}) for s in seeds]
-    paths = [run_dir / f"{key[:24]}.json" for key in keys]
-    stored = []
-    for key, path in zip(keys, paths, strict=True):
-        try:
-            result = read_json(path, "run result") if path.is_file() else None
-        except DataError:
-            result = None  # unreadable: train again
-        stored.append(result if result is not None and result.get("key") == key else None)
-    if all(r is not None for r in stored):
-        return stored
-    cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
-    tensors = {p: torch.from_numpy(v) for p, v in parts[0].items()}
-    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
-    stack_key = sha256_json(keys)
-    checkpoint_path = run_dir / f"{stack_key[:24]}.checkpoint.pt"
-    checkpoint = Checkpoint(checkpoint_path, stack_key, guard, every_s=CHECKPOINT_SECONDS,
-                            label=f"final runs of fold {whats[0]['fold']} (stack of {len(seeds)})")
-    try:
-        trainer = HoldoutStack(lambda: build_model(cfg, model_data, default_variant=ERRICA2020), seeds,
-                               data.store, tensors, cfg, device=device, checkpoint=checkpoint)
-    except NotStackable as exc:
-        _explain(name, str(exc))
-        return None
-    try:
-        resumed = trainer.resume()
-    except (KeyError, TypeError, RuntimeError, ValueError) as exc:  # another layout: start afresh
-        log.warning("checkpoint %s does not fit this stack (%s); training from scratch", checkpoint_path, exc)
-        trainer = HoldoutStack(lambda: build_model(cfg, model_data, default_variant=ERRICA2020), seeds,
-                               data.store, tensors, cfg, device=device, checkpoint=checkpoint)
-        resumed = False
-    if resumed:
-        log.info("resuming %s from %s at epoch %d", checkpoint.label, checkpoint_path, trainer.epoch)
-    results = []
-    for key, path, what, s, out in zip(keys, paths, whats, seeds, trainer.fit(), strict=True):
-        result = {"key": key, **what, "config": config, "seed": s, "num_params": trainer.num_params,
-                  "best_epoch": out["best_epoch"], "epochs": out["epochs"], "stop_reason": out["stop_reason"],
-                  "status": out["status"], "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
-                  **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
-                  "history": out["history"], "stack_stream": seeds[0]}
-        write_json(path, result)
-        results.append(result)
-    checkpoint_path.unlink(missing_ok=True)
-    return results
 
 
 def _same_parts(parts: list[dict[str, np.ndarray]]) -> bool:
