@@ -1,6 +1,7 @@
 # Target lists, wildcard constraints and input functions shared by the rules. Every path comes from gnnbench.paths;
 # what differs between protocols comes from the protocol objects (gnnbench.protocols), never from their names here.
 import re
+from types import SimpleNamespace
 
 from gnnbench import paths
 from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
@@ -15,6 +16,8 @@ def _alternatives(names):
 P1_DATASETS = SUITE.protocol_datasets(benchmarking_gnns.NAME)
 PITFALLS_DATASETS = SUITE.protocol_datasets(pitfalls.NAME)
 FAIR_DATASETS = SUITE.protocol_datasets(fair_comparison.NAME)
+# benchmarking-gnns benchmarks with `stack: true`: a job trains all seeds of a model × fold
+P1_STACKED = [d for d in P1_DATASETS if SUITE.benchmarks[d].stack]
 
 
 wildcard_constraints:
@@ -82,3 +85,25 @@ def table_category(name):
     """Report category of a table: its dataset (also for {dataset}_folds, {dataset}_significance), else the
     suite-wide summaries."""
     return SUITE.table_protocol(name)[1] or "Suite"
+
+
+# benchmarking-gnns `stack: true` (training.smk): one rule per (dataset, model), named and sized here
+def _seed_stack_rules():
+    names = set()
+    for dataset in P1_STACKED:
+        benchmark = SUITE.benchmarks[dataset]
+        for model, seeds in benchmark.seed_stacks():
+            slug = re.sub(r"\W", "_", f"{dataset}_{model}")
+            name = f"train_seeds_{slug}"
+            name = name if name not in names else f"{name}_{len(names)}"
+            names.add(name)
+            yield name, dataset, model, seeds
+
+
+def _stack_resources(seeds):
+    res = SUITE.rule_resources("train")
+    return {**res, "mem_mb": res["mem_mb"] * len(seeds), "runtime": res["runtime"] * len(seeds)}
+
+
+def stack_run_inputs(dataset, model):
+    return run_inputs(SimpleNamespace(dataset=dataset, model=model))

@@ -3,12 +3,8 @@
 # Every job also writes its runs' records (gnnbench.records) under results/records/.
 
 
-from types import SimpleNamespace
-
-
 # benchmarking-gnns: one run = one model config × seed × fold; a benchmark with `stack: true` trains the
 # seeds of a model × fold in one job instead (rules train_seeds_* below)
-P1_STACKED = [d for d in P1_DATASETS if SUITE.benchmarks[d].stack]
 
 
 rule train:
@@ -42,29 +38,13 @@ rule train:
 # aggregation and tables are unchanged. One rule per (dataset, model): a rule's outputs are fixed lists, and the
 # seeds are the model's. A job asks for the train stage's CPUs and GPU; memory and runtime are a run's times the
 # number of seeds (the one-after-another fallback's need; a stack needs less).
-def _seed_stack_rules():
-    names = set()
-    for dataset in P1_STACKED:
-        benchmark = SUITE.benchmarks[dataset]
-        for model, seeds in benchmark.seed_stacks():
-            name = "train_seeds_" + re.sub(r"\W", "_", f"{dataset}_{model}")
-            name = name if name not in names else f"{name}_{len(names)}"
-            names.add(name)
-            yield name, dataset, model, seeds
-
-
-def _stack_resources(seeds):
-    res = SUITE.rule_resources("train")
-    return {**res, "mem_mb": res["mem_mb"] * len(seeds), "runtime": res["runtime"] * len(seeds)}
-
-
 for _name, _dataset, _model, _seeds in _seed_stack_rules():
 
     rule:
         name:
             _name
         input:
-            unpack(lambda wc, d=_dataset, m=_model: run_inputs(SimpleNamespace(dataset=d, model=m))),
+            unpack(lambda wc, d=_dataset, m=_model: stack_run_inputs(d, m)),
         output:
             metrics=[paths.P1_METRICS.format(dataset=_dataset, model=_model, seed=s, fold="{fold}") for s in _seeds],
             history=[paths.P1_HISTORY.format(dataset=_dataset, model=_model, seed=s, fold="{fold}") for s in _seeds],
