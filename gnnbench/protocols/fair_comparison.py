@@ -836,16 +836,11 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
         return MemberStack(builds, seeds, cfgs, data.store, tensors, device=device, checkpoint=checkpoint,
                            frozen=[set(f) for _, f in built], observers=observed)
 
+    from gnnbench.training.wide import NotWidenable
+
     try:
         trainer = make()
-    except ImportError as exc:
-        _explain(name, f"no wide stack: {exc}", kind, "not trained as one wide stack")
-        return None
-    except Exception as exc:
-        from gnnbench.training.wide import NotWidenable
-
-        if not isinstance(exc, NotWidenable):
-            raise
+    except NotWidenable as exc:
         _explain(name, str(exc), kind, "not trained as one wide stack")
         return None
     try:

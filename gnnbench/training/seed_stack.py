@@ -51,6 +51,7 @@ from pathlib import Path
 
 import torch
 
+from gnnbench.training import wide as _wide
 from gnnbench.training.checkpoint import CHECKPOINT_FILE, read_checkpoint, restore_rng, rng_state
 from gnnbench.training.engine import (
     Checkpoint,
@@ -127,7 +128,7 @@ def _train_seeds(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config,
     if reason is None:
         try:
             return SeedStack(guard, data, cfgs, out_dirs, label).train(setup_start)
-        except NotWidenableError as exc:
+        except _wide.NotWidenable as exc:
             reason = f"the model does not widen ({exc})"
     if len(seeds) > 1:
         log.info("training seeds %s one after another: %s", seeds, reason)
@@ -136,16 +137,6 @@ def _train_seeds(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config,
         results.append(train_one(guard, data, cfg, out_dir, label, setup_start))
         setup_start = time.perf_counter()
     return results
-
-
-try:  # the wide stack core; without it every config trains one seed after another
-    from gnnbench.training import wide as _wide
-    NotWidenableError = _wide.NotWidenable
-except ImportError:  # pragma: no cover - until the module lands
-    _wide = None
-
-    class NotWidenableError(Exception):
-        pass
 
 
 class _Member:
@@ -200,8 +191,6 @@ class SeedStack:
 
     def __init__(self, guard: StopOnSignal, data: RunData, cfgs: list[dict], out_dirs: list[Path],
                  label: str | None) -> None:
-        if _wide is None:
-            raise NotWidenableError("gnnbench.training.wide is not available")
         self.guard, self.data, self.label = guard, data, label
         seeds = [cfg["seed"] for cfg in cfgs]
         self.info = {"stack": {"seeds": seeds, "batch_order_seed": seeds[0], "wide": True}}

@@ -79,7 +79,7 @@ class MemberStack:
     ``num_params[r]`` counts member r's trainable weights without them.
 
     Where the network cannot be widened (:class:`~gnnbench.training.wide.NotWidenable`, raised here before anything
-    trains; also when the wide module is missing) the caller trains the runs one after another. The whole stack (its
+    trains) the caller trains the runs one after another. The whole stack (its
     weights, optimiser, members' stopping and histories, both random streams) is one checkpoint, saved between epochs
     at most every ``checkpoint.every_s`` seconds, so a stopped job resumes to the same results."""
 
