@@ -539,13 +539,7 @@ def _train_observed(data: _Data, configs: list[dict], parts: dict[str, np.ndarra
                               "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
     keys = [sha256_json({"trajectory": trajectory, "observer": observer_settings(c)}) for c in configs]
     result_paths = [run_dir / f"{key[:24]}.json" for key in keys]
-    stored = []
-    for key, path in zip(keys, result_paths, strict=True):
-        try:
-            result = read_json(path, "run result") if path.is_file() else None
-        except DataError:
-            result = None  # unreadable: train again
-        stored.append(result if result is not None and result.get("key") == key else None)
+    stored = _stored_results(keys, result_paths)
     if all(r is not None for r in stored):
         return stored
     cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
@@ -570,6 +564,19 @@ def _train_observed(data: _Data, configs: list[dict], parts: dict[str, np.ndarra
         results.append(result)
     checkpoint_path.unlink(missing_ok=True)
     return results
+
+
+def _stored_results(keys: list[str], paths: list[Path]) -> list[dict | None]:
+    """The stored result of each run (``paths[i]`` holding key ``keys[i]``), None where missing, unreadable or
+    another run's: those train again."""
+    stored = []
+    for key, path in zip(keys, paths, strict=True):
+        try:
+            result = read_json(path, "run result") if path.is_file() else None
+        except DataError:
+            result = None
+        stored.append(result if result is not None and result.get("key") == key else None)
+    return stored
 
 
 def _setup(device: str, threads: int | None):
@@ -810,13 +817,7 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
                 for k, obs in zip(alone, settings, strict=True) for o in obs]
         runs = [(c, s) for obs, s in zip(observers, seeds, strict=True) for c in obs]
     paths = [run_dir / f"{key[:24]}.json" for key in keys]
-    stored = []
-    for key, path in zip(keys, paths, strict=True):
-        try:
-            result = read_json(path, "run result") if path.is_file() else None
-        except DataError:
-            result = None  # unreadable: train again
-        stored.append(result if result is not None and result.get("key") == key else None)
+    stored = _stored_results(keys, paths)
     if all(r is not None for r in stored):
         return stored
     cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
