@@ -44,6 +44,7 @@ import torch
 
 from gnnbench.errors import ConfigError
 from gnnbench.training import checkpoint as _checkpoint
+from gnnbench.training import eager_optim
 from gnnbench.training.checkpoint import load_resumable, restore_rng, rng_state
 from gnnbench.training.preemption import Preempted, StopOnSignal
 from gnnbench.training.stacked_adam import StackedAdam
@@ -57,13 +58,15 @@ def make_optimizer(params: torch.nn.Module | Iterable[torch.Tensor], lr: float, 
                    name: str = "Adam"):
     """The optimiser of a run. ``Adam`` and ``SGD`` (no momentum): ``torch.optim`` with classic (coupled) L2 weight
     decay, fused kernels (one pass over all parameters, the same update up to rounding: small models spend most of a
-    step in the per-tensor loop otherwise). ``TF1Adam``: TensorFlow 1's Adam (:mod:`~gnnbench.training.stacked_adam`,
-    the pitfalls protocol; L2 is a loss term there, so ``weight_decay`` must be 0)."""
+    step in the per-tensor loop otherwise), as :mod:`~gnnbench.training.eager_optim` runs them (without importing
+    torch's compiler in a process that compiles nothing). ``TF1Adam``: TensorFlow 1's Adam
+    (:mod:`~gnnbench.training.stacked_adam`, the pitfalls protocol; L2 is a loss term there, so ``weight_decay`` must
+    be 0)."""
     params = list(params.parameters() if isinstance(params, torch.nn.Module) else params)
     if name == "Adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
+        return eager_optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
     if name == "SGD":
-        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, fused=True)
+        return eager_optim.SGD(params, lr=lr, weight_decay=weight_decay, fused=True)
     if name == "TF1Adam":
         if weight_decay:
             raise ConfigError("optimizer TF1Adam takes its L2 term in the loss; weight_decay must be 0")
