@@ -98,8 +98,9 @@ def _plain(value):
     return value if isinstance(value, int | str) and not isinstance(value, bool) else None
 
 
-# benchmarking-gnns with `stack: true`: one rule per (dataset, model), all seeds of a fold in one job
-# (workflow/rules/training.smk); it asks for the train stage's CPUs and its memory times the number of seeds
+# benchmarking-gnns with `seeds_per_job` / `stack: true`: one rule per (dataset, model, group of seeds), the group's
+# seeds of a fold in one job (workflow/rules/training.smk); it asks for the train stage's CPUs and its memory times
+# the number of seeds
 SEED_STACK_PREFIX = "train_seeds_"
 
 

@@ -131,6 +131,10 @@ BAD_CONFIGS = [
                                             "labels (transductive node classification), but dataset CSL is a "
                                             "graph_classification dataset of 150 graphs; use protocol benchmarking"),
     ("benchmarks.CSL.inits", 20, "benchmarks.CSL.inits: not a setting of protocol benchmarking-gnns"),
+    ("benchmarks.CSL.seeds_per_job", 0, "benchmarks.CSL.seeds_per_job: 0 is less than the minimum of 1"),
+    ("benchmarks.CSBM.seeds_per_job", 2, "benchmarks.CSBM.seeds_per_job: not a setting of protocol pitfalls"),
+    ("benchmarks.GRAPH-FAMILIES.seeds_per_job", 2,
+     "benchmarks.GRAPH-FAMILIES.seeds_per_job: not a setting of protocol fair-comparison"),
     ("benchmarks.CSL.seeds", None, "benchmarks.CSL: protocol benchmarking-gnns needs seeds"),
     ("datasets", None, "config: 'datasets' is a required property"),
     ("datasets.PATTERN.params.num_val", 5, "datasets.PATTERN.params.num_val: 5 graphs cannot hold one graph of each "

@@ -187,6 +187,34 @@ def test_the_workflow_plans_one_job_per_model_and_fold_for_a_stacked_benchmark(t
     assert "mem_mb=6000" in block and "runtime=2160" in block
 
 
+def test_seeds_per_job_groups_consecutive_seeds_into_jobs_without_a_stack(tmp_path):
+    """seeds_per_job 2 of seeds [1, 2, 3]: per fold one job of seeds 1 and 2 and one of seed 3 (named by their first
+    seed), no stack (the job trains them one after another on any device), and a model whose seeds fit one job
+    keeps the plain rule name."""
+    suite = {
+        "threads_per_run": 1,
+        "datasets": {"CSL": {"generator": "csl", "seed": 2, "params": {"copies_per_class": 5}}},
+        "benchmarks": {"CSL": {"seeds": [1, 2, 3], "seeds_per_job": 2, "folds": [0, 1], "set": {"epochs": 1},
+                               "models": {"GCN": "CSL_graph_classification_GCN_CSL_100k",
+                                          "MLP": {"preset": "CSL_graph_classification_MLP_CSL_100k",
+                                                  "seeds": [4, 5]}}}},
+    }
+    dry = snakemake(tmp_path, "-n", "-p", config=suite)
+    assert dry.returncode == 0, dry.stderr
+    counts = job_counts(dry.stdout)
+    assert counts.get("train_seeds_CSL_GCN_seed1") == 2 and counts.get("train_seeds_CSL_GCN_seed3") == 2
+    assert counts.get("train_seeds_CSL_MLP") == 2 and "train" not in counts
+    block = re.search(r"rule train_seeds_CSL_GCN_seed1:.*?resources: ([^\n]*)", dry.stdout, flags=re.S).group(1)
+    assert "mem_mb=4000" in block  # two seeds' memory
+    outputs = re.findall(r"rule train_seeds_CSL_GCN_seed3:.*?output: ([^\n]*)", dry.stdout, flags=re.S)
+    assert all("seed3" in o and "seed1" not in o and "seed2" not in o for o in outputs)
+
+    from gnnbench.config.suite import load_suite
+
+    benchmark = load_suite(suite).benchmarks["CSL"]
+    assert (benchmark.stack, benchmark.seed_stacks()) == (False, [("GCN", [1, 2]), ("GCN", [3]), ("MLP", [4, 5])])
+
+
 def test_slurm_names_the_train_stage_for_a_stack_job_that_fits_no_node():
     from gnnbench.errors import ConfigError
     from gnnbench.slurm import Node, check_requests

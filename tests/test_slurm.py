@@ -42,6 +42,7 @@ def tiny_default_suite() -> dict:
     """config/config.yaml reduced to a few seconds of work, every training run asking for a GPU."""
     config = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
     csl = config["benchmarks"]["CSL"]
+    csl.pop("seeds_per_job", None)  # one job per training run, as the group job checks below expect
     config["datasets"] = {"CSL": {**config["datasets"]["CSL"], "params": {"copies_per_class": 5}}}
     config["benchmarks"] = {"CSL": {
         **csl, "seeds": [14], "folds": [0, 1],

@@ -8,15 +8,16 @@ config × one seed × one fold (:func:`gnnbench.training.run.train_run`; link pr
 with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the learning rate falls below
 ``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
 budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
-CSL and TU) and by 20 per WikiCS split. With ``stack: true`` in a benchmark one job trains all seeds of a model on a
-fold (:func:`train_seeds`, :mod:`gnnbench.training.seed_stack`): on CUDA as one wide stack where the model widens
-— the seeds then share the first seed's mini-batch order, the one departure from separate runs — and on CPU (where
-a wide stack measured no faster) or for a model that does not widen one after another, each exactly its separate
-run; every seed's outputs and record are those of its own job. The default is one job
-per seed (each seed its own batch order, as the paper's runs), so published spreads over seeds keep the batch
-order's part. Models are the benchmark's: input encoders → L layers → task head
-(:func:`gnnbench.models.build_model`),
-sized by the published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
+CSL and TU) and by 20 per WikiCS split. With ``seeds_per_job: k`` in a benchmark one job trains k seeds of a model
+on a fold one after another in one process (:func:`train_seeds`, :mod:`gnnbench.training.seed_stack`), each
+exactly its separate run: the job saves the process start, the imports and the data loading of k − 1 jobs. With
+``stack: true`` (whose default ``seeds_per_job`` is all seeds) a job's seeds train on CUDA as one wide stack where
+the model widens — the seeds then share the first seed's mini-batch order, the one departure from separate runs —
+and on CPU (where a wide stack measured no faster) or for a model that does not widen one after another. Every
+seed's outputs and record are those of its own job. The default is one job per seed and no stack (each seed its
+own batch order, as the paper's runs), so published spreads over seeds keep the batch order's part. Models are
+the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build_model`), sized by the
+published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
 test and train scores, #params, epochs, s/epoch, total hours; with cross-validation also the min and max test
 score (CSL is reported as mean ± std, max, min over 5 folds × seeds). Standard deviations are population
 deviations (``np.std``), as the original computes them.
@@ -59,7 +60,9 @@ class BenchmarkingGNNsBenchmark(Benchmark):
     seeds: list[int] = field(default_factory=list)
     folds: list[int] = field(default_factory=list)
     model_seeds: dict[str, list[int]] = field(default_factory=dict)  # a model's own seeds (else ``seeds``)
-    # one job trains all seeds of a model × fold (gnnbench.training.seed_stack; workflow/rules/training.smk)
+    # seeds of a model × fold trained by one job (gnnbench.training.seed_stack; workflow/rules/training.smk) and
+    # whether such a job trains them as one wide stack where the device and model allow (CUDA)
+    seeds_per_job: int | None = 1  # None: all of a model's seeds
     stack: bool = False
 
     def runs(self) -> list[dict]:
@@ -70,11 +73,16 @@ class BenchmarkingGNNsBenchmark(Benchmark):
         return [RUN_DIR.format(**run) + "/metrics.json" for run in self.runs()]
 
     def seed_stacks(self) -> list[tuple[str, list[int]]]:
-        """(model, its seeds) of every job that trains a model's seeds together (one per fold), with
-        ``stack``; none without it (one job per seed)."""
-        if not self.stack:
+        """(model, seeds) of every job that trains several seeds of a model (one such job per fold): the model's
+        seeds in consecutive groups of ``seeds_per_job``; none with one seed per job."""
+        if self.seeds_per_job == 1:
             return []
-        return [(label, list(self.model_seeds.get(label, self.seeds))) for label in self.models]
+        jobs = []
+        for label in self.models:
+            seeds = list(self.model_seeds.get(label, self.seeds))
+            k = self.seeds_per_job or len(seeds)
+            jobs += [(label, seeds[i:i + k]) for i in range(0, len(seeds), k)]
+        return jobs
 
     def table_files(self) -> list[str]:
         return [TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
@@ -178,8 +186,10 @@ class BenchmarkingGNNs(Protocol):
         if bad:
             raise ConfigError(f"{where}.folds: fold(s) {bad} do not exist; {dataset.name} has {dataset.num_folds} "
                               f"fold(s), numbered from 0")
+        stack = bool(entry.get("stack", False))
         benchmark = BenchmarkingGNNsBenchmark(dataset.name, self.name, seeds=list(entry.get("seeds", [])),
-                                              folds=list(folds), stack=bool(entry.get("stack", False)))
+                                              folds=list(folds), stack=stack,
+                                              seeds_per_job=entry.get("seeds_per_job", None if stack else 1))
         shared = entry.get("set") or {}
         for label, model in models.items():
             model_where = f"{where}.models.{label}"

@@ -283,7 +283,7 @@ class FairComparison(Protocol):
                               f"{meta.node_features.kind if meta.node_features else 'none'}")
 
     def benchmark(self, dataset, entry: dict, where: str) -> FairComparisonBenchmark:
-        for key in ("seeds", "inits", "splits_per_job", "compare_with"):
+        for key in ("seeds", "inits", "splits_per_job", "seeds_per_job", "compare_with"):
             if key in entry:
                 raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name}; it has folds, seed, "
                                   "final_runs, grid_per_job and final_holdout")

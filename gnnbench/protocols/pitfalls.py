@@ -180,7 +180,7 @@ class Pitfalls(Protocol):
                               f"dataset of {meta.num_graphs} graphs; use protocol benchmarking-gnns")
 
     def benchmark(self, dataset, entry: dict, where: str) -> PitfallsBenchmark:
-        for key in ("seeds", "folds"):
+        for key in ("seeds", "folds", "seeds_per_job"):
             if key in entry:
                 raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name}; it trains `inits` "
                                   f"initialisations (seeded from `seed`) on every split of the dataset's split")

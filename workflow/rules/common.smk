@@ -16,8 +16,8 @@ def _alternatives(names):
 P1_DATASETS = SUITE.protocol_datasets(benchmarking_gnns.NAME)
 PITFALLS_DATASETS = SUITE.protocol_datasets(pitfalls.NAME)
 FAIR_DATASETS = SUITE.protocol_datasets(fair_comparison.NAME)
-# benchmarking-gnns benchmarks with `stack: true`: a job trains all seeds of a model × fold
-P1_STACKED = [d for d in P1_DATASETS if SUITE.benchmarks[d].stack]
+# benchmarking-gnns benchmarks whose jobs train several seeds of a model × fold (seeds_per_job, stack)
+P1_STACKED = [d for d in P1_DATASETS if SUITE.benchmarks[d].seed_stacks()]
 
 
 wildcard_constraints:
@@ -87,17 +87,19 @@ def table_category(name):
     return SUITE.table_protocol(name)[1] or "Suite"
 
 
-# benchmarking-gnns `stack: true` (training.smk): one rule per (dataset, model), named and sized here
+# benchmarking-gnns jobs of several seeds (training.smk): one rule per (dataset, model, group of seeds), named and
+# sized here; `stack` is passed on (None: the device's default, wide on CUDA; False: one after another)
 def _seed_stack_rules():
     names = set()
     for dataset in P1_STACKED:
         benchmark = SUITE.benchmarks[dataset]
         for model, seeds in benchmark.seed_stacks():
             slug = re.sub(r"\W", "_", f"{dataset}_{model}")
-            name = f"train_seeds_{slug}"
+            whole = len(seeds) == len(benchmark.model_seeds.get(model, benchmark.seeds))
+            name = f"train_seeds_{slug}" + ("" if whole else f"_seed{seeds[0]}")  # a group: named by its first seed
             name = name if name not in names else f"{name}_{len(names)}"
             names.add(name)
-            yield name, dataset, model, seeds
+            yield name, dataset, model, seeds, None if benchmark.stack else False
 
 
 def _stack_resources(seeds):

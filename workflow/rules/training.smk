@@ -3,8 +3,8 @@
 # Every job also writes its runs' records (gnnbench.records) under results/records/.
 
 
-# benchmarking-gnns: one run = one model config × seed × fold; a benchmark with `stack: true` trains the
-# seeds of a model × fold in one job instead (rules train_seeds_* below)
+# benchmarking-gnns: one run = one model config × seed × fold; a benchmark with `seeds_per_job` or `stack: true`
+# trains several seeds of a model × fold in one job instead (rules train_seeds_* below)
 
 
 rule train:
@@ -31,14 +31,14 @@ rule train:
         "../scripts/train.py"
 
 
-# benchmarking-gnns with `stack: true`: one job = all seeds of one model × fold (gnnbench.training.seed_stack: on
-# CUDA one wide stack sharing the first seed's mini-batch order where the model widens; on CPU, where a wide stack
-# measured no faster, and for a model that does not widen, the seeds one after another in one process, each exactly
-# its separate run). Its outputs are the seeds' own run outputs and records, at the paths a one-seed job writes, so
-# aggregation and tables are unchanged. One rule per (dataset, model): a rule's outputs are fixed lists, and the
-# seeds are the model's. A job asks for the train stage's CPUs and GPU; memory and runtime are a run's times the
-# number of seeds (the one-after-another fallback's need; a stack needs less).
-for _name, _dataset, _model, _seeds in _seed_stack_rules():
+# benchmarking-gnns with `seeds_per_job` / `stack: true`: one job = a group of seeds of one model × fold
+# (gnnbench.training.seed_stack: the seeds one after another in one process, each exactly its separate run; with
+# `stack: true` on CUDA one wide stack sharing the first seed's mini-batch order where the model widens). Its outputs
+# are the seeds' own run outputs and records, at the paths a one-seed job writes, so aggregation and tables are
+# unchanged. One rule per (dataset, model, group of seeds): a rule's outputs are fixed lists. A job asks for the
+# train stage's CPUs and GPU; memory and runtime are a run's times the number of seeds (the one-after-another
+# need; a stack needs less).
+for _name, _dataset, _model, _seeds, _stack in _seed_stack_rules():
 
     rule:
         name:
@@ -56,6 +56,7 @@ for _name, _dataset, _model, _seeds in _seed_stack_rules():
         params:
             config=SUITE.benchmarks[_dataset].models[_model].config,
             seeds=_seeds,
+            stack=_stack,
             model=_model,
             device=SUITE.device,
         group:

@@ -10,4 +10,4 @@ run_step(snakemake, lambda: train_seeds(
     fold=int(snakemake.wildcards.fold), config=dict(snakemake.params.config), seeds=list(snakemake.params.seeds),
     out_dirs=[Path(m).parent for m in snakemake.output.metrics], pe_path=snakemake.input.get("pe"),
     device=snakemake.params.device, threads=snakemake.threads, label=snakemake.params.model,
-    records_out=list(snakemake.output.records)))
+    records_out=list(snakemake.output.records), stack=snakemake.params.stack))
