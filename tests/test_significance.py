@@ -38,6 +38,25 @@ def test_p_values_are_scipys_on_hand_made_pairs():
     assert row["verdict_test"] == "wilcoxon" and row["verdict"] == "A better (Wilcoxon)"  # 8 pairs: 2/2^8 < 0.05
 
 
+def test_tied_or_zero_differences_get_scipys_exact_p_value_without_its_slow_permutation_loop(monkeypatch):
+    """With ties or zeros among ≤ 13 differences scipy runs an exact sign-flip test one flip at a time; the
+    vectorised test gives its p-values exactly, on random tied inputs with zeros, and does not call scipy."""
+    rng = np.random.default_rng(0)
+    cases = []
+    for i in range(200):  # scipy's loop takes ~1 s at n = 12: most cases are smaller
+        n = S.SIGN_FLIPS_UP_TO - i % 2 if i < 4 else int(rng.integers(1, 11))
+        d = rng.integers(-2 if i % 2 else -4, 5, n) * rng.choice([0.5, 1.0, 1 / 3])
+        magnitudes = np.abs(d[d != 0])
+        if 0 < len(magnitudes) and (len(magnitudes) < n or len(np.unique(magnitudes)) < n):  # zeros or ties
+            cases.append((d, float(wilcoxon(d, alternative="two-sided").pvalue)))
+    assert sum(p < 0.05 for _, p in cases) >= 10 and sum(p == 1.0 for _, p in cases) >= 10  # both tails exercised
+    monkeypatch.setattr("scipy.stats.wilcoxon", lambda *a, **k: pytest.fail("scipy's loop was used"))
+    for d, expected in cases:
+        assert S.wilcoxon_p(d) == expected, d
+    assert S.wilcoxon_p(np.array([0, 1, 2, -3, 2, 4, 5, 6])) == 28 / 256  # scipy 1.17's value
+    assert S.sign_flip_p(np.array([1.0, 1.0, 1.0])) == 0.25  # all positive ties: 2 × (1 pattern of 8 as extreme)
+
+
 def test_holm_by_hand():
     # sorted 0.01, 0.03, 0.04, 0.20 → ×4, ×3, ×2, ×1 = 0.04, 0.09, 0.08, 0.20 → running max 0.04, 0.09, 0.09, 0.20
     assert S.holm([0.01, 0.04, 0.03, 0.20]).tolist() == pytest.approx([0.04, 0.09, 0.09, 0.20])
