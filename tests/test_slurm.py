@@ -351,5 +351,5 @@ def test_the_default_suite_plans_under_the_slurm_profile(tmp_path):
                              "--directory", str(tmp_path), "--profile", str(PROFILE), "-n"], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    for rule in ("train", "train_inits", "fc_inner", "fc_final"):
+    for rule in ("train_seeds_CSL_GCN", "train_inits", "fc_inner", "fc_final"):  # P1: seeds grouped into jobs
         assert re.search(rf"^{rule}\s+\d+$", result.stdout, re.M), rule
