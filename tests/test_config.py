@@ -44,7 +44,7 @@ def test_default_suite_resolves_to_the_expected_runs():
         f"results/tables/GRAPH-FAMILIES{part}.{ext}" for part in ("", "_folds") for ext in ("csv", "md", "parquet")] + [
         "results/tables/pitfalls.csv", "results/tables/pitfalls.md", "results/tables/pitfalls.parquet"]
     families = suite.benchmarks["GRAPH-FAMILIES"]  # the fair-comparison block: 5 outer folds, tiny grids
-    assert families.protocol == "fair-comparison" and families.folds == [0, 1, 2, 3, 4] and families.final_runs == 2
+    assert families.protocol == "fair-comparison" and families.folds == [0, 1, 2, 3, 4] and families.final_runs == 1
     assert {m: len(g) for m, g in families.grids.items()} == {"Baseline": 2, "GIN": 4}
     assert {c["early_stopping"] for c in families.grids["GIN"]} == {"accuracy", "loss"}
     # every benchmark has two or more models: each gets its paired-significance table
