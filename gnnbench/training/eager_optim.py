@@ -3,8 +3,8 @@
 Why: torch.optim keeps its methods out of ``torch.compile`` graphs (``torch._disable_dynamo`` on ``add_param_group``,
 ``zero_grad``, ``state_dict``, ``load_state_dict`` and the update functions, and a ``_use_grad`` wrapper around
 ``step`` that inserts graph breaks). Each imports ``torch._dynamo`` on first use, which takes longer than importing
-torch itself (2–3 s on one core): a large part of a short training job, paid by every job process (the Performance
-page of the docs has the measurement). While ``torch._dynamo`` is not imported nothing in the process can be
+torch itself (2–3 s on one core): a large part of a short training job, paid by every job process
+(``benchmarks/job_startup.py`` measures it). While ``torch._dynamo`` is not imported nothing in the process can be
 compiling, so those wrappers have nothing to do: :class:`Adam` and :class:`SGD` here run torch's own ``step`` body
 under the same grad mode, and the wrapped methods call the function they wrap. The arithmetic is torch's own
 (the same kernels, fused or not). Once anything imports ``torch._dynamo``, every call goes through torch's wrappers
@@ -49,6 +49,8 @@ def _lazily_disabled(fn):
 def _disabler(f):
     """The ``torch._disable_dynamo`` wrapper ``f`` is or calls (an update function's fallback wrapper holds one in
     its closure); None if neither."""
+    if _DISABLER_CODE is None:
+        return None
     if getattr(f, "__code__", None) is _DISABLER_CODE:
         return f
     for cell in getattr(f, "__closure__", None) or ():
