@@ -4,11 +4,11 @@ configurations) on the real ENZYMES, outer fold 0 (486 inner-training, 54 hold-o
 (a) one run per process — every configuration a fresh Python process running ``run_inner`` on it (imports, data
     loading, model building and training: what a job of one configuration pays); sampled every ``--stride-a``-th
     configuration;
-(b) one run at a time in one process — ``train_holdout`` on every configuration after another (today's
-    ``run_inner``);
+(b) one run at a time in one process — ``train_holdout`` on every configuration after another (what
+    ``run_inner`` does without ``stack``);
 (c) stacked — the configurations of one shape (``gnnbench.protocols.fair_comparison.stack_groups``: fair_GIN's 128
     points are 16 shapes × 8 members differing in dropout, stopping rule and train_eps) trained as one wide stack
-    each (``gnnbench.training.stacked_holdout.MemberStack``, what ``run_inner(stack=True)`` did before shared
+    each (``gnnbench.training.stacked_holdout.MemberStack``; ``run_inner(stack=True)`` without shared
     trajectories);
 (d) stacked + shared trajectories — what ``run_inner(stack=True)`` does: the configurations of one shape that differ
     only in the stopping settings (``fc.trajectories``: fair_GIN's accuracy / loss rule) are one trajectory, a member
@@ -68,6 +68,7 @@ fc.run_inner(dataset_dir=sys.argv[2], splits_path=sys.argv[3], fold=0, configs=[
 
 
 def prepare(zip_path: Path, work: Path, preset: str = "fair_GIN"):
+    """Convert the ENZYMES zip and make its 10-fold split under ``work``; returns the expanded grid of ``preset``."""
     from gnnbench.config.suite import load_suite
     from gnnbench.pipeline import generate_dataset, make_split_file
 
@@ -137,6 +138,7 @@ def short_runs(args, fc, groups, grid, model_data, data, parts, cpu, MemberStack
 
 
 def main() -> int:
+    """Time the modes (module docstring) and print their rates."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--zip", type=Path, default=DEFAULT_ZIP, help="ENZYMES.zip (the TU file)")
     parser.add_argument("--preset", default="fair_GIN", help="the fair-comparison preset whose grid is timed")
@@ -150,7 +152,7 @@ def main() -> int:
     parser.add_argument("--short-epochs", type=int, default=30, help="the epoch cap of those short runs")
     args = parser.parse_args()
     if not args.zip.is_file():
-        print(f"skipped: {args.zip} is absent (the real ENZYMES zip; see ../shared/data/real/README.md)")
+        print(f"skipped: {args.zip} is absent (the real ENZYMES zip; give its path with --zip)")
         return 0
     torch.set_num_threads(1)
     from gnnbench.config.keys import coerce_all, protocol_types
@@ -252,7 +254,8 @@ def main() -> int:
             if "a" in rates:
                 line += f"; stacked / one run per process: {rates['c'] / rates['a']:.2f}x"
             if args.preset == "fair_GIN":
-                line += f"; stacked vs the README's 84 runs/hour per process: {rates['c'] / 84:.2f}x"
+                line += (f"; stacked vs 84 runs/hour per process (benchmarks/fair_comparison_speed.py): "
+                         f"{rates['c'] / 84:.2f}x")
             print(line)
         if "b" in rates and "d" in rates:
             print(f"stacked + shared / one at a time (capped, best case): {rates['d'] / rates['b']:.2f}x; "

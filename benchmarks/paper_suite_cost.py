@@ -9,9 +9,9 @@ parameter count (counted by building the model on the dataset's description; whe
 the model's name), else the row of its printed name (model, -E, -PE) and depth L. Its GPU hours = the row's "Total"
 time × the model's seeds. The paper's Total is one run; for the TU sets, CSL and WikiCS it covers all folds / splits
 of one seed (epochs × s/epoch × folds ≈ Total), and the TU table gives it per seed. Models without a timed row (CYCLES
-and GraphTheoryProp print no times, rows that diverged
-or ran out of memory, configs the tables do not show) are listed and bounded by the suite's time cap instead
-(max_time per run: 12 h or 24 h, per fold / split of TU and CSL a tenth, of WikiCS a twentieth).
+and GraphTheoryProp print no times, rows that diverged or ran out of memory, configs the tables do not show) are
+listed and bounded by the suite's time cap instead (max_time per run: 12 h or 24 h, per fold / split of TU and CSL a
+tenth, of WikiCS a twentieth).
 Paper hardware: one Nvidia 1080Ti per run (PATTERN / CLUSTER: 2080Ti), 4 runs per server.
 
 A model from outside the package (variant plugin: no paper row) is estimated at the median hours per training of the
@@ -19,16 +19,17 @@ timed baselines of its dataset ("est."). "+1 model" is what one more model costs
 (benchmarking-gnns: the seeds most baselines use × folds; pitfalls: splits × initialisations; fair-comparison: outer
 folds × (grid + final runs), for a grid the size of the largest baseline's) and, for benchmarking-gnns, the median
 baseline's GPU hours per training times those. Pitfalls and fair-comparison papers print no per-run times: their
-trainings are counted only (the README's "Performance" gives measured rates).
+trainings are counted only (docs/performance.md gives measured rates).
 
-Fair-comparison, measured rates (the README's estimate): ``--epoch-ms LABEL=MS`` (a model's measured milliseconds per
-epoch of one run, ``benchmarks/fair_comparison_speed.py``) prints each benchmark's worker-hours for runs of 500 epochs
-(the patience) up to each model's ``epochs`` cap; ``--stacked LABEL=FACTOR`` divides that model's cost by the speed-up
-its wide stacks measured (``benchmarks/fair_comparison_grid_speed.py``: stacked runs/hour over one at a time), for the
-"after" estimate:
+Fair-comparison, measured rates (docs/protocols/fair-comparison.md#reproducing-the-papers-tables): ``--epoch-ms
+LABEL=MS`` (a model's measured milliseconds per epoch of one run, ``benchmarks/fair_comparison_speed.py``) prints
+each benchmark's worker-hours for runs of 500 epochs (the patience) up to each model's ``epochs`` cap; ``--stacked
+LABEL=FACTOR`` divides that model's cost by the speed-up its wide stacks measured
+(``benchmarks/fair_comparison_grid_speed.py``: stacked runs/hour over one at a time), for the "after" estimate. One
+rate per model serves every benchmark: rates measured on ENZYMES price every dataset at ENZYMES' size.
 
     python benchmarks/paper_suite_cost.py fair-comparison --epoch-ms GIN=86 Baseline=24 DGCNN=85 DiffPool=475 \
-        ECC=590 GraphSAGE=71 --stacked GIN=1.3 Baseline=2
+        ECC=590 GraphSAGE=71 --stacked GIN=1.56 Baseline=1.86
 
 ``--shared LABEL=FACTOR`` (stacks with shared trajectories: configurations differing only in their stopping settings
 train once) divides the cost of that model's grid runs (not its final runs) further by FACTOR: configurations per
@@ -58,6 +59,8 @@ TABLE = {"SBM_PATTERN": "PATTERN", "SBM_CLUSTER": "CLUSTER"}
 
 
 def table_rows(tables: dict, dataset: str) -> list[dict]:
+    """The timed rows of the benchmarking-gnns table of ``dataset`` (TU sets: the mean of the two seeds' totals);
+    none for CYCLES."""
     if dataset in ("ENZYMES", "DD", "PROTEINS_full"):
         key = {"PROTEINS_full": "PROTEINS"}.get(dataset, dataset)
         rows = tables["TU"]["datasets"]
@@ -148,6 +151,7 @@ def other_protocol(suite, epoch_ms: dict[str, float] | None = None, stacked: dic
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print the cost table of the suite named on the command line (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n\n".join(__doc__.split("\n\n")[1:]))
@@ -178,20 +182,20 @@ def main(argv: list[str] | None = None) -> int:
         rows = table_rows(tables, name)
         seed_lists = [benchmark.model_seeds.get(label, benchmark.seeds) for label in benchmark.models]
         one_more[name] = len(max(seed_lists, key=seed_lists.count)) * folds
-        plugins = [label for label, spec in benchmark.models.items() if spec.config.get("variant") == "plugin"]
-        for label, spec in benchmark.models.items():
+        plugins = [label for label, entry in benchmark.models.items() if entry.config.get("variant") == "plugin"]
+        for label, entry in benchmark.models.items():
             seeds = len(benchmark.model_seeds.get(label, benchmark.seeds))
             if label in plugins:
                 plugin_runs[name] += seeds * folds
                 continue
             runs[name] += seeds * folds
-            params = count_parameters(build_model(spec.config, meta))
+            params = count_parameters(build_model(entry.config, meta))
             matches = [r for r in rows if r.get("params") == params and r.get("total_h") is not None]
             if len(matches) > 1:  # same count (e.g. "vanilla GCN" and "GCN"): prefer the name the label starts with
-                model = spec.config["model"]
+                model = entry.config["model"]
                 matches = [r for r in matches if r["model"] == model] or matches[:1]
             if not matches:  # parameter counts differ between versions (GAT's bias): the row of its name and depth
-                cfg = spec.config
+                cfg = entry.config
                 printed = cfg["model"] + ("-E" if cfg.get("edge_feat") else "") + ("-PE" if cfg.get("pos_enc") else "")
                 matches = [r for r in rows if r.get("model") == printed and r.get("L") == cfg.get("L")
                            and r.get("total_h") is not None]
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                 hours[name] += matches[0]["total_h"] * seeds
                 per_run[name].append(matches[0]["total_h"])  # one seed: all folds of it
             else:
-                cap = spec.config["max_time"] / (20 if name == "WikiCS" else 10 if folds > 1 else 1)
+                cap = entry.config["max_time"] / (20 if name == "WikiCS" else 10 if folds > 1 else 1)
                 bound[name] += cap * seeds * folds
                 unmatched.append(f"{name}/{label} ({params:,} parameters)")
     # hours per training of the dataset's median timed baseline (a TU / CSL / WikiCS row covers one seed's folds)

@@ -1,7 +1,8 @@
-"""DiffPool and ECC of the fair comparison (spec p3-fair-comparison.md §3.2, §3.3) against independent computations:
-PyG 2.x operators with copied weights (DenseSAGEConv without its root term, dense_diff_pool, to_dense_batch /
-to_dense_adj, NNConv, dense_to_sparse, global_mean_pool), per-graph dense formulas written here, networkx's
-normalised Laplacian, hand-computed Kron reductions, and batch (in)dependence facts."""
+"""DiffPool and ECC of the fair comparison (Errica et al.; released code diningphil/gnn-comparison
+``models/graph_classifiers/DiffPool.py``, ``ECC.py`` and the coarsening of ``datasets/manager.py``) against
+independent computations: PyG 2.x operators with copied weights (DenseSAGEConv without its root term,
+dense_diff_pool, to_dense_batch / to_dense_adj, NNConv, dense_to_sparse, global_mean_pool), per-graph dense formulas
+written here, networkx's normalised Laplacian, hand-computed Kron reductions, and batch (in)dependence facts."""
 
 from __future__ import annotations
 
@@ -94,8 +95,9 @@ ECC_CFG = {"model": "ECC", "num_layers": 2, "dim_embedding": 6, "dropout": 0.0, 
 # DiffPool
 
 
-def test_cluster_counts_of_the_spec_datasets():
-    """§3.2: (C1, C2) with two layers and C1 with one, from the datasets' maximum node counts (§1.2)."""
+def test_cluster_counts_of_the_paper_datasets():
+    """(C1, C2) with two layers and C1 with one, from the datasets' maximum node counts (the released
+    datasets/manager.py constants), by the released DiffPool.py's rule."""
     max_nodes = {"NCI1": 111, "DD": 5748, "PROTEINS": 620, "ENZYMES": 126, "IMDB-B": 136, "IMDB-M": 89,
                  "COLLAB": 492, "REDDIT-B": 3782, "REDDIT-5K": 3648}
     two = {"NCI1": [28, 7], "DD": [1437, 360], "PROTEINS": [155, 39], "ENZYMES": [32, 8], "IMDB-B": [34, 9],
@@ -141,8 +143,8 @@ def test_dense_sage_conv_is_the_pyg14_formula():
     torch.testing.assert_close(out, ref(x, adj, mask))
 
 
-def test_dense_diff_pool_matches_pyg_and_the_spec_losses():
-    """X', A', link and entropy losses equal PyG's dense_diff_pool; the link loss is the spec's
+def test_dense_diff_pool_matches_pyg_and_the_released_losses():
+    """X', A', link and entropy losses equal PyG's dense_diff_pool; the link loss is the released code's
     ‖A − SSᵀ‖_F / numel(A) over the whole padded batch (PyG 2.x normalises the same way), the entropy loss the
     mean row entropy over all B·n rows (padded rows contribute 0) — both checked by per-graph NumPy sums."""
     from torch_geometric.nn import dense_diff_pool as pyg_dense_diff_pool

@@ -1,7 +1,7 @@
 """The paper as suites (config/suites/benchmarking-gnns*.yaml): exactly one run per (config, CLI overrides, seed,
-fold) that the original scripts ran — counted here from the presets' ``runs`` records and the spec's fold counts
-(benchmarking-gnns.md §1.3, §1.4: TU 10 folds, CSL 5, WikiCS 20 splits), independently of the suite writer — and a
-Snakemake dry run that plans exactly those training jobs.
+fold) that the original scripts ran — counted here from the presets' ``runs`` records and the folds of the released
+code (graphdeeplearning/benchmarking-gnns, its ``scripts/`` and ``main_*.py``: TU 10 folds, CSL 5, WikiCS 20
+splits), independently of the suite writer — and a Snakemake dry run that plans exactly those training jobs.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from gnnbench.config.suite import load_suite
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "gnnbench" / "config" / "presets"
 SUITE = ROOT / "config" / "suites" / "benchmarking-gnns.yaml"
-FOLDS = {"ENZYMES": 10, "DD": 10, "PROTEINS_full": 10, "CSL": 5, "WikiCS": 20}  # spec §1.4
+FOLDS = {"ENZYMES": 10, "DD": 10, "PROTEINS_full": 10, "CSL": 5, "WikiCS": 20}  # the released code's folds / splits
 
 
 def script_runs() -> Counter:
@@ -43,13 +43,13 @@ def planned_runs(suite) -> Counter:
     planned = Counter()
     for benchmark in suite.benchmarks.values():
         for run in benchmark.runs():
-            spec = benchmark.models[run["model"]]
-            base = run_config(spec.preset)
-            overrides = {k: v for k, v in spec.config.items() if base.get(k) != v}
+            entry = benchmark.models[run["model"]]
+            base = run_config(entry.preset)
+            overrides = {k: v for k, v in entry.config.items() if base.get(k) != v}
             dataset = suite.datasets[benchmark.dataset]
             if dataset.generator == "cycles_release":  # the training-set size is the dataset's
                 overrides["num_train_data"] = dataset.params["num_train"]
-            planned[(spec.preset, tuple(sorted(overrides.items())), run["seed"], run["fold"])] += 1
+            planned[(entry.preset, tuple(sorted(overrides.items())), run["seed"], run["fold"])] += 1
     return planned
 
 

@@ -1,4 +1,5 @@
-"""Reporting of the ``fair-comparison`` protocol (Errica et al. §3 and §5, Tables 3 and 4).
+"""Reporting of the ``fair-comparison`` protocol (Errica et al., Tables 3 and 4 and Figure 1; the tables are
+described in docs/protocols/fair-comparison.md#the-workflow-four-rules-every-step-a-file).
 
 Input: one record per (model, outer fold) — the configuration chosen by model selection, its validation accuracy
 (VL: accuracy on the inner hold-out at the early-stopping epoch), and the mean test / train accuracy of the final
@@ -46,6 +47,7 @@ PLUMBING = ("model", "epochs", "patience", "time_limit_hours", "optimizer", "sch
 
 
 def config_summary(config: dict) -> str:
+    """``key=value`` pairs of a configuration, sorted, without the keys every grid point shares (:data:`PLUMBING`)."""
     return ", ".join(f"{k}={config[k]}" for k in sorted(config) if k not in PLUMBING)
 
 
@@ -85,6 +87,8 @@ def dataset_table(folds: pd.DataFrame, meta, presets: dict[str, str | None] | No
 
 
 def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
+    """The dataset table (:func:`dataset_table`) as Markdown, best test mean in bold, with a note on the paper
+    column."""
     key = pub.fair_comparison_key(meta)
     test = [diverged_cell(mean_std(r["test_mean"], r["test_std"], P3_DECIMALS), r.get("diverged_runs", 0),
                           r.get("final_runs", 0), "final runs") for _, r in table.iterrows()]
@@ -109,6 +113,8 @@ def dataset_markdown(dataset: str, table: pd.DataFrame, meta) -> str:
 
 
 def folds_table(folds: pd.DataFrame) -> pd.DataFrame:
+    """One row per model and outer fold: chosen configuration, layers, validation, test and train accuracy, the
+    time-limit and divergence counts, and every final run's test accuracy as text."""
     out = folds[["model", "architecture", "fold", "config_id", "config", "layers", "val_accuracy", "test_accuracy",
                  "train_accuracy", "time_limited"]].copy()
     for column in ("diverged_runs", "diverged_candidates"):
@@ -119,6 +125,7 @@ def folds_table(folds: pd.DataFrame) -> pd.DataFrame:
 
 
 def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
+    """The per-fold table (:func:`folds_table`) as Markdown."""
     rows = [[r["model"], str(r["fold"]), number(r["val_accuracy"], P3_DECIMALS),
              number(r["test_accuracy"], P3_DECIMALS), r["test_runs"], r["config"]]
             for _, r in table.iterrows()]
@@ -129,6 +136,8 @@ def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
 
 def write_reports(dataset: str, meta, folds: list[dict], outputs: dict[str, str | os.PathLike],
                   presets: dict[str, str | None] | None = None) -> None:
+    """Write both tables of a dataset (CSV, Markdown, Parquet) to the paths ``outputs`` names (keys ``csv``,
+    ``md``, ``parquet``, ``folds_csv``, ``folds_md``, ``folds_parquet``), models in the order of ``folds``."""
     frame = pd.DataFrame(folds)
     frame["model"] = pd.Categorical(frame["model"], categories=list(dict.fromkeys(f["model"] for f in folds)))
     frame = frame.sort_values(["model", "fold"], kind="stable")

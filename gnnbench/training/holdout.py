@@ -1,5 +1,7 @@
-"""One early-stopped graph-classification training run, the fair-comparison protocol's procedure (spec
-p3-fair-comparison.md §2.3, §2.4; diningphil/gnn-comparison ``NetWrapper`` and ``EarlyStopper.Patience``).
+"""One early-stopped graph-classification training run, the fair-comparison protocol's procedure (Errica et al. §5;
+the released code diningphil/gnn-comparison ``models/gnn_wrapper/NetWrapper.py`` and
+``models/utils/EarlyStopper.py`` ``Patience``; where gnnbench departs from it:
+docs/protocols/fair-comparison.md#protocol-and-training).
 
 Per epoch: the training graphs in a fresh random order, mini-batches of ``batch_size`` (last partial batch kept);
 loss = mean cross entropy of the batch + the model's auxiliary losses (DiffPool); optional clipping of the global
@@ -118,6 +120,8 @@ class Observers(Callback):
         self.active = list(range(len(cfgs)))
 
     def on_epoch_start(self, state: RunState) -> str | None:
+        """Apply every active observer's start-of-epoch rules (epoch cap, time limit); ``"finished"`` once none is
+        left."""
         for m in list(self.active):
             for rule in self.rules[m]:
                 if (reason := rule.on_epoch_start(self.states[m])) is not None:
@@ -127,6 +131,8 @@ class Observers(Callback):
         return None if self.active else "finished"
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """Record the epoch's row in every active observer's own state and apply its rules; ``"finished"`` once
+        none is left."""
         for m in list(self.active):
             own = self.states[m]
             own.elapsed += row["seconds"]
@@ -140,13 +146,16 @@ class Observers(Callback):
         return None if self.active else "finished"
 
     def results(self) -> list[dict]:
+        """Each observer's result, in order, as :func:`train_holdout` returns a run's."""
         return [_result(state, patience) for state, patience in zip(self.states, self.patience, strict=True)]
 
     def state_dict(self) -> dict:
+        """The observers' states, patience counters and which are still active (for checkpoints)."""
         return {"active": list(self.active), "states": [s.state_dict() for s in self.states],
                 "patience": [p.state_dict() for p in self.patience]}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s output; ValueError for a checkpoint of other observers."""
         if len(state["states"]) != len(self.states):
             raise ValueError("this checkpoint has other observers")
         self.active = list(state["active"])

@@ -280,12 +280,16 @@ class MemberStack:
     # ------------------------------------------------------------------------------------------ checkpoints
 
     def state_dict(self) -> dict:
+        """The whole stack as one checkpoint payload: weights, optimiser, members' stopping states and histories,
+        which members are still training, the epoch and the shuffling stream."""
         return {"kind": WIDE_KIND, "members": len(self.states), "active": list(self.active), "epoch": self.epoch,
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                 "states": [s.state_dict() for s in self.states], "patience": [p.state_dict() for p in self.patience],
                 "rng": rng_state(self.shuffle)}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s output (dropping members that had left the stack); ValueError for a
+        checkpoint of another stack."""
         if state.get("kind") != WIDE_KIND or state["members"] != len(self.states):
             raise ValueError("this checkpoint was not written by a stack of these runs")
         if list(state["active"]) != self.active:

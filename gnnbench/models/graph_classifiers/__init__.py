@@ -1,5 +1,7 @@
-"""Graph classifiers of "A Fair Comparison of GNNs for Graph Classification" (Errica et al., §3), one file per
-architecture; the contract is in :mod:`.base`. They are the ``errica2020`` variants of the model registry
+"""Graph classifiers of "A Fair Comparison of Graph Neural Networks for Graph Classification" (Errica et al., ICLR
+2020, arXiv:1912.09893; released code: diningphil/gnn-comparison ``models/graph_classifiers/``), one file per
+architecture; the contract is in :mod:`.base`. Where they depart from the released code:
+docs/protocols/fair-comparison.md#networks. They are the ``errica2020`` variants of the model registry
 (:mod:`gnnbench.models.registry`), built by its ``build_model``; ``build_classifier`` and ``classifier_class`` are
 that registry's lookups for this zoo.
 """
@@ -16,6 +18,7 @@ MODEL_NAMES = tuple(families(ERRICA2020))
 
 
 def classifier_class(name: str) -> type[GraphClassifier]:
+    """The class of the ``errica2020`` variant of model family ``name`` (e.g. ``"GIN"``)."""
     return resolve({"model": name, "variant": ERRICA2020}, ERRICA2020).load()
 
 

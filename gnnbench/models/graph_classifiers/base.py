@@ -1,4 +1,5 @@
-"""The contract of the fair-comparison graph classifiers (spec p3-fair-comparison.md §3).
+"""The contract of the fair-comparison graph classifiers (the networks of Errica et al.; released code:
+diningphil/gnn-comparison ``models/graph_classifiers/``).
 
 These are the networks of Errica et al. as they ran them: each is a complete graph classifier (its own input layer,
 message passing, pooling and output MLP), so they do not go through the benchmarking-gnns encoder → architecture →
@@ -32,6 +33,10 @@ from gnnbench.data.meta import DatasetMeta
 
 
 class GraphClassifier(nn.Module):
+    """Base class of a complete graph classifier of the fair comparison (the module docstring gives the contract).
+    ``required`` lists the config keys :meth:`from_config` reads; ``aux_loss`` is 0.0 unless a forward pass sets
+    it."""
+
     required: tuple[str, ...] = ()
 
     def __init__(self) -> None:
@@ -40,10 +45,14 @@ class GraphClassifier(nn.Module):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> GraphClassifier:
+        """The classifier a flat run config describes, for a dataset with metadata ``meta`` and the node counts
+        ``sizes`` of all its graphs."""
         raise NotImplementedError
 
     @staticmethod
     def num_layers(cfg: dict) -> int | None:
+        """The depth of the configuration ``cfg`` for the "median number of layers selected" column: its
+        ``num_layers`` by default."""
         return cfg.get("num_layers")
 
     def prepare(self, store) -> None:  # noqa: B027 - optional hook
@@ -58,10 +67,13 @@ class StructureAgnosticBaseline(GraphClassifier):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> StructureAgnosticBaseline:
+        """The baseline with the dataset's input width and class count and width ``hidden_units`` (an integer,
+        else ValueError); ``sizes`` is not used."""
         if not isinstance(cfg["hidden_units"], int):
             raise ValueError(f"{cls.__name__} hidden_units is one width (an integer), got {cfg['hidden_units']!r}")
         return cls(meta.node_features.size, meta.num_outputs, int(cfg["hidden_units"]))
 
     @staticmethod
     def num_layers(cfg: dict) -> int | None:
+        """None: a structure-agnostic baseline has no message-passing depth to report."""
         return None

@@ -1,5 +1,5 @@
-"""DGCNN as Errica et al. ran it (spec p3-fair-comparison.md §3.1; original ``models/graph_classifiers/DGCNN.py``
-of diningphil/gnn-comparison, first commit 6f85f27 = HEAD for this file).
+"""DGCNN (Zhang et al., AAAI 2018) as Errica et al. ran it (released code: ``models/graph_classifiers/DGCNN.py`` of
+diningphil/gnn-comparison, the same in its first commit 6f85f27 and at HEAD).
 
 Graph convolution (the original's ``DGCNNConv``): add one self loop per node, then
 
@@ -16,7 +16,7 @@ one scatter into a zero (B, k, D) tensor.
 Head: Conv1d(1→16, kernel D, stride D) → ReLU → MaxPool1d(2, 2) → Conv1d(16→32, kernel 5) → ReLU → flatten
 ((⌊k/2⌋ − 4)·32) → Linear(→``dense_dim``, default 128) → ReLU → Dropout(0.5) → Linear(→#classes).
 
-Decisions:
+Decisions (docs/protocols/fair-comparison.md#networks):
 
 * k is computed from the data, not looked up by dataset name (the original hard-codes a per-dataset table).
   ``k`` ≥ 1 must be an integer: that many nodes. 0 < ``k`` < 1: the DGCNN authors' rule (pytorch_DGCNN
@@ -106,6 +106,8 @@ class DGCNNConv(nn.Linear):
     """
 
     def forward(self, x: torch.Tensor, adjacency: SparseAdjacency | torch.Tensor) -> torch.Tensor:
+        """x'_i = mean over the closed in-neighbourhood of (W x_j + b); ``adjacency`` is an edge index or the
+        batch's :func:`closed_mean_adjacency`."""
         if isinstance(adjacency, torch.Tensor):
             edge_index, num_nodes, dtype = adjacency, x.shape[0], x.dtype
             adjacency = cached_structure(self, edge_index, (num_nodes, dtype),
@@ -114,6 +116,9 @@ class DGCNNConv(nn.Linear):
 
 
 class DGCNN(GraphClassifier):
+    """DGCNN of the fair comparison (module docstring: convolutions, SortPooling, head, decisions); ``k`` here is
+    the node count SortPooling keeps (:func:`sortpool_k` turns the config's fraction into it)."""
+
     required = ("num_layers", "embedding_dim", "k")
 
     def __init__(self, in_dim: int, num_classes: int, num_layers: int, embedding_dim: int, k: int,
@@ -137,6 +142,8 @@ class DGCNN(GraphClassifier):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> DGCNN:
+        """DGCNN with ``num_layers``, ``embedding_dim``, ``dense_dim`` (default 128) and k from ``cfg["k"]`` and
+        the dataset's graph sizes (:func:`sortpool_k`)."""
         return cls(meta.node_features.size, meta.num_outputs, int(cfg["num_layers"]), int(cfg["embedding_dim"]),
                    sortpool_k(cfg["k"], sizes), int(cfg.get("dense_dim", 128)))
 
@@ -150,9 +157,10 @@ class DGCNN(GraphClassifier):
         return torch.cat(hidden, dim=1)
 
     def forward(self, batch: GraphBatch) -> torch.Tensor:
+        """Logits (B, C): node embeddings → SortPooling → the 1-D convolutional head."""
         pooled = sort_pool(self.node_embeddings(batch), batch.batch, batch.ptr, self.k)
-        # Conv1d(1→16, kernel D, stride D) over the k·D row = one Linear(D→16) per kept node (same numbers; the CPU
-        # convolution's backward is ~8× slower for this shape)
+        # Conv1d(1→16, kernel D, stride D) over the k·D row = one Linear(D→16) per kept node (same numbers; the
+        # convolution's backward is much slower on the CPU for this shape)
         first = self.conv1d_params1
         h = F.linear(pooled.view(-1, self.k, self.total_latent_dim), first.weight.flatten(1), first.bias)
         h = self.maxpool1d(torch.relu(h.transpose(1, 2)))

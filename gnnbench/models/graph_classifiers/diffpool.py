@@ -1,5 +1,6 @@
-"""DiffPool as run by Errica et al. (spec p3-fair-comparison.md §3.2; original: ``models/graph_classifiers/
-DiffPool.py`` of diningphil/gnn-comparison, on PyTorch Geometric 1.4's ``DenseSAGEConv`` / ``dense_diff_pool``).
+"""DiffPool (Ying et al., NeurIPS 2018) as run by Errica et al. (released code: ``models/graph_classifiers/
+DiffPool.py`` and ``models/modules.py`` of diningphil/gnn-comparison, on PyTorch Geometric 1.4's ``DenseSAGEConv`` /
+``dense_diff_pool``).
 
 What it computes, for a mini-batch of B graphs:
 
@@ -32,12 +33,12 @@ Cluster counts (:func:`cluster_counts`): coarse factor 0.1 with one DiffPool lay
 paper choice"); C_1 = ⌈factor · max_nodes⌉, C_{k+1} = ⌈C_k · factor⌉ — the same floating-point expression as the
 original, so its rounding is reproduced exactly (e.g. 0.1 · 111 = 11.100…01 → 12). ``max_nodes`` is
 ``sizes.max()``, the largest graph of the dataset (data, not a table of dataset names). The released code's
-per-dataset "max nodes" constants (spec §1.2: DD 5748, PROTEINS 620, NCI1 111, ENZYMES 126, IMDB-B 136,
-IMDB-M 89, REDDIT-B 3782, REDDIT-5K 3648, COLLAB 492) are exactly these maxima — its own ``_process`` computes
-the maximum from the data too — so the cluster counts equal the spec's: two layers ENZYMES (32, 8),
-DD (1437, 360), NCI1 (28, 7), …; one layer ENZYMES 13, DD 575, NCI1 12.
+per-dataset "max nodes" constants (``datasets/manager.py``: DD 5748, PROTEINS 620, NCI1 111, ENZYMES 126,
+IMDB-B 136, IMDB-M 89, REDDIT-B 3782, REDDIT-5K 3648, COLLAB 492) are exactly these maxima — its own ``_process``
+computes the maximum from the data too — so the cluster counts equal the released code's: two layers ENZYMES
+(32, 8), DD (1437, 360), NCI1 (28, 7), …; one layer ENZYMES 13, DD 575, NCI1 12.
 
-Decisions:
+Decisions (docs/protocols/fair-comparison.md#networks):
 
 * Weights: PyG 1.4's ``DenseSAGEConv`` draws W (in, out) and b from U(±1/√in); here W is an ``nn.Linear`` whose
   PyTorch default initialisation is the same distribution (kaiming_uniform with a = √5 gives bound 1/√in; bias
@@ -129,9 +130,11 @@ class DenseSAGEConv(nn.Module):
         self.lin = nn.Linear(in_channels, out_channels)
 
     def reset_parameters(self) -> None:
+        """Redraw W and b (``nn.Linear``'s default initialisation)."""
         self.lin.reset_parameters()
 
     def forward(self, x: torch.Tensor, mean_adj: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """X' = mean_adj · X · Wᵀ + b, padded rows zeroed with ``mask`` (class docstring for the plain call)."""
         if is_edge_index(mean_adj):
             x, _, mean_adj = _dense_single(self, x, mean_adj)
             return self.forward(x, mean_adj).squeeze(0)
@@ -170,6 +173,7 @@ class SAGEConvolutions(nn.Module):
         self.lin = nn.Linear(width, out_channels) if lin else None
 
     def reset_parameters(self) -> None:
+        """Reset the three convolutions, the batch norms and the Linear."""
         reset_children(self)
 
     @staticmethod
@@ -178,6 +182,7 @@ class SAGEConvolutions(nn.Module):
         return bn(x.reshape(-1, x.shape[-1])).view(x.shape)
 
     def forward(self, x: torch.Tensor, mean_adj: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """[X₁ ‖ X₂ ‖ X₃], or its Linear map with ``lin`` (class docstring)."""
         if is_edge_index(mean_adj):
             x, _, mean_adj = _dense_single(self, x, mean_adj)
             return self.forward(x, mean_adj).squeeze(0)
@@ -229,9 +234,11 @@ class DiffPoolLayer(nn.Module):
         self.gnn_embed = SAGEConvolutions(in_channels, hidden_channels, dim_embedding, lin=False)
 
     def reset_parameters(self) -> None:
+        """Reset the assignment and the embedding blocks."""
         reset_children(self)
 
     def forward(self, x: torch.Tensor, adj: torch.Tensor, mask: torch.Tensor | None = None):
+        """(X', A', link loss, entropy loss) of one pooling level (class docstring)."""
         if is_edge_index(adj):
             x, adj, _ = _dense_single(self, x, adj)
         mean_adj = mean_adjacency(adj)
@@ -266,6 +273,8 @@ class DiffPool(GraphClassifier):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> DiffPool:
+        """DiffPool with the config's ``num_layers``, ``gnn_dim_hidden``, ``dim_embedding`` and
+        ``dim_embedding_MLP``, its cluster counts from the largest graph in ``sizes``."""
         if meta.node_features is None:
             raise ValueError("DiffPool needs node features")
         if np.asarray(sizes).size == 0:
@@ -274,6 +283,7 @@ class DiffPool(GraphClassifier):
                    int(cfg["gnn_dim_hidden"]), int(cfg["dim_embedding"]), int(cfg["dim_embedding_MLP"]))
 
     def forward(self, batch) -> torch.Tensor:
+        """Logits (B, C) of the batch's graphs; sets ``aux_loss`` to the summed link and entropy losses."""
         x, mask = to_dense_batch(batch.x, batch.batch, batch.ptr)
         adj = to_dense_adjacency(batch.edge_index, batch.batch, batch.ptr, x.shape[1]).to(x.dtype)
         readouts, aux = [], x.new_zeros(())

@@ -1,5 +1,5 @@
-"""ECC (edge-conditioned convolutions with a precomputed Kron-reduction hierarchy) as run by Errica et al.
-(spec p3-fair-comparison.md §3.3; original: ``models/graph_classifiers/ECC.py`` and
+"""ECC (edge-conditioned convolutions with a precomputed Kron-reduction hierarchy; Simonovsky and Komodakis, CVPR
+2017) as run by Errica et al. (released code: ``models/graph_classifiers/ECC.py`` and
 ``datasets/manager.py`` ``_precompute_kron_indices`` / ``_vertex_decimation`` / ``_power_iteration`` of
 diningphil/gnn-comparison, on PyTorch Geometric 1.4's ``ECConv`` = ``NNConv``).
 
@@ -31,7 +31,7 @@ root weight and bias: x'_i = Θx_i + Σ_{j→i} x_j·h(e_ji) + b, h = Linear(1,1
 as (F, F') (PyG's row-major view). Batches name their graphs by ``graph_ids``; every level's edges and keep
 masks are gathered for the batch with a few vectorised index operations (no per-graph loop in forward).
 
-Decisions:
+Decisions (docs/protocols/fair-comparison.md#networks):
 
 * Random start of the power iteration: the original draws from the unseeded global torch RNG while preparing the
   dataset once (the hierarchy is then fixed for every run). Here the start of graph g at level l is drawn from
@@ -60,9 +60,9 @@ Decisions:
   F')`` whose PyTorch default is the same distribution; the edge network and BN layers are PyTorch defaults.
 * :meth:`ECC.prepare` reuses the last hierarchy computed in the process for the same graphs, threshold and seed
   (:func:`cached_kron_hierarchy`; a deeper one serves shallower models by its prefix): every training run builds a
-  new model and calls ``prepare``. Cost on the real ENZYMES (600 graphs, ≤ 126 nodes): 0.15–0.3 s for one or two
-  reductions on one CPU core (≈ 1 ms from the cache).
-* The optimiser (SGD) and the ECC learning-rate schedule are the trainer's concern (spec §3.3).
+  new model and calls ``prepare``.
+* The optimiser (SGD) and the ECC learning-rate schedule (the released ``models/schedulers/ECCScheduler.py``) are
+  the trainer's concern: :mod:`gnnbench.training.holdout`, docs/protocols/fair-comparison.md#protocol-and-training.
 """
 
 from __future__ import annotations
@@ -164,6 +164,7 @@ class KronHierarchy:
 
     @property
     def num_reductions(self) -> int:
+        """The number of coarsening steps (levels − 1)."""
         return len(self.keep)
 
     def prefix(self, num_reductions: int) -> KronHierarchy:
@@ -173,6 +174,8 @@ class KronHierarchy:
                              self.edge_value[:r + 1])
 
     def to(self, device: torch.device | str) -> KronHierarchy:
+        """A copy with every tensor on ``device``."""
+
         def move(items):
             return [None if t is None else t.to(device) for t in items]
 
@@ -319,10 +322,12 @@ class ECConv(nn.Module):
         self.root = nn.Linear(in_channels, out_channels)  # Θ and the bias b
 
     def reset_parameters(self) -> None:
+        """Reset the edge network and the root Linear."""
         reset_children(self)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_value: torch.Tensor | None = None
                 ) -> torch.Tensor:
+        """x'_i = Θ x_i + Σ_{j→i} x_j · h(e_ji) + b (class docstring); ``edge_value`` None: every edge valued 1."""
         src, dst = edge_index
         num_nodes, f_in, f_out = x.shape[0], self.in_channels, self.out_channels
         x_src = x.index_select(0, src)
@@ -364,10 +369,12 @@ class ECCLayer(nn.Module):
         self.dropout = dropout
 
     def reset_parameters(self) -> None:
+        """Reset the three convolutions and batch norms."""
         reset_children(self)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_value: torch.Tensor | None = None
                 ) -> torch.Tensor:
+        """Node features (N, d) after the three ECConv → ReLU → BN → Dropout steps."""
         for conv, bn in ((self.conv1, self.bn1), (self.conv2, self.bn2), (self.conv3, self.bn3)):
             x = F.dropout(bn(F.relu(conv(x, edge_index, edge_value))), p=self.dropout, training=self.training)
         return x
@@ -403,6 +410,8 @@ class ECC(GraphClassifier):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> ECC:
+        """ECC with the config's keys (class docstring); ``sizes`` is not used (the hierarchy comes from
+        :meth:`prepare`)."""
         if meta.node_features is None:
             raise ValueError("ECC needs node features")
         return cls(meta.node_features.size, meta.num_outputs, int(cfg["num_layers"]), int(cfg["dim_embedding"]),
@@ -425,6 +434,7 @@ class ECC(GraphClassifier):
         return self._device_hierarchy[1]
 
     def forward(self, batch) -> torch.Tensor:
+        """Logits (B, C) of the batch's graphs, which it finds in the prepared hierarchy by ``graph_ids``."""
         if batch.graph_ids is None:
             raise ValueError("ECC needs batches that carry graph_ids (the store ids of their graphs)")
         x, node_graph = batch.x, batch.batch

@@ -1,7 +1,7 @@
-"""GIN as Errica et al. ran it (spec p3-fair-comparison.md §3.4; original ``models/graph_classifiers/GIN.py`` of
+"""GIN (Xu et al., ICLR 2019) as Errica et al. ran it (released code: ``models/graph_classifiers/GIN.py`` of
 diningphil/gnn-comparison, first commit 6f85f27 with the HEAD ``aggregation`` key of e174d66).
 
-``hidden_units`` = [h, …] of length n: taken literally from the spec and the original, whose layer list is
+``hidden_units`` = [h, …] of length n: taken literally from the released code, whose layer list is
 ``[hidden_units[0]] + hidden_units`` — an input layer 0 **plus** n GIN conv layers:
 
     x⁽⁰⁾ = MLP₀(x)                                   MLP₀ = Linear(F→h) → BN → ReLU → Linear(h→h) → BN → ReLU
@@ -13,21 +13,23 @@ per node), the others after. ε_l starts at 0 and is learnt iff ``train_eps``. T
 :class:`~gnnbench.models.gin.GINLayer` (``n_mlp=2, batch_norm=True, residual=False, dropout=0``: ReLU(BN(Linear(
 ReLU(BN(Linear(·)))))) — exactly the Errica MLP) with a :class:`~gnnbench.models.gin.NeighbourAggregation` sum.
 
-Decisions:
+Decisions (docs/protocols/fair-comparison.md#networks):
 
 * ``num_layers(cfg)`` = n = ``len(hidden_units)`` (the conv layers; the input MLP is not counted).
-* All widths must be equal (the spec's "all widths equal h", every published grid value); unequal widths are a
-  ValueError rather than the original's silently different layer shapes.
+* All widths must be equal (as every published grid value has them); unequal widths are a ValueError rather than
+  the original's silently different layer shapes.
 * Dropout bug (``dropout_layer0_at_eval``, default True = as run): the original drops term 0 with ``F.dropout``
-  without the training flag, so term 0 is also dropped (and rescaled) at evaluation; terms l ≥ 1 only in training.
+  without the training flag, so term 0 is also dropped (and rescaled) at evaluation; terms l ≥ 1 only in training
+  (dropout on the output terms follows the original GIN code, diningphil/gnn-comparison issue #14).
   False applies dropout to term 0 only in training. The dropouts are ``nn.Dropout`` modules (``dropouts[l]`` for
   term l; the rate is a module's ``p``, not a float attribute of the model, so a wide stack of members with
   different rates can replace them, :mod:`gnnbench.training.wide`); term 0's module is kept in training mode when
   the model is put in eval mode (:meth:`GIN.train`). Each module calls ``F.dropout`` on the same tensor in the same
   order as the original's functional calls, so the masks — and the results — are those of the functional form.
 * Pooling = the grid key ``aggregation`` ∈ {sum, mean} (HEAD code). The published numbers predate that key and
-  used a per-dataset rule (sum for NCI1/DD/PROTEINS/ENZYMES, mean otherwise — in effect mean for PROTEINS_full,
-  spec §3.4); reproduce it by setting ``aggregation`` per dataset in the config.
+  used a per-dataset rule of the first commit (sum for NCI1/DD/PROTEINS/ENZYMES, mean otherwise — in effect mean
+  for PROTEINS, whose files are PROTEINS_full); reproduce it by setting ``aggregation`` per dataset in the config,
+  as config/suites/fair-comparison.yaml does (docs/protocols/fair-comparison.md#grids).
 * Self loops in ``edge_index`` are ignored by the neighbour sum (PyG-1.4 ``GINConv`` removes them; the TU reader
   drops them anyway). Initialisation: PyTorch defaults (nn.Linear, BN weight 1 / bias 0).
 """
@@ -48,6 +50,9 @@ POOLINGS = ("sum", "mean")
 
 
 class GIN(GraphClassifier):
+    """GIN of the fair comparison (module docstring: layers, readout, decisions); ``num_convs`` GIN layers of width
+    ``hidden`` after the input MLP."""
+
     required = ("hidden_units", "train_eps", "aggregation", "dropout")
     # config keys whose values one wide stack can mix (gnnbench.training.stacked_holdout.MemberStack): a member with
     # train_eps false is built with ε a parameter (same initial weights: ε is the constant 0 either way, no random
@@ -85,6 +90,8 @@ class GIN(GraphClassifier):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> GIN:
+        """GIN from ``hidden_units`` (a non-empty list of equal widths, else ValueError), ``train_eps``,
+        ``aggregation``, ``dropout`` and ``dropout_layer0_at_eval`` (default True); ``sizes`` is not used."""
         units = cfg["hidden_units"]
         if not isinstance(units, list) or not units or len(set(units)) != 1:
             raise ValueError(f"GIN hidden_units must be a non-empty list of equal widths, got {units}")
@@ -93,6 +100,7 @@ class GIN(GraphClassifier):
 
     @staticmethod
     def num_layers(cfg: dict) -> int | None:
+        """The number of GIN conv layers, ``len(hidden_units)`` (the input MLP is not counted)."""
         return len(cfg["hidden_units"])
 
     def _pool(self, x: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
@@ -100,6 +108,7 @@ class GIN(GraphClassifier):
         return reduce(x, batch.batch, batch.num_graphs)
 
     def forward(self, batch: GraphBatch) -> torch.Tensor:
+        """Logits (B, C): the sum of the dropped-out readout terms of layer 0 and every GIN layer."""
         src, dst = batch.edge_index
         keep = src != dst  # PyG-1.4 GINConv: remove_self_loops
         edges = batch.edge_index if bool(keep.all()) else batch.edge_index[:, keep]

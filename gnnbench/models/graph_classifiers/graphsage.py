@@ -1,5 +1,6 @@
-"""GraphSAGE as Errica et al. ran it (spec p3-fair-comparison.md §3.5; original ``models/graph_classifiers/
-GraphSAGE.py`` of diningphil/gnn-comparison at HEAD c524e97, run under PyG 1.4.2).
+"""GraphSAGE (Hamilton et al., NeurIPS 2017) as Errica et al. ran it (Errica et al. §5: global max pooling, no
+neighbour sampling; released code: ``models/graph_classifiers/GraphSAGE.py`` of diningphil/gnn-comparison at HEAD
+c524e97, run under PyG 1.4.2).
 
 ``num_layers`` = L convolutions of width d = ``dim_embedding`` with the PyG-1.4 ``SAGEConv`` (``normalize=False``,
 ``concat=False``) and neighbourhood aggregation AGG = ``aggregation`` ∈ {add, mean, max}:
@@ -10,7 +11,7 @@ GraphSAGE.py`` of diningphil/gnn-comparison at HEAD c524e97, run under PyG 1.4.2
 
 For add/mean there is no non-linearity between the convs (as the code). Full neighbourhoods, no sampling.
 
-Decisions:
+Decisions (docs/protocols/fair-comparison.md#networks):
 
 * PyG-1.4 semantics, not PyG ≥ 1.5's W₁x_i + W₂·AGG_{N(i)} x_j (root weight) — which is also why the
   ``aggregation`` grid key matters: the original assigned ``conv.aggr`` after construction, honoured by PyG 1.4 and
@@ -95,6 +96,7 @@ class ClosedSAGEConv(nn.Linear):
         self.aggregation = aggregation
 
     def forward(self, x: torch.Tensor, aggregate: _ClosedNeighbourhood | torch.Tensor) -> torch.Tensor:
+        """x'_i = W · AGG_{j ∈ N(i) ∪ {i}} x_j + b; ``aggregate`` is an edge index or the batch's neighbourhood."""
         if isinstance(aggregate, torch.Tensor):
             edge_index, num_nodes, dtype = aggregate, x.shape[0], x.dtype
             aggregate = cached_structure(self, edge_index, (num_nodes, dtype),
@@ -103,6 +105,8 @@ class ClosedSAGEConv(nn.Linear):
 
 
 class GraphSAGE(GraphClassifier):
+    """GraphSAGE of the fair comparison (module docstring: convolutions, readout, decisions)."""
+
     required = ("num_layers", "dim_embedding", "aggregation")
 
     def __init__(self, in_dim: int, num_classes: int, num_layers: int, dim_embedding: int, aggregation: str) -> None:
@@ -121,10 +125,12 @@ class GraphSAGE(GraphClassifier):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta, sizes: np.ndarray) -> GraphSAGE:
+        """GraphSAGE from ``num_layers``, ``dim_embedding`` and ``aggregation``; ``sizes`` is not used."""
         return cls(meta.node_features.size, meta.num_outputs, int(cfg["num_layers"]), int(cfg["dim_embedding"]),
                    cfg["aggregation"])
 
     def forward(self, batch: GraphBatch) -> torch.Tensor:
+        """Logits (B, C): the convolutions' outputs concatenated, max-pooled per graph, then the two-layer MLP."""
         x = batch.x
         aggregate = _ClosedNeighbourhood(batch.edge_index, batch.num_nodes, self.aggregation, x.dtype)
         x_all = []
