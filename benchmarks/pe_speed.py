@@ -8,7 +8,8 @@ Graph sets (all generated here, nothing downloaded):
     AQSOL-like    ``benchmarks/synthetic.py`` ``molecule_like()``: 7,831 graphs of ~17.6 nodes, k = 4
 
 Baselines, each one graph at a time in a Python loop as the benchmark's loaders do it (L built with
-scipy.sparse from the edge list, in-degrees clipped at 1, spec §3.13):
+scipy.sparse from the edge list, in-degrees clipped at 1, as the released code's loaders do; see
+docs/protocols/benchmarking-gnns.md#laplacian-positional-encodings):
     np.linalg.eig    the original dense variant: eig of the dense L, argsort, real parts, columns 1..k
                      (zero-padded when n ≤ k, as the molecule loader does)
     sparse eigs      the original SBM variant: scipy.sparse.linalg.eigs(L, k=k+1, which='SR', tol=1e-2);

@@ -1,4 +1,6 @@
-"""Dense WL-GNNs (RingGNN, 3WLGNN): dense input, layers against transcriptions of the spec, padding, counts."""
+"""Dense WL-GNNs (RingGNN, 3WLGNN): dense input, layers against transcriptions of the released code's layers
+(graphdeeplearning/benchmarking-gnns ``layers/ring_gnn_equiv_layer.py``, ``layers/three_wl_gnn_layers.py``),
+padding, counts."""
 
 from __future__ import annotations
 
@@ -155,7 +157,8 @@ def test_padded_batch_holds_each_graph_in_its_corner_and_zeros_elsewhere():
 
 
 def reference_ops(x: np.ndarray) -> np.ndarray:
-    """The 15 basis ops of spec §2.3 on one graph's (D, m, m) tensor, written out entry by entry → (15, D, m, m)."""
+    """The 15 basis ops of the released ``layers/ring_gnn_equiv_layer.py`` ("inf" normalisation; Dwivedi et al.,
+    Eq. 36) on one graph's (D, m, m) tensor, written out entry by entry → (15, D, m, m)."""
     d, m, _ = x.shape
     ops = np.zeros((15, d, m, m))
     for c in range(d):
@@ -183,7 +186,7 @@ def reference_ops(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("op", range(15))
-def test_each_ring_basis_op_matches_the_spec_on_a_3_node_graph_also_when_padded(op):
+def test_each_ring_basis_op_matches_the_original_on_a_3_node_graph_also_when_padded(op):
     torch.manual_seed(op)
     small, big = torch.randn(2, 3, 3, dtype=torch.float64), torch.randn(2, 5, 5, dtype=torch.float64)
     x = torch.zeros(2, 2, 5, 5, dtype=torch.float64)
@@ -196,7 +199,8 @@ def test_each_ring_basis_op_matches_the_spec_on_a_3_node_graph_also_when_padded(
 
 
 def reference_ring_layer(layer: RingGNNEquivLayer, x: np.ndarray) -> np.ndarray:
-    """The original's layer on one graph (D, m, m), radius 2, dropout 0 — spec §2.3 transcribed with NumPy."""
+    """The original's layer on one graph (D, m, m), radius 2, dropout 0 — ``RingGNNEquivLayer`` of the released
+    ``layers/ring_gnn_equiv_layer.py`` transcribed with NumPy."""
     ops = reference_ops(x)
     c = [p.detach().double().numpy() for p in layer.coeffs_list]
     b = [p.detach().double().numpy().reshape(-1, 1, 1) for p in layer.diag_bias_list]
@@ -227,7 +231,7 @@ def randomise(module: torch.nn.Module) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize(("layer_norm", "residual"), [(False, False), (False, True), (True, True)])
-def test_ring_layer_matches_the_spec_per_graph_in_a_padded_batch(layer_norm, residual):
+def test_ring_layer_matches_the_original_per_graph_in_a_padded_batch(layer_norm, residual):
     layer = randomise(RingGNNEquivLayer(2, 3, layer_norm, residual, dropout=0.0, radius=2)).double()
     torch.manual_seed(2)
     small, big = torch.randn(2, 3, 3, dtype=torch.float64), torch.randn(2, 5, 5, dtype=torch.float64)

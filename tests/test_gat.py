@@ -299,7 +299,8 @@ def test_every_published_gat_row_is_checked():
 
 
 def test_paper_era_count_without_gatconv_bias():
-    # spec §1.1: DGL ≤ 0.5 had no GATConv bias; ZINC 100k then prints 102,385 = 102,961 − (3·18·8 + 144)
+    # DGL ≤ 0.5 had no GATConv bias: Dwivedi et al., Table 3 prints 102,385 for ZINC GAT 100k = 102,961 − (3·18·8 + 144)
+    # (docs/protocols/benchmarking-gnns.md#parameter-counts-and-budgets)
     model = _build("molecules_graph_regression_GAT_ZINC_100k")
     biases = sum(layer.bias.numel() for layer in model.architecture.layers)
     assert biases == 3 * 18 * 8 + 144

@@ -1,4 +1,5 @@
-"""Laplacian positional encodings (spec §3.13), their random sign flip and the PE file format.
+"""Laplacian positional encodings (Dwivedi et al., Appendix E.1;
+docs/protocols/benchmarking-gnns.md#laplacian-positional-encodings), their random sign flip and the PE file format.
 
 Every check compares gnnbench's batched implementation with an independent per-graph NumPy reference built
 here from the definition: A[src, dst] = 1 (parallel edges add up), d = in-degree (column sums of A) clipped

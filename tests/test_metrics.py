@@ -1,4 +1,5 @@
-"""Losses and metrics against independent transcriptions of the original's definitions (spec §4, §2.4)."""
+"""Losses and metrics against independent transcriptions of the original's definitions (the released code's
+``train/metrics.py`` and the nets' ``loss`` methods; docs/protocols/benchmarking-gnns.md#metrics-and-losses)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_benchmarking_gnns_metrics_are_unchanged(data):
         assert got == want, label
         if dataset == "CSL":
             csl_files.append(out / "records" / "run.parquet")  # the table reads the runs' records
-    aggregate_tables(csl_files, data / "t.csv", data / "t.md", data / "t.parquet")
+    aggregate_tables(csl_files, *(data / f"t.{ext}" for ext in ("csv", "md", "parquet")))
     columns = list(pd.read_csv(data / "t.csv").columns)
     # one deliberate addition since: the count of diverged runs (none here), after the run count
     assert columns == [*RECORDED["CSL_table_columns"][:5], "diverged", *RECORDED["CSL_table_columns"][5:]]

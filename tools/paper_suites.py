@@ -62,7 +62,7 @@ HEADER = """\
 # Every model is a published config run the way the original scripts ran it: their CLI overrides ("+E" =
 # edge_feat true, "+hN" = hidden_dim N, "+lrX" = init_lr X) and their seeds; TU sets on the benchmark's 10 folds,
 # CSL on its 5 folds, WikiCS on its 20 splits. Tables: results/tables/{{dataset}}.md, one row per model.
-# Size: {runs} training runs. See the README ("The whole paper on a cluster") for what it costs.
+# Size: {runs} training runs. What it costs: docs/protocols/benchmarking-gnns.md#reproducing-the-papers-tables
 """
 
 
@@ -77,6 +77,8 @@ def load_presets() -> dict[str, tuple[str, dict]]:
 
 
 def variant_label(base: str, overrides: dict) -> str:
+    """A model's label in the suite: the preset's short name with its overrides appended (``+E``/``+noE`` for
+    ``edge_feat``, ``+h181`` for ``hidden_dim``, ``+lr1e-05`` for ``init_lr``, ``+<key><value>`` otherwise)."""
     parts = []
     for key, value in overrides.items():
         if key == "edge_feat":
@@ -105,6 +107,8 @@ def paper_models(presets: dict) -> dict[str, dict[str, dict]]:
 
 
 def suite(models: dict[str, dict[str, dict]]) -> dict:
+    """The suite file's content for ``models`` (dataset → label → model entry): the paper-scale ``resources``, the
+    datasets in the paper's order and one benchmark per dataset."""
     names = [name for name in DATASETS if name in models]  # the paper's order
     return {
         "resources": {"train": {"cpus": 4, "mem_mb": 32000, "runtime": 1500, "gpus": 1},
@@ -115,6 +119,7 @@ def suite(models: dict[str, dict[str, dict]]) -> dict:
 
 
 def folds(dataset: str) -> int:
+    """How many folds or splits each seed of ``dataset`` runs on: CSL 5, the TU sets 10, WikiCS 20, the others 1."""
     split = DATASETS[dataset].get("split", {})
     if dataset == "WikiCS":
         return 20
@@ -122,10 +127,13 @@ def folds(dataset: str) -> int:
 
 
 def count_runs(models: dict[str, dict[str, dict]]) -> int:
+    """The number of training runs ``models`` plans: seeds × folds, summed over every model."""
     return sum(len(m["seeds"]) * folds(d) for d, labels in models.items() for m in labels.values())
 
 
 def subset(models: dict, keep) -> dict:
+    """The models for which ``keep(preset name, the dataset's models)`` is true; datasets left without a model are
+    dropped."""
     out = {}
     for dataset, labels in models.items():
         chosen = {label: m for label, m in labels.items() if keep(m["preset"], labels)}
@@ -135,12 +143,15 @@ def subset(models: dict, keep) -> dict:
 
 
 def write(name: str, what: str, models: dict) -> None:
+    """Write ``config/suites/<name>.yaml``: the header (``what`` it reproduces, its run count) and the suite of
+    ``models``."""
     text = HEADER.format(what=what, name=name, runs=f"{count_runs(models):,}")
     text += yaml.safe_dump(suite(models), sort_keys=False, width=120, default_flow_style=None)
     (SUITES / f"{name}.yaml").write_text(text)
 
 
 def main() -> int:
+    """Rewrite the three suites: the whole paper, the positional-encoding study and the 500k study."""
     presets = load_presets()
     models = paper_models(presets)
     presets_run = {m["preset"] for labels in models.values() for m in labels.values()}

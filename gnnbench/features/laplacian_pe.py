@@ -1,4 +1,5 @@
-"""Laplacian eigenvector positional encodings (spec benchmarking-gnns.md §3.13).
+"""Laplacian eigenvector positional encodings (Dwivedi et al., Appendix E.1, Eq. 48), as the released code computes
+them (graphdeeplearning/benchmarking-gnns, ``positional_encoding`` in ``data/molecules.py``, ``data/SBMs.py``, ...).
 
 For a graph with adjacency A (A[u, v] = 1 for an edge u→v) and in-degrees d clipped at 1:
     L = I − D^{-1/2} A D^{-1/2}
@@ -14,7 +15,7 @@ sorts by real part like the original's ``numpy.linalg.eig``.
 Solvers (``solver``, from the dataset's ``meta.pe_solver``):
 
 ``dense``   the exact decomposition above — the default, used for every dataset of many small graphs.
-``sparse``  the original's COLLAB variant (spec §3.13): the Laplacian as a SciPy sparse matrix (duplicate edges
+``sparse``  the original's COLLAB variant (``data/COLLAB.py``): the Laplacian as a SciPy sparse matrix (duplicate edges
             summed, as the dense path counts them), ``scipy.sparse.linalg.eigs(L, k=k+1, which='SR', tol=1e-2)``,
             eigenpairs sorted by eigenvalue (NumPy's complex order: real part, then imaginary), columns 1..k, real
             part. Approximate by design (tol 1e-2). One graph of OGBL-COLLAB's size (235,868 nodes) has no dense
@@ -22,11 +23,12 @@ Solvers (``solver``, from the dataset's ``meta.pe_solver``):
             uniform perturbation, seed 0), so the same graph gives the same file. A dataset with a graph too
             small for ARPACK (n ≤ k + 2) is decomposed by the dense path.
 
-Decisions: the original uses the approximate ARPACK solver (``eigs``, tol 1e-2) for SBM and COLLAB; gnnbench
-computes exact eigenvectors for SBM (small graphs) and keeps ARPACK for COLLAB (``pe_solver: sparse`` in its
-metadata). Where eigenvalues are degenerate (e.g. CSL's circulant graphs, or the zero eigenvalue of every connected
-component of COLLAB) the basis inside an eigenspace is arbitrary, as in the original; the random sign flip applied
-during training (:func:`random_sign_flip`) treats signs as arbitrary, never at evaluation.
+Decisions (docs/protocols/benchmarking-gnns.md#exact-positional-encodings): the original uses the approximate
+ARPACK solver (``eigs``, tol 1e-2) for SBM and COLLAB; gnnbench computes exact eigenvectors for SBM (small graphs) and
+keeps ARPACK for COLLAB (``pe_solver: sparse`` in its metadata). Where eigenvalues are degenerate (e.g. CSL's
+circulant graphs, or the zero eigenvalue of every connected component of COLLAB) the basis inside an eigenspace is
+arbitrary, as in the original; the random sign flip applied during training (:func:`random_sign_flip`) treats signs
+as arbitrary, never at evaluation.
 """
 
 from __future__ import annotations

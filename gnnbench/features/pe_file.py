@@ -24,6 +24,8 @@ _KEY = b"gnnbench_pe"
 
 def write_pe(path: str | os.PathLike, pe: np.ndarray, num_nodes: np.ndarray, dataset_checksum: str,
              kind: str = "laplacian") -> None:
+    """Write ``pe`` (total nodes, k) of the graphs with ``num_nodes`` nodes each to ``path`` (atomically), tagged
+    with ``kind``, k and ``dataset_checksum``."""
     ptr = np.zeros(len(num_nodes) + 1, dtype=np.int64)
     np.cumsum(num_nodes, out=ptr[1:])
     table = pa.table({"num_nodes": pa.array(num_nodes.astype(np.int64)), "pe": arrow_lists(pe, ptr)})

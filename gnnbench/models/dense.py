@@ -1,5 +1,5 @@
 """Dense input of the WL-GNNs (RingGNN, 3WLGNN): a padded batch of C×n×n tensors built from a GraphBatch
-(spec benchmarking-gnns.md §2.3).
+(Dwivedi et al., Appendix B.2.1, Eqs. 28–31; the released code's ``collate_dense_gnn`` in ``data/*.py``).
 
 The original builds one tensor per graph in each dataset's ``collate_dense_gnn`` and runs one graph per
 forward pass. Here the graphs of a batch are scattered, in one vectorised pass, into a zero tensor
@@ -16,7 +16,9 @@ Channels (per graph, n = its number of nodes):
   types), the raw values of a continuous one (superpixels, TU, TSP coordinates, CYCLES). A categorical
   feature of vocabulary 1 is written as its raw value (always 0), like the original does for CSL without
   PE (C = 2 with an all-zero channel 1). With PE that *replaces* the node input (CSL, CYCLES), the
-  ``pos_enc_dim`` PE values take the place of the node features (CSL: C = 1 + 20).
+  ``pos_enc_dim`` PE values take the place of the node features (CSL: C = 1 + 20). During training they carry the
+  random sign flip of every training loop, which the original's dense loops do not apply
+  (docs/protocols/benchmarking-gnns.md#positional-encodings-for-dense-wl-gnns).
 * edge channels, when ``edge_feat`` is true, at the off-diagonal entries [src, dst]: a categorical feature
   sets channel ``bond_type`` of its block to 1 (molecules: one channel per bond type, the bond-type-0
   channel exists but ZINC never uses it), a continuous one writes its values (TSP: the distance). Two
@@ -24,7 +26,7 @@ Channels (per graph, n = its number of nodes):
   benchmark dataset has parallel edges).
 * Decision (PE added to the node input, e.g. SBM/ZINC with ``pos_enc``; the original never feeds PE to
   the WL-GNNs there): the PE values are appended as ``pos_enc_dim`` further diagonal channels after all
-  the others.
+  the others (docs/protocols/benchmarking-gnns.md#positional-encodings-for-dense-wl-gnns).
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ from gnnbench.data.batching import GraphBatch
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 
 
-def _channels(spec: FeatureSpec | None) -> int:
-    if spec is None:
+def _channels(feature: FeatureSpec | None) -> int:
+    if feature is None:
         return 0
-    return 1 if spec.kind == "categorical" and spec.size == 1 else spec.size
+    return 1 if feature.kind == "categorical" and feature.size == 1 else feature.size
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class DenseLayout:
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> DenseLayout:
+        """The layout of a run config (``pos_enc``, ``pos_enc_dim``, ``edge_feat``) on a dataset (its node and edge
+        features and whether PE replaces or is added to the node input)."""
         pe_dim = int(cfg.get("pos_enc_dim") or 0) if cfg.get("pos_enc") else 0
         replaces = pe_dim > 0 and meta.pe_usage == "replace"
         node = None if replaces else meta.node_features
@@ -68,20 +72,25 @@ class DenseLayout:
 
     @property
     def node_channels(self) -> int:
+        """Diagonal channels of the node input: the PE dimensions when PE replaces it, else the node features'."""
         return self.pe_dim if self.pe_replaces else _channels(self.node)
 
     @property
     def edge_channels(self) -> int:
+        """Off-diagonal channels of the edge features (0 without ``edge_feat``)."""
         return _channels(self.edge)
 
     @property
     def channels(self) -> int:
+        """C: the adjacency channel, the node channels, the edge channels and added PE channels."""
         extra_pe = 0 if self.pe_replaces else self.pe_dim
         return 1 + self.node_channels + self.edge_channels + extra_pe
 
 
 @dataclass
 class DenseBatch:
+    """A batch of graphs as one zero-padded dense tensor, with what maps it back to the batch's nodes."""
+
     x: torch.Tensor  # (B, C, n, n), zero outside each graph's n_b × n_b block
     mask: torch.Tensor  # (B, n) bool, True for real nodes
     num_nodes: torch.Tensor  # (B,) node counts (int64)

@@ -1,5 +1,6 @@
 """Input encoders: node features and positional encodings → node embeddings; edge features → edge
-embeddings (spec benchmarking-gnns.md §2.4).
+embeddings (Dwivedi et al., Appendix B.1.1, Eq. 1, and §3 for the positional encodings; the embedding layers of the
+released code's nets, ``nets/<task>/*_net.py``).
 
 Node input
     categorical ids → ``Embedding(vocab, width)``; continuous features → ``Linear(d, width)``, or, for
@@ -22,13 +23,17 @@ from torch import nn
 from gnnbench.data.meta import FeatureSpec
 
 
-def _input_layer(spec: FeatureSpec, width: int) -> nn.Module:
-    if spec.kind == "categorical":
-        return nn.Embedding(spec.size, width)
-    return nn.Linear(spec.size, width)
+def _input_layer(feature: FeatureSpec, width: int) -> nn.Module:
+    if feature.kind == "categorical":
+        return nn.Embedding(feature.size, width)
+    return nn.Linear(feature.size, width)
 
 
 class NodeEncoder(nn.Module):
+    """Node input → width ``width``: ``Embedding`` or ``Linear`` of the features (or the raw features when
+    ``project_continuous`` is false), plus ``Linear(pe_dim, width)(pe)``, or that projection alone when the positional
+    encodings replace the node input (``pe_usage`` "replace")."""
+
     def __init__(self, feature: FeatureSpec | None, width: int, pe_dim: int | None = None,
                  pe_usage: str = "add", project_continuous: bool = True) -> None:
         super().__init__()
@@ -44,6 +49,7 @@ class NodeEncoder(nn.Module):
         self.pe_projection = nn.Linear(pe_dim, width) if pe_dim is not None else None
 
     def forward(self, x: torch.Tensor | None, pe: torch.Tensor | None) -> torch.Tensor:
+        """h = Emb(x) + Linear(pe) (each term where it exists); (N, width)."""
         if self.embedding is None and self.pe_projection is not None:  # PE replaces the node input
             return self.pe_projection(pe)
         h = self.embedding(x) if self.embedding is not None else x
@@ -53,6 +59,9 @@ class NodeEncoder(nn.Module):
 
 
 class EdgeEncoder(nn.Module):
+    """Edge input → width ``width``: ``Embedding`` / ``Linear`` of the edge features with ``use_features``
+    (``edge_feat``), else ``Linear(ones_width, width)`` of the constant input ``ones``."""
+
     def __init__(self, feature: FeatureSpec | None, use_features: bool, width: int,
                  ones_width: int | None = None) -> None:
         super().__init__()
@@ -67,6 +76,7 @@ class EdgeEncoder(nn.Module):
             self.layer = nn.Linear(ones_width, width)
 
     def forward(self, edge_attr: torch.Tensor | None, num_edges: int) -> torch.Tensor:
+        """(num_edges, width) edge embeddings; the constant input's embedding is one row broadcast to every edge."""
         if self.use_features:
             return self.layer(edge_attr)
         # Linear(ones) is the same vector for every edge: compute it once and broadcast.

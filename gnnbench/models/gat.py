@@ -1,7 +1,9 @@
-"""GAT as the benchmark uses it (spec benchmarking-gnns.md §2.2, §2.4): DGL 0.6.1 ``GATConv`` inside an
-ELU/BN/residual layer, and the per-head custom layers of the TSP/COLLAB edge-feature analysis; and
-:class:`StackedGAT`, the "Pitfalls of GNN Evaluation" network (spec p2-pitfalls.md §3.2) trained as R
-initialisations at once (:mod:`gnnbench.models.stacked`).
+"""GAT as the benchmark uses it (Dwivedi et al., Appendix B.1.2, Eqs. 10–12; the released code's
+``layers/gat_layer.py`` and ``nets/*/gat_net.py``): DGL 0.6.1 ``GATConv`` inside an ELU/BN/residual layer, and the
+per-head custom layers of the TSP/COLLAB edge-feature analysis (Appendix E.2.1, Eqs. 58–64); and :class:`StackedGAT`,
+the "Pitfalls of GNN Evaluation" network (Shchur et al.; the released code shchur/gnn-benchmark,
+``gnnbench/models/gat.py``; docs/protocols/pitfalls.md) trained as R initialisations at once
+(:mod:`gnnbench.models.stacked`).
 
 Standard layer (``layer_type`` "dgl" or absent) — DGL ``GATConv(d_in, d, H, feat_drop=p, attn_drop=p,
 negative_slope=0.2, bias=True)``. For every edge u→v and head k (softmax over the in-edges of v):
@@ -32,9 +34,10 @@ Head-split convention (every GAT net): ``hidden_dim`` is the width of one head, 
 hidden·H wide, layers 1..L−1 map hidden·H → hidden × H heads and the last maps hidden·H → out_dim with one
 head. The custom types encode the edge input to width hidden·H (``Linear`` on ones unless edge_feat).
 
-Decisions: ``layer_type`` is honoured on every dataset (the original reads it only for TSP/COLLAB); an
-unknown value is a config error (the original silently falls back to the standard layer); ``self_loop``
-(false in every config) is supported for the standard layer only, since added loops have no edge input.
+Decisions (docs/protocols/benchmarking-gnns.md#unknown-settings-are-errors): ``layer_type`` is honoured on every
+dataset (the original reads it only for TSP/COLLAB); an unknown value is a config error (the original silently falls
+back to the standard layer); ``self_loop`` (false in every config) is supported for the standard layer only, since
+added loops have no edge input.
 The custom layers' per-head modules are stored stacked (head k's ``fc.weight`` is ``fc_weight[k]``, its
 BN(d) is a slice of one BN(H·d): per-feature statistics, so the same numbers) — same parameter count.
 
@@ -44,8 +47,8 @@ The attention never materialises a message per edge (:mod:`gnnbench.models.spars
 and its backward are products with block-diagonal sparse matrices (one block per head), the softmax
 denominator comes out of the same product, and the CSR structures are built once per forward and shared
 by all layers. A constant edge input is transformed once, and the last edgereprfeat layer skips its edge
-output, which no head reads. On a PATTERN-sized batch (15.7k nodes, 837k edges) this is ~7× less CPU
-time per training step than gather/scatter message passing.
+output, which no head reads. On the CPU this is several times faster per training step than gather/scatter
+message passing (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -289,6 +292,7 @@ class GATLayer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """DGL's initialisation: W, a_l, a_r Glorot-normal with gain √2, b = 0; BN reset."""
         gain = nn.init.calculate_gain("relu")
         nn.init.xavier_normal_(self.fc.weight, gain=gain)
         nn.init.xavier_normal_(self.attn_l, gain=gain)
@@ -313,6 +317,7 @@ class GATLayer(nn.Module):
         return lean_attention(z, el, er, graph, 0.2) + self.bias
 
     def forward(self, h: torch.Tensor, graph: AttentionGraph | torch.Tensor) -> torch.Tensor:
+        """out = h + ELU(BN(GATConv(h))) (residual and BN as configured): (N, d_in) → (N, H·d)."""
         x = _tail(self.conv(h, graph), self.batchnorm_h, 0.0, self.training)
         return h + x if self.residual else x
 
@@ -371,12 +376,15 @@ class CustomGATLayer(_CustomHeads):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Every head's ``fc`` and ``attn_fc`` as ``nn.Linear`` initialises them; BN reset."""
         _linear_init_(self.fc_weight, self.in_dim)
         _linear_init_(self.attn_weight, 2 * self.head_dim)
         self.batchnorm_h.reset_parameters()
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, graph: AttentionGraph | torch.Tensor | None = None,
                 edge_output: bool = True):
+        """(h', e): the heads' attention outputs through BN → ELU → dropout, concatenated (+ h); the edge input is
+        returned unchanged. Also callable as ``layer(x, edge_index)``."""
         e, graph = _plain_call(self, h, e, graph, _attention_graph_of)
         heads, d = self.heads, self.head_dim
         w = self.fc_weight
@@ -423,6 +431,8 @@ class CustomGATLayerEdgeReprFeat(_CustomHeads):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Every head's ``fc_h``, ``fc_e``, ``fc_proj`` and ``attn_fc`` as ``nn.Linear`` initialises them; BNs
+        reset."""
         _linear_init_(self.fc_h_weight, self.in_dim)
         _linear_init_(self.fc_e_weight, self.in_dim)
         _linear_init_(self.fc_proj_weight, 3 * self.head_dim)
@@ -433,6 +443,9 @@ class CustomGATLayerEdgeReprFeat(_CustomHeads):
 
     def forward(self, h: torch.Tensor, e: torch.Tensor, graph: AttentionGraph | torch.Tensor | None = None,
                 edge_output: bool = True):
+        """(h', e'): node and edge outputs of every head, concatenated (+ the inputs where the widths agree);
+        ``edge_output`` false skips e' (the last layer's, which no head reads) and returns the edge input. Also
+        callable as ``layer(x, edge_index, edge_attr)``."""
         e, graph = _plain_call(self, h, e, graph, _attention_graph_of)
         heads, d = self.heads, self.head_dim
         hd = heads * d
@@ -493,12 +506,14 @@ class CustomGATLayerIsotropic(_CustomHeads):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Every head's ``fc`` as ``nn.Linear`` initialises it; BN reset."""
         _linear_init_(self.fc_weight, self.in_dim)
         self.batchnorm_h.reset_parameters()
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None,
                 adjacency: SparseAdjacency | torch.Tensor | None = None, edge_output: bool = True):
-        """``adjacency``: the 0/1 in-edge adjacency (parallel edges count twice, like DGL's sum)."""
+        """(h', e): h'_v = ‖_k Σ_{u→v} W_k h_u through BN → ELU → dropout per head (+ h); the edge input is returned
+        unchanged. ``adjacency``: the 0/1 in-edge adjacency (parallel edges count twice, like DGL's sum)."""
         e, adjacency = _plain_call(self, h, e, adjacency, _unit_adjacency_of)
         w = self.fc_weight.reshape(self.heads * self.head_dim, -1)
         if w.shape[0] <= w.shape[1]:  # project first when it shrinks the features
@@ -531,6 +546,7 @@ class GAT(Architecture):
         super().__init__()
         if layer_type not in LAYER_TYPES:
             # the original silently falls back to the standard layer; a typo should not change the model
+            # (docs/protocols/benchmarking-gnns.md#unknown-settings-are-errors)
             raise ValueError(f"layer_type {layer_type!r} is not one of {', '.join(LAYER_TYPES)}")
         if self_loop and layer_type != "dgl":
             raise ValueError("self_loop adds edges that have no edge input; use it with layer_type dgl only")
@@ -545,10 +561,14 @@ class GAT(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> GAT:
+        """From ``hidden_dim`` (per head), ``out_dim``, ``n_heads``, ``L``, ``dropout``, ``batch_norm``, ``residual``,
+        ``layer_type`` (default "dgl") and ``self_loop``."""
         return cls(cfg["hidden_dim"], cfg["out_dim"], cfg["n_heads"], cfg["L"], cfg["dropout"], cfg["batch_norm"],
                    cfg["residual"], cfg.get("layer_type") or "dgl", cfg.get("self_loop", False))
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L layers on the batch's graph (one attention structure shared by all layers); node embeddings
+        (N, out_dim)."""
         edge_index = batch.edge_index
         if self.layer_type == "dgl":
             if self.self_loop:
@@ -568,7 +588,8 @@ class GAT(Architecture):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.2): R initialisations at once
+# "Pitfalls of GNN Evaluation" (the released code shchur/gnn-benchmark, gnnbench/models/gat.py): R initialisations
+# at once
 
 
 class StackedGAT(StackedModel):
@@ -622,6 +643,8 @@ class StackedGAT(StackedModel):
 
     @classmethod
     def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedGAT:
+        """From ``hidden_size``, ``num_heads`` (default [8, 1]), ``input_dropout_prob``, ``coefficient_dropout_prob``
+        and ``weight_decay`` of a pitfalls model config."""
         heads = config.get("num_heads", [8, 1])
         if (not isinstance(heads, (list, tuple)) or len(heads) != 2
                 or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in heads)):
@@ -632,6 +655,7 @@ class StackedGAT(StackedModel):
                    config.nonnegative("weight_decay"))
 
     def init_weights(self, r: int, generator: torch.Generator) -> None:
+        """Glorot-uniform W, a_i, a_j of initialisation ``r`` from ``generator``, head by head (biases stay 0)."""
         for layer in (1, 2):  # per head, as the original creates them: W, then a_i and a_j as (F', 1) matrices
             weight, target, source = (getattr(self, f"{name}{layer}") for name in ("weight", "att_target",
                                                                                     "att_source"))
@@ -671,6 +695,7 @@ class StackedGAT(StackedModel):
         return out + getattr(self, f"bias{layer}").reshape(blocks, 1, width)
 
     def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        """Logits (R, M, C) at ``nodes`` (None: all): layer 1's heads (ELU, concatenated), then layer 2's, averaged."""
         hops = self.hops.get(nodes)
         inits, (heads1, heads2), hidden = self.inits, self.heads, self.hidden
         p = self.input_dropout if training else 0.0

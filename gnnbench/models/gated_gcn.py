@@ -1,4 +1,6 @@
-"""GatedGCN (Bresson & Laurent) with the edge stream of the benchmark (spec benchmarking-gnns.md §2.2, §2.4).
+"""GatedGCN (Bresson & Laurent) with the edge stream of the benchmark (Dwivedi et al., Appendix B.1.2, Eqs. 16–18,
+and Appendix E.2.1, Eqs. 52–57 for the edge-analysis variants; the released code's ``layers/gated_gcn_layer.py`` and
+``nets/*/gated_gcn_net.py``).
 
 Standard layer (``layer_type`` "edgereprfeat" or absent), for every edge u→v (sums over the in-edges of v):
 
@@ -26,11 +28,11 @@ GRU's final hidden state is the new h. One ``nn.GRU(hidden, hidden)`` is shared 
 
 Speed: A, B, D and E are applied in one matrix product; the standard layer's gate and its edge tail are one hand-written
 autograd function (:class:`_GatedEdges`) that walks the edges in cache-sized chunks and keeps only the edge input for
-the backward (autograd would keep six or more (E, d) tensors per layer: on 500 PATTERN graphs an epoch fell from 44 s to
-~11 s and the peak from 5.6 to ~2.6 GB together with :mod:`gnnbench.allocator`); it matches the autograd formulation to
-float rounding, a bound the tests check. A constant edge input (the benchmark's ``ones``) is transformed once, not per
-edge; the edge update of the last layer is skipped (no head reads the edge stream) — its result would be discarded, so
-outputs are unchanged; the isotropic sum is one sparse–dense product with the adjacency built once per forward pass.
+the backward (autograd would keep six or more (E, d) tensors per layer; the time and memory saved are on the
+docs/performance.md page); it matches the autograd formulation to float rounding, a bound the tests check. A constant
+edge input (the benchmark's ``ones``) is transformed once, not per edge; the edge update of the last layer is skipped
+(no head reads the edge stream) — its result would be discarded, so outputs are unchanged; the isotropic sum is one
+sparse–dense product with the adjacency built once per forward pass.
 
 Node-level tasks: the benchmark's SBM and WikiCS GatedGCN (and GraphTheoryProp's) keep every layer at
 ``hidden_dim`` and ignore ``out_dim``; :meth:`GatedGCN.from_config` reproduces that for node and multitask
@@ -38,7 +40,7 @@ tasks. WikiCS: the original's WikiCS net embeds the edges with ``Embedding(1, hi
 type (a learned constant edge vector, no bias) instead of the usual ``Linear(1, hidden)`` on ones; on a dataset
 that says so (``meta.net_conventions`` "edge_type_table", WikiCS's description) and has no edge features the
 model owns that table and broadcasts its row to every edge (the original's (E, 1, hidden) shape quirk, which
-breaks its layer, is not reproduced).
+breaks its layer, is not reproduced: docs/protocols/benchmarking-gnns.md#wikics-nets).
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ class _GatedEdges(torch.autograd.Function):
     alive anyway): ê, σ, the gathered rows, ReLU's mask and x̂ = (ê − mean)/σ_BN are recomputed chunk by chunk in the
     backward from the edge input and (N, d) node tensors, by the same operations on the same chunks as in the forward
     (so the same values). That costs C e once more per backward pass over the edges (two with the tail: BN's gradient
-    needs two sums over all edges first), ~15 % of an epoch on PATTERN, and saves one (E, d) tensor per layer from the
+    needs two sums over all edges first), a small share of an epoch, and saves one (E, d) tensor per layer from the
     end of the forward to the layer's backward. The gradient reaching ê from the tail is consumed chunk by chunk, so
     the backward allocates one edge-sized tensor, the gradient of the edge input (which already holds the residual's
     share). The terms are added in the autograd graph's order; sums differ from it only by float rounding (tests
@@ -213,8 +215,8 @@ def _pre_activation(out, Dh, Eh, e, weight, bias, s, d, where: slice, work):
 
 def _bn_statistics(x: torch.Tensor, bn: nn.BatchNorm1d, work: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean, 1/sqrt(var + eps)) over the rows of ``x``: the batch's in training (two passes over chunks, summed in
-    float64; torch's var_mean over dim 0 is ~7× slower; the running statistics are updated like ``nn.BatchNorm1d``),
-    the running ones in eval mode. ``work``: a (CHUNK, d) buffer."""
+    float64, faster on the CPU than torch's var_mean over dim 0; the running statistics are updated like
+    ``nn.BatchNorm1d``), the running ones in eval mode. ``work``: a (CHUNK, d) buffer."""
     num_rows, width = x.shape
     if not bn.training:
         return bn.running_mean, torch.rsqrt(bn.running_var + bn.eps)
@@ -277,8 +279,8 @@ def _edge_rows(num_rows: int, like: torch.Tensor) -> torch.Tensor:
 
     Batches differ in their edge counts by a few per cent; rounded, successive batches ask malloc for the same
     sequence of block sizes, so with malloc keeping freed memory (gnnbench.allocator) the holes one batch leaves are
-    the ones the next batch fills, instead of holes just too small for it. PATTERN-500 GatedGCN, 3 processes each
-    (whole-process A/B, in turn): peak 2.89 → 2.61 GB and 7 % less wall time than without the rounding."""
+    the ones the next batch fills, instead of holes just too small for it: a lower peak and less time
+    (docs/performance.md)."""
     rounded = num_rows
     if num_rows > 4096:
         step = 1 << max(num_rows.bit_length() - 4, 0)  # 8 classes per power of two: ≤ 12.5 % over
@@ -329,6 +331,8 @@ class GatedGCNLayer(_LayerBase):
 
     def forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True,
                 adjacency: SparseAdjacency | None = None):
+        """(out, e') of the update in the class docstring; ``edge_output`` false skips e' (the last layer's, which no
+        head reads) and returns None for it. ``adjacency`` is not read (the isotropic variant's)."""
         e, edge_index = _call_order(e, edge_index)
         src, dst = edge_index
         Ah, Bh, Dh, Eh = self._project_abde(h)
@@ -377,6 +381,7 @@ class GatedGCNLayerEdgeFeatOnly(_LayerBase):
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor | None = None,
                 edge_output: bool = True, adjacency: SparseAdjacency | None = None):
+        """(out, e): the node update of the class docstring and the edge input unchanged."""
         e, edge_index = _call_order(e, edge_index)
         src, dst = edge_index
         Ah, Bh, Dh, Eh = self._project_abde(h)
@@ -414,6 +419,7 @@ class GatedGCNLayerIsotropic(_LayerBase):
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, edge_index: torch.Tensor | None = None,
                 edge_output: bool = True, adjacency: SparseAdjacency | None = None):
+        """(out, e): h'_v = A h_v + Σ_{u→v} B h_u through the tail, and the edge input unchanged."""
         e, edge_index = _call_order(e, edge_index)
         if adjacency is None:
             num_nodes, dtype = h.shape[0], h.dtype
@@ -442,6 +448,7 @@ class GatedGCN(Architecture):
         super().__init__()
         if layer_type not in LAYER_TYPES:
             # the original silently falls back to the standard layer; a typo is more likely than intent here
+            # (docs/protocols/benchmarking-gnns.md#unknown-settings-are-errors)
             raise ValueError(f"layer_type must be one of {', '.join(LAYER_TYPES)}, got {layer_type!r}")
         layer_cls = LAYER_TYPES[layer_type]
         self.layers = nn.ModuleList(layer_cls(a, b, dropout, batch_norm, residual)
@@ -457,6 +464,9 @@ class GatedGCN(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> GatedGCN:
+        """From ``hidden_dim``, ``out_dim`` (ignored for node and multitask tasks, as the benchmark's nets), ``L``,
+        ``dropout``, ``batch_norm``, ``residual``, ``layer_type`` and ``use_gru``; the edge table where the dataset's
+        description asks for it (module docstring)."""
         node_level = meta.task in ("node_classification", "multitask_regression")
         out_dim = cfg["hidden_dim"] if node_level else cfg["out_dim"]  # the benchmark ignores out_dim there
         edge_table = "edge_type_table" in meta.net_conventions and meta.edge_features is None
@@ -464,6 +474,7 @@ class GatedGCN(Architecture):
                    cfg.get("layer_type", "edgereprfeat"), cfg.get("use_gru", False), edge_table)
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L layers (with the GRU update after each when ``use_gru``); node embeddings (N, out_dim)."""
         edge_index = batch.edge_index
         if self.edge_table is not None:
             e = self.edge_table.weight.expand(edge_index.shape[1], -1)  # the same row for every edge

@@ -1,6 +1,8 @@
 """GCN as the benchmark uses it: DGL ``GraphConv(norm='both')`` inside a BN/ReLU/residual/dropout layer
-(spec benchmarking-gnns.md §2.2); and :class:`StackedGCN`, the "Pitfalls of GNN Evaluation" network (spec
-p2-pitfalls.md §3.1) trained as R initialisations at once (:mod:`gnnbench.models.stacked`).
+(Dwivedi et al., Appendix B.1.2, Eq. 5 with Eqs. 21–22; the released code's ``layers/gcn_layer.py``); and
+:class:`StackedGCN`, the "Pitfalls of GNN Evaluation" network (Shchur et al.; the released code shchur/gnn-benchmark,
+``gnnbench/models/gcn.py``; docs/protocols/pitfalls.md) trained as R initialisations at once
+(:mod:`gnnbench.models.stacked`).
 
 For every edge u→v, with out- and in-degrees clamped at 1 and no self loops:
 
@@ -13,8 +15,8 @@ benchmark on directed graphs (kNN graphs of TSP and superpixels) as well. W is G
 as in DGL; ``batchnorm_h`` is always created (it counts in the parameter total even when unused).
 
 The normalised adjacency Â[v, u] = d_out(u)^{-1/2} d_in(v)^{-1/2} is built once per batch as a CSR
-matrix and every layer aggregates with one sparse–dense product (about 10× faster on CPU than gathering
-a message per edge and scattering it back).
+matrix and every layer aggregates with one sparse–dense product (much faster on the CPU than gathering a
+message per edge and scattering it back; docs/performance.md).
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class GCNLayer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """DGL's initialisation: W Glorot-uniform, b = 0; BN reset."""
         nn.init.xavier_uniform_(self.weight)
         nn.init.zeros_(self.bias)
         self.batchnorm_h.reset_parameters()
@@ -121,10 +124,12 @@ class GCN(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> GCN:
+        """From ``hidden_dim``, ``out_dim``, ``L``, ``dropout``, ``batch_norm``, ``residual`` and ``self_loop``."""
         return cls(cfg["hidden_dim"], cfg["out_dim"], cfg["L"], cfg["dropout"], cfg["batch_norm"],
                    cfg["residual"], cfg.get("self_loop", False))
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L layers with the batch's normalised adjacency (built once, shared); node embeddings (N, out_dim)."""
         edge_index = batch.edge_index
         if self.self_loop:
             edge_index = add_self_loops(edge_index, h.shape[0])
@@ -135,7 +140,8 @@ class GCN(Architecture):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.1): R initialisations at once
+# "Pitfalls of GNN Evaluation" (the released code shchur/gnn-benchmark, gnnbench/models/gcn.py): R initialisations
+# at once
 
 
 class StackedGCN(StackedModel):
@@ -175,14 +181,18 @@ class StackedGCN(StackedModel):
 
     @classmethod
     def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedGCN:
+        """From ``hidden_size``, ``dropout_prob``, ``weight_decay`` and ``gcn_self_loops`` of a pitfalls model
+        config."""
         return cls(graph, seeds, config.positive_int("hidden_size"), config.probability("dropout_prob"),
                    config.nonnegative("weight_decay"), config.flag("gcn_self_loops", False))
 
     def init_weights(self, r: int, generator: torch.Generator) -> None:
+        """Glorot-uniform W₁, W₂ of initialisation ``r`` from ``generator`` (biases stay 0)."""
         glorot_(self.weight1[r], generator)
         glorot_(self.weight2[r], generator)
 
     def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        """Logits Z (R, M, C) at ``nodes`` (None: all), from the two layers of the class docstring."""
         hops = self.hops.get(nodes)
         inits, p = self.inits, self.dropout_prob if training else 0.0
         x = DroppedInput(self.features.rows(hops, 2), inits, p).matmul(self.weight1)  # (R, |S2|, hidden)

@@ -1,4 +1,5 @@
-"""GIN (Xu et al.) as the benchmark's ``GINLayer`` inside its per-layer readout (spec benchmarking-gnns.md §2.2, §2.4).
+"""GIN (Xu et al.) as the benchmark's ``GINLayer`` inside its per-layer readout (Dwivedi et al., Appendix B.1.2,
+Eqs. 19–20, and B.1.3; the released code's ``layers/gin_layer.py`` and ``nets/*/gin_net.py``).
 
 For every node v (sums over the in-edges u→v):
 
@@ -53,9 +54,11 @@ class GINMLP(nn.Module):
         self.batch_norms = nn.ModuleList(nn.BatchNorm1d(dim) for _ in range(num_layers - 1))
 
     def reset_parameters(self) -> None:
+        """Reset every Linear and BN to PyTorch's initialisation."""
         reset_children(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(Linear → BN → ReLU) × (num_layers − 1) → Linear on (N, d)."""
         for linear, bn in zip(self.linears, self.batch_norms, strict=False):
             x = torch.relu_(bn(linear(x)))  # in place on BN's own output: autograd does not need it
         return self.linears[-1](x)
@@ -129,12 +132,14 @@ class GINLayer(nn.Module):
         self.dropout, self.batch_norm, self.residual = dropout, batch_norm, residual
 
     def reset_parameters(self) -> None:
+        """Reset the MLP and BN; ε back to its initial value."""
         self.mlp.reset_parameters()
         with torch.no_grad():
             self.eps.fill_(self.init_eps)
         self.bn_node_h.reset_parameters()
 
     def forward(self, h: torch.Tensor, aggregate: NeighbourAggregation | torch.Tensor) -> torch.Tensor:
+        """h'_v = MLP((1 + ε) h_v + AGG_{u→v} h_u), then BN → ReLU → residual → dropout: (N, d) → (N, d)."""
         if isinstance(aggregate, torch.Tensor):
             edge_index, num_nodes, dtype = aggregate, h.shape[0], h.dtype
             aggregate = cached_structure(self, edge_index, (num_nodes, dtype),
@@ -164,6 +169,8 @@ class GIN(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> GIN:
+        """From ``hidden_dim``, ``L``, ``dropout``, ``batch_norm``, ``residual``, ``n_mlp_GIN``, ``learn_eps_GIN``,
+        ``neighbor_aggr_GIN`` and ``use_gru``; a graph task's ``readout`` must be sum, mean or max."""
         if meta.task in ("graph_classification", "graph_regression"):
             readout = cfg.get("readout", "mean")
             if readout not in GRAPH_READOUTS:  # the original raises NotImplementedError
@@ -172,9 +179,11 @@ class GIN(Architecture):
                    cfg["n_mlp_GIN"], cfg["learn_eps_GIN"], cfg["neighbor_aggr_GIN"], cfg.get("use_gru", False))
 
     def head_style(self, task: str) -> str:
+        """``per_layer`` (one score per layer, summed), except ``mlp`` on the last layer for link prediction."""
         return "mlp" if task == "link_prediction" else "per_layer"
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L layers; the representation holds the last layer's nodes and [h^0, …, h^L] for the readout."""
         aggregate = NeighbourAggregation(batch.edge_index, h.shape[0], self.aggregator, h.dtype)
         hidden = [h]
         for layer in self.layers:

@@ -1,8 +1,10 @@
 """GraphSAGE as the benchmark writes it: its own ``GraphSageLayer`` (not DGL's ``SAGEConv``) and, for the
 COLLAB edge-feature analysis, the gated variants ``GraphSageLayerEdgeFeat`` and ``GraphSageLayerEdgeReprFeat``
-(spec benchmarking-gnns.md §2.2). Sums and maxima run over the in-edges u→v of every node v. At the end:
-:class:`StackedGraphSage`, the "Pitfalls of GNN Evaluation" network (spec p2-pitfalls.md §3.4) trained as R
-initialisations at once (:mod:`gnnbench.models.stacked`).
+(Dwivedi et al., Appendix B.1.2, Eqs. 6–8, and Appendix E.2.2, Eqs. 65–69; the released code's
+``layers/graphsage_layer.py``). Sums and maxima run over the in-edges u→v of every node v. At the end:
+:class:`StackedGraphSage`, the "Pitfalls of GNN Evaluation" network (Shchur et al.; the released code
+shchur/gnn-benchmark, ``gnnbench/models/graphsage.py``; docs/protocols/pitfalls.md) trained as R initialisations at
+once (:mod:`gnnbench.models.stacked`).
 
 Standard layer (``layer_type`` "isotropic" or absent), ``sage_aggregator`` = maxpool (every published config):
 
@@ -37,7 +39,8 @@ x = Dropout(h), A, B, C Linear(d_in → d_out):
 original would fail at run time). Only edgereprfeat reads edges: edgefeat builds no edge encoder (the
 published totals count none).
 
-Decisions against the original, so that no setting is silently ignored: an unknown ``sage_aggregator``
+Decisions against the original, so that no setting is silently ignored
+(docs/protocols/benchmarking-gnns.md#unknown-settings-are-errors): an unknown ``sage_aggregator``
 (the original: mean) or ``layer_type`` (the original: the standard layer) is an error; the edge variants,
 which always use the gated max, require ``sage_aggregator`` = maxpool; the unused "lstm" aggregator is not
 provided.
@@ -45,8 +48,8 @@ provided.
 Speed: edges are sorted by destination once per batch. The maxima (:class:`~gnnbench.models.sparse.MaxPlan`)
 gather every node's in-neighbour rows into dense blocks, one per class of similar in-degrees, and reduce them with
 ``max(dim=1)``; the backward scatters each output's gradient to the row that attained it, (N, d) work
-instead of (E, d). On a PATTERN-sized batch this is ~2× faster than ``segment_reduce`` and several times faster than
-``scatter_reduce(amax)``, whose backwards redo (E, d) comparisons. Every message of a max is a ReLU output
+instead of (E, d). On the CPU this is faster than ``segment_reduce`` and ``scatter_reduce(amax)``, whose backwards
+redo (E, d) comparisons (docs/performance.md). Every message of a max is a ReLU output
 (≥ 0), so the zero padding row gives exactly the 0 of nodes without in-edges. Means are one CSR sparse–dense
 product; [x_v ‖ c_v] is never concatenated (W is split into its two halves).
 """
@@ -156,6 +159,7 @@ class GraphSageLayer(nn.Module):
         self.residual = residual and in_dim == out_dim
 
     def reset_parameters(self) -> None:
+        """Reset every Linear and BN to PyTorch's initialisation."""
         reset_children(self)
 
     def forward(self, h: torch.Tensor, neighbours: MaxPlan | SparseAdjacency | torch.Tensor) -> torch.Tensor:
@@ -207,6 +211,7 @@ class GraphSageLayerEdgeFeat(nn.Module):
         self.dropout, self.residual = dropout, residual
 
     def reset_parameters(self) -> None:
+        """Reset every Linear and BN to PyTorch's initialisation."""
         reset_children(self)
 
     def _gate_inputs(self, x: torch.Tensor, edges: InEdges) -> tuple[torch.Tensor, torch.Tensor]:
@@ -309,10 +314,14 @@ class GraphSage(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> GraphSage:
+        """From ``hidden_dim``, ``out_dim``, ``L``, ``dropout``, ``batch_norm``, ``residual``, ``sage_aggregator`` and
+        ``layer_type`` (default "isotropic", the standard layer)."""
         return cls(cfg["hidden_dim"], cfg["out_dim"], cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"],
                    cfg["sage_aggregator"], cfg.get("layer_type") or "isotropic")
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L layers over the batch's in-edges (sorted once, shared by all layers); node embeddings
+        (N, out_dim)."""
         edges = InEdges.of(batch.edge_index, h.shape[0])
         if self.layer_type == "edgereprfeat":
             plan = edges.max_plan(over_edges=True)
@@ -333,7 +342,8 @@ class GraphSage(Architecture):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.4): R initialisations at once
+# "Pitfalls of GNN Evaluation" (the released code shchur/gnn-benchmark, gnnbench/models/graphsage.py): R
+# initialisations at once
 
 STACKED_AGGREGATORS = ("mean", "maxpool", "meanpool")
 
@@ -343,8 +353,8 @@ def padded_max_pattern(pattern: CSRPattern) -> CSRPattern:
 
     The released code gathers max-pool neighbours from a dense N × max_degree index matrix filled row by row with
     the columns of A + I and padded with index 0, so node 0's pooled row enters the maximum of every node i with
-    |N⁺(i)| < max_j |N⁺(j)| (spec §3.4). An entry (i, 0) is added for exactly those nodes, unless 0 ∈ N⁺(i)
-    already (a duplicate changes no maximum)."""
+    |N⁺(i)| < max_j |N⁺(j)| (docs/protocols/pitfalls.md). An entry (i, 0) is added for exactly those nodes,
+    unless 0 ∈ N⁺(i) already (a duplicate changes no maximum)."""
     size = pattern.crow[1:] - pattern.crow[:-1]
     reads_zero = torch.zeros(pattern.num_rows, dtype=torch.bool, device=size.device)
     reads_zero[pattern.row[pattern.col == 0]] = True
@@ -406,6 +416,8 @@ class StackedGraphSage(StackedModel):
 
     @classmethod
     def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedGraphSage:
+        """From ``aggregator``, ``agg_transform_size`` (pooling aggregators), ``hidden_size``, ``dropout_prob``,
+        ``weight_decay`` and ``maxpool_pads_with_node0`` of a pitfalls model config."""
         aggregator = config.choice("aggregator", STACKED_AGGREGATORS)
         transform = config.positive_int("agg_transform_size") if aggregator != "mean" else None
         return cls(graph, seeds, aggregator, config.positive_int("hidden_size"), transform,
@@ -413,6 +425,8 @@ class StackedGraphSage(StackedModel):
                    config.flag("maxpool_pads_with_node0", True))
 
     def init_weights(self, r: int, generator: torch.Generator) -> None:
+        """Glorot-uniform pool, agg and self weights of initialisation ``r`` from ``generator``, layer by layer, in
+        the original's order (biases stay 0)."""
         for layer in (1, 2):
             for name in ("pool_weight", "agg_weight", "self_weight"):
                 if hasattr(self, f"{name}{layer}"):
@@ -435,6 +449,7 @@ class StackedGraphSage(StackedModel):
         return out / torch.linalg.vector_norm(out, dim=2, keepdim=True).clamp(min=1.0)
 
     def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        """Logits (R, M, C) at ``nodes`` (None: all), from the two layers of the class docstring."""
         hops = self.hops.get(nodes)
         inits, p = self.inits, self.dropout_prob if training else 0.0
         x = DroppedInput(self.features.rows(hops, 2), inits, p)  # layer 1: input at S2, output at S1

@@ -1,6 +1,7 @@
 """Task heads: turn an architecture's :class:`~gnnbench.models.base.Representation` into predictions.
 
-One head per task, shared by every model (spec benchmarking-gnns.md §2.4). Each head has two styles, chosen
+One head per task, shared by every model (Dwivedi et al., Appendix B.1.3 and B.2.3, Eqs. 23–27 and 37–46; the
+released code's task nets, ``nets/<task>/*_net.py``). Each head has two styles, chosen
 by the architecture (``head_style(task)``):
 
 ``mlp``        the benchmark's ``MLPReadout`` on the final node embeddings: per node (node classification),
@@ -56,6 +57,8 @@ def _mlp_pairs(mlp: MLPReadout, h: torch.Tensor, u: torch.Tensor, v: torch.Tenso
 
 
 class NodeHead(nn.Module):
+    """Node classification: ``MLPReadout`` per node, or the sum of one ``Linear`` per layer → (N, outputs)."""
+
     def __init__(self, arch: Architecture, style: str, outputs: int) -> None:
         super().__init__()
         self.style = style
@@ -65,6 +68,7 @@ class NodeHead(nn.Module):
             self.linears = nn.ModuleList(nn.Linear(w, outputs) for w in arch.layer_widths)
 
     def forward(self, rep: Representation, batch: GraphBatch) -> torch.Tensor:
+        """Scores (N, outputs) of every node."""
         if self.style == "mlp":
             return self.mlp(rep.nodes)
         return sum(linear(h) for linear, h in zip(self.linears, rep.layers, strict=True))
@@ -83,6 +87,8 @@ class GraphHead(nn.Module):
             self.linears = nn.ModuleList(nn.Linear(w, outputs) for w in widths)
 
     def forward(self, rep: Representation, batch: GraphBatch) -> torch.Tensor:
+        """``MLPReadout(pool(h))``, or Σ_ℓ Linear_ℓ(pool(h^ℓ)) (the architecture's own pooled layers where it has
+        them, 3WLGNN's)."""
         if self.style == "mlp":
             out = self.mlp(pool(rep.nodes, batch.batch, batch.num_graphs, self.readout))
         else:
@@ -103,6 +109,7 @@ class EdgeHead(nn.Module):
             self.pair_mlps = nn.ModuleList(_PairMLP(w, outputs) for w in arch.layer_widths)
 
     def forward(self, rep: Representation, batch: GraphBatch) -> torch.Tensor:
+        """Scores (E, outputs): ``MLPReadout([h_u ‖ h_v])``, or Σ_ℓ of the per-layer pair MLPs."""
         src, dst = batch.edge_index
         if self.style == "mlp":
             return _mlp_pairs(self.mlp, rep.nodes, src, dst)
@@ -121,6 +128,7 @@ class LinkHead(nn.Module):
         self.mlp = MLPReadout(2 * arch.out_width, 1)
 
     def forward(self, rep: Representation, batch: GraphBatch) -> torch.Tensor:
+        """Logits (P,) of the pairs ``batch.pairs``: ``MLPReadout(2d, 1)([h_u ‖ h_v])``."""
         u, v = batch.pairs
         return _mlp_pairs(self.mlp, rep.nodes, u, v).squeeze(-1)
 
@@ -144,6 +152,8 @@ class MultiTaskHead(nn.Module):
             self.graph_linears = nn.ModuleList(nn.Linear(2 * w, graph_outputs) for w in widths)
 
     def forward(self, rep: Representation, batch: GraphBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(node scores, graph scores): per node ``MLPReadout(h)`` and per graph ``MLPReadout(Set2Set(h))``, or the
+        per-layer sums of ``Linear(h^ℓ)`` and ``Linear(Set2Set(h^ℓ))``."""
         if self.style == "mlp":
             graph = self.set2set(rep.nodes, batch.batch, batch.num_graphs)
             return self.node_mlp(rep.nodes), self.graph_mlp(graph)
@@ -154,6 +164,8 @@ class MultiTaskHead(nn.Module):
 
 
 def make_head(task: str, arch: Architecture, num_outputs: int, readout: str, num_graph_outputs: int = 0) -> nn.Module:
+    """The head of ``task`` in the architecture's style (``arch.head_style(task)``); per-layer scorers Xavier-
+    initialised where the architecture asks for it (3WLGNN, as the original)."""
     head = _make_head(task, arch, num_outputs, readout, num_graph_outputs)
     if arch.head_style(task) == "per_layer" and arch.per_layer_init == "xavier":
         for module in head.modules():  # the original 3WLGNN's per-block scorers

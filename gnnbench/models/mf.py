@@ -1,4 +1,5 @@
-"""Matrix factorisation (MF), the benchmark's non-GNN COLLAB baseline (spec benchmarking-gnns.md §2.4).
+"""Matrix factorisation (MF), the benchmark's non-GNN COLLAB baseline (Dwivedi et al., Appendix C.3, Table 5; the
+released code's ``nets/COLLAB_edge_classification/matrix_factorization.py``).
 
 Every node of the one fixed graph owns a learned embedding, and a link u–v is scored from the pair:
 
@@ -23,6 +24,9 @@ from gnnbench.models.base import Architecture, Representation
 
 
 class MF(Architecture):
+    """One learned ``hidden_dim``-wide embedding per node id of the one fixed graph (``num_embs`` of them); the link
+    head scores pairs from them."""
+
     own_input = True
     tasks = ("link_prediction",)
     unsupported_reason = ("MF learns one embedding per node id of a single fixed graph, so it can only score "
@@ -36,9 +40,11 @@ class MF(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> MF:
+        """From ``num_embs`` and ``hidden_dim``."""
         return cls(cfg["num_embs"], cfg["hidden_dim"])
 
     def forward(self, h: torch.Tensor | None, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """Rows 0..N−1 of the table as the batch's node embeddings (the whole graph, nodes in their fixed order)."""
         num_nodes = batch.num_nodes
         if num_nodes > self.emb.num_embeddings:
             raise ValueError(f"MF has {self.emb.num_embeddings} node embeddings (num_embs) but the batch has "

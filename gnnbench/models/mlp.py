@@ -1,6 +1,7 @@
-"""MLP baseline: ignores the graph structure (spec benchmarking-gnns.md §2.4). At the end: the "Pitfalls of GNN
-Evaluation" baselines :class:`StackedMLP` and :class:`StackedLogReg` (spec p2-pitfalls.md §3.5, §3.6), trained as
-R initialisations at once (:mod:`gnnbench.models.stacked`).
+"""MLP baseline: ignores the graph structure (Dwivedi et al., Appendix D, "Graph-agnostic NNs"; the released code's
+``nets/*/mlp_net.py``). At the end: the "Pitfalls of GNN Evaluation" baselines :class:`StackedMLP` and
+:class:`StackedLogReg` (Shchur et al.; the released code shchur/gnn-benchmark, ``gnnbench/models/mlp.py`` and
+``logregr.py``; docs/protocols/pitfalls.md), trained as R initialisations at once (:mod:`gnnbench.models.stacked`).
 
     h ← Dropout(ReLU(W_ℓ h + b_ℓ))            for ℓ = 1..L
     h ← σ(W_g h + b_g) ⊙ h                     if gated
@@ -9,8 +10,8 @@ benchmark ignores the config's ``readout`` for MLPs). With categorical inputs (o
 embedding of width ``hidden_dim`` precedes the L layers; raw continuous features feed the first layer
 directly (no embedding), as in the benchmark's superpixel/TSP/TU/COLLAB MLPs — except on datasets whose description
 says the benchmark's nets embed them (``meta.net_conventions`` "embed_continuous_input": WikiCS, whose MLP net embeds
-its 300 features with ``Linear(300, hidden)`` before the L layers; spec §2.4, the published count 110,710 needs
-that extra layer).
+its 300 features with ``Linear(300, hidden)`` before the L layers, ``nets/WikiCS_node_classification/mlp_net.py``;
+the published count 110,710 needs that extra layer: docs/protocols/benchmarking-gnns.md#wikics-nets).
 """
 
 from __future__ import annotations
@@ -69,10 +70,13 @@ class MLP(Architecture):
         self.readout = "sum" if gated else "mean"
 
     def reset_parameters(self) -> None:
+        """Reset every Linear to PyTorch's initialisation."""
         reset_children(self)
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> MLP:
+        """From ``hidden_dim``, ``L``, ``dropout`` and ``gated``; the input width is the raw continuous features' or,
+        after an embedding, ``hidden_dim`` (module docstring)."""
         feature = meta.node_features
         raw_input = (not cfg.get("pos_enc") or meta.pe_usage == "add") and feature is not None \
             and feature.kind == "continuous" and "embed_continuous_input" not in meta.net_conventions
@@ -83,6 +87,7 @@ class MLP(Architecture):
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None = None, batch: GraphBatch | None = None
                 ) -> Representation:
+        """The L node-wise layers (and the gate); node embeddings (N, hidden_dim)."""
         for layer in self.layers:
             h = torch.relu_(layer(h))
             if self.dropout > 0:
@@ -93,7 +98,8 @@ class MLP(Architecture):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# "Pitfalls of GNN Evaluation" baselines (spec p2-pitfalls.md §3.5, §3.6): R initialisations at once
+# "Pitfalls of GNN Evaluation" baselines (the released code shchur/gnn-benchmark, gnnbench/models/mlp.py and
+# logregr.py): R initialisations at once
 
 
 class StackedMLP(StackedModel):
@@ -125,14 +131,17 @@ class StackedMLP(StackedModel):
 
     @classmethod
     def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedMLP:
+        """From ``hidden_size``, ``dropout_prob`` and ``weight_decay`` of a pitfalls model config."""
         return cls(graph, seeds, config.positive_int("hidden_size"), config.probability("dropout_prob"),
                    config.nonnegative("weight_decay"))
 
     def init_weights(self, r: int, generator: torch.Generator) -> None:
+        """Glorot-uniform W₁, W₂ of initialisation ``r`` from ``generator`` (biases stay 0)."""
         glorot_(self.weight1[r], generator)
         glorot_(self.weight2[r], generator)
 
     def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        """Logits Z (R, M, C) at ``nodes`` (None: all)."""
         rows = self.rows.get(nodes)
         p = self.dropout_prob if training else 0.0
         h = DroppedInput(self.features.rows(rows, 0), self.inits, p).matmul(self.weight1)
@@ -160,11 +169,14 @@ class StackedLogReg(StackedModel):
 
     @classmethod
     def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedLogReg:
+        """From ``weight_decay`` of a pitfalls model config."""
         return cls(graph, seeds, config.nonnegative("weight_decay"))
 
     def init_weights(self, r: int, generator: torch.Generator) -> None:
+        """Glorot-uniform W of initialisation ``r`` from ``generator`` (b stays 0)."""
         glorot_(self.weight[r], generator)
 
     def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        """Logits Z = X W + b (R, M, C) at ``nodes`` (None: all)."""
         rows = self.rows.get(nodes)
         return DroppedInput(self.features.rows(rows, 0), self.inits, 0.0).matmul(self.weight) + self.bias.unsqueeze(1)

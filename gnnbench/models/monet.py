@@ -1,6 +1,8 @@
-"""MoNet (Monti et al.): the benchmark's ``GMMLayer`` with degree-based pseudo-coordinates (spec
-benchmarking-gnns.md §2.2); and :class:`StackedMoNet`, the "Pitfalls of GNN Evaluation" network (spec
-p2-pitfalls.md §3.3) trained as R initialisations at once (:mod:`gnnbench.models.stacked`).
+"""MoNet (Monti et al.): the benchmark's ``GMMLayer`` with degree-based pseudo-coordinates (Dwivedi et al.,
+Appendix B.1.2, Eqs. 13–15; the released code's ``layers/gmm_layer.py`` and ``nets/*/mo_net.py``); and
+:class:`StackedMoNet`, the "Pitfalls of GNN Evaluation" network (Shchur et al.; the released code
+shchur/gnn-benchmark, ``gnnbench/models/monet.py``; docs/protocols/pitfalls.md) trained as R initialisations at once
+(:mod:`gnnbench.models.stacked`).
 
 Pseudo-coordinates, with deg = in-degree: every edge u→v gets p_uv = (1/√(deg(u)+1), 1/√(deg(v)+1)), and
 layer ℓ sees its own projection Tanh(Linear_ℓ(2 → dim)) of it (``pseudo_proj[ℓ]``). With K Gaussian kernels
@@ -19,10 +21,10 @@ PyTorch's Linear default.
 Speed: the K weighted adjacencies are one CSR matrix M (N × N·K) with M[v, u·K + k] = w_k(u→v), so the
 aggregation is a single sparse–dense product with fc(h) viewed as (N·K, d_out) — no (E, K, d_out) message
 tensor. Its backward (:class:`_KernelSpMM`) uses a prebuilt transpose for the features and a sampled
-dense–dense product (SDDMM) for the kernel weights: on a PATTERN-sized batch >10× faster than gathering
-messages per edge and scattering them back (and ~30× faster than autograd through a CSR tensor), and far
-lighter on memory. The kernel weights are computed once per distinct (deg(u), deg(v)) pair
-(:class:`DegreePairs`) and gathered per edge: identical numbers, without (E, K, dim) element-wise work.
+dense–dense product (SDDMM) for the kernel weights: on the CPU much faster than gathering messages per edge and
+scattering them back, or than autograd through a CSR tensor (docs/performance.md), and far lighter on memory. The
+kernel weights are computed once per distinct (deg(u), deg(v)) pair (:class:`DegreePairs`) and gathered per edge:
+identical numbers, without (E, K, dim) element-wise work.
 """
 
 from __future__ import annotations
@@ -166,6 +168,8 @@ class GMMLayer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """The original's initialisation: fc Xavier-normal with gain √2, μ ~ N(0, 0.1²), inv_sigma = 1, bias 0; BN
+        reset."""
         nn.init.xavier_normal_(self.fc.weight, gain=nn.init.calculate_gain("relu"))
         nn.init.normal_(self.mu, 0.0, 0.1)
         nn.init.ones_(self.inv_sigma)
@@ -176,7 +180,7 @@ class GMMLayer(nn.Module):
         """w (E, K) for projected pseudo-coordinates given transposed, (dim, E).
 
         Computed as (K, E) blocks, one coordinate at a time: an (E, K, dim) broadcast with its size-2 inner
-        dimension runs an order of magnitude slower on CPU."""
+        dimension is much slower on the CPU."""
         exponent = None
         for d in range(self.mu.shape[1]):
             term = (pseudo_t[d] - self.mu[:, d, None]).square() * self.inv_sigma[:, d, None].square()
@@ -253,10 +257,14 @@ class MoNet(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> MoNet:
+        """From ``hidden_dim``, ``out_dim``, ``L``, ``dropout``, ``batch_norm``, ``residual``, ``kernel`` (K) and
+        ``pseudo_dim_MoNet``."""
         return cls(cfg["hidden_dim"], cfg["out_dim"], cfg["L"], cfg["dropout"], cfg["batch_norm"], cfg["residual"],
                    cfg["kernel"], cfg["pseudo_dim_MoNet"])
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L layers, each with its own projection of the batch's degree pseudo-coordinates; node embeddings
+        (N, out_dim)."""
         edges = InEdges.of(batch.edge_index, h.shape[0])
         adjacency = KernelAdjacency(edges, self.kernels)
         pairs = DegreePairs(edges, h.dtype)
@@ -266,7 +274,8 @@ class MoNet(Architecture):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.3): R initialisations at once
+# "Pitfalls of GNN Evaluation" (the released code shchur/gnn-benchmark, gnnbench/models/monet.py): R initialisations
+# at once
 
 
 def kernel_means(kernels: int) -> list[float]:
@@ -296,7 +305,7 @@ class StackedMoNet(StackedModel):
     residual. The kernel-weighted aggregation of all R·K (initialisation, kernel) pairs is one ``embedding_bag``
     (:func:`~gnnbench.models.sparse.bag_mm`) over the (R, nodes, K, F') table, differentiable in the weights. The
     unnormalised w_k depend on an entry's (deg⁺_i, deg⁺_j) only: computed once per distinct pair (~600 against
-    ~4,200 entries in a CORA training block) and gathered per entry (~8× less time than per entry).
+    ~4,200 entries in a CORA training block) and gathered per entry, much faster than computing them per entry.
     """
 
     l2_parameters = ("weight1",)
@@ -320,10 +329,14 @@ class StackedMoNet(StackedModel):
 
     @classmethod
     def from_config(cls, config: ModelConfig, graph: NodeGraph, seeds: list[int]) -> StackedMoNet:
+        """From ``hidden_size``, ``num_kernels`` (K), ``r``, ``dropout_prob`` and ``weight_decay`` of a pitfalls model
+        config."""
         return cls(graph, seeds, config.positive_int("hidden_size"), config.positive_int("num_kernels"),
                    config.positive_int("r"), config.probability("dropout_prob"), config.nonnegative("weight_decay"))
 
     def init_weights(self, r: int, generator: torch.Generator) -> None:
+        """Initialisation ``r`` from ``generator``: Glorot-uniform W_c and G_k, μ_k the original's constants, σ_k =
+        1 (biases stay 0)."""
         glorot_(self.coordinate_weight[r], generator)
         for weight in (self.weight1, self.weight2):
             for k in range(self.kernels):
@@ -379,6 +392,7 @@ class StackedMoNet(StackedModel):
         return out.view(inits, hops.size(level), width)
 
     def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
+        """Logits (R, M, C) at ``nodes`` (None: all), from the two layers of the class docstring."""
         hops = self.hops.get(nodes)
         inits, k, p = self.inits, self.kernels, self.dropout_prob if training else 0.0
         hidden, classes = self.weight1.shape[3], self.weight2.shape[3]

@@ -1,4 +1,5 @@
-"""Graph pooling and the benchmark's MLP readout (spec benchmarking-gnns.md §2.1)."""
+"""Graph pooling and the benchmark's MLP readout (Dwivedi et al., Appendix B.1.3, Eqs. 23–27; the released code's
+``layers/mlp_readout_layer.py``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class MLPReadout(nn.Module):
         self.out = nn.Linear(widths[-1], out_dim)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """(…, d) → (…, out)."""
         for layer in self.layers:
             h = torch.relu(layer(h))
         return self.out(h)
@@ -47,6 +49,7 @@ class Set2Set(nn.Module):
         self.lstm = nn.LSTM(2 * dim, dim)
 
     def forward(self, h: torch.Tensor, batch: torch.Tensor, num_graphs: int) -> torch.Tensor:
+        """Node embeddings (N, d) and each node's graph ``batch`` (N,) → (num_graphs, 2d)."""
         q_star = h.new_zeros(1, num_graphs, 2 * self.dim)
         q, _ = self.lstm(q_star)  # zero initial state
         q = q.squeeze(0)

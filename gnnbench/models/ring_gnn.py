@@ -1,4 +1,6 @@
-"""Ring-GNN (Chen et al., 2019) as the benchmark runs it, on padded dense batches (spec benchmarking-gnns.md §2.3).
+"""Ring-GNN (Chen et al., 2019) as the benchmark runs it, on padded dense batches (Dwivedi et al., Appendix B.2.2,
+Eqs. 35–36, and B.2.3, Eqs. 37–38 and 41–42; the released code's ``layers/ring_gnn_equiv_layer.py`` and
+``nets/*/ring_gnn_net.py``).
 
 Equivariant layer ``RingGNNEquivLayer(d_in, d_out, radius=2)`` on X (B × d_in × m × m), m = the graph's node
 count; the 15 linear-equivariant basis operations (``inf`` normalisation; row sum = Σ over the last index,
@@ -19,7 +21,8 @@ d_out); the optional LayerNorm (never used by a config) normalises each channel 
 (biased variance, eps 1e-6). Parameter names match the original (``coeffs_list``, ``diag_bias_list``,
 ``all_bias``, ``switch``, ``ln_x``, ``res_x``). Coefficients are randn·√(2/(d_in + d_out)), biases 0.
 
-``avg_node_num`` = ⌈mean number of nodes of the training graphs⌉ in the original. Decision: the dataset
+``avg_node_num`` = ⌈mean number of nodes of the training graphs⌉ in the original. Decision
+(docs/protocols/benchmarking-gnns.md#ringgnns-initial-switch): the dataset
 metadata carries no such field, so it is taken from ``meta.statistics["train"]["nodes_per_graph"]["mean"]``,
 else ``meta.statistics["all"]``, else 1.0. It only sets the initial value of ``switch[1]``.
 
@@ -284,10 +287,14 @@ class RingGNN(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> RingGNN:
+        """From ``hidden_dim``, ``L``, ``radius``, ``residual``, ``layer_norm`` and ``dropout``, with the dense layout
+        of the config on the dataset and its mean node count (module docstring)."""
         return cls(DenseLayout.from_config(cfg, meta), cfg["hidden_dim"], cfg["L"], cfg["radius"], cfg["residual"],
                    cfg["layer_norm"], cfg["dropout"], average_node_count(meta))
 
     def forward(self, h: torch.Tensor | None, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L layers on the batch's padded dense tensor; node embeddings = the column sums of [input, out_1, …,
+        out_L], concatenated (N, Σ depth)."""
         dense = to_dense(batch, self.layout, self.equi_modulelist[0].all_bias.dtype)
         x = dense.x
         column_sums = [x.sum(2)]

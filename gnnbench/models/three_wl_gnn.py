@@ -1,5 +1,6 @@
 """3WLGNN: Provably Powerful Graph Networks (Maron et al., 2019) as the benchmark runs it, on padded dense
-batches (spec benchmarking-gnns.md §2.3).
+batches (Dwivedi et al., Appendix B.2.2, Eqs. 32–34, and B.2.3, Eqs. 39–40 and 43–46; the released code's
+``layers/three_wl_gnn_layers.py`` and ``nets/*/three_wl_gnn_net.py``).
 
 RegularBlock(depth_of_mlp, d_in, d_out, residual) on X (B × d_in × m × m); all convolutions are 1×1:
 
@@ -70,11 +71,14 @@ def _reset_xavier_conv(conv: nn.Conv2d) -> None:
 
 
 class MlpBlock(nn.Module):
+    """The original's ``MlpBlock``: ``depth_of_mlp`` × (1×1 Conv → ReLU), d_in → d_out → … → d_out."""
+
     def __init__(self, d_in: int, d_out: int, depth_of_mlp: int) -> None:
         super().__init__()
         self.convs = nn.ModuleList(_xavier_conv(d_in if i == 0 else d_out, d_out) for i in range(depth_of_mlp))
 
     def reset_parameters(self) -> None:
+        """Every convolution Xavier-uniform with zero bias, as the original."""
         for conv in self.convs:
             _reset_xavier_conv(conv)
 
@@ -94,11 +98,14 @@ class MlpBlock(nn.Module):
 
 
 class SkipConnection(nn.Module):
+    """The original's ``SkipConnection``: a 1×1 Conv of [X ‖ M₁ @ M₂] (d_in + d_out → d_out), no activation."""
+
     def __init__(self, d_in: int, d_out: int) -> None:
         super().__init__()
         self.conv = _xavier_conv(d_in, d_out)
 
     def reset_parameters(self) -> None:
+        """The convolution Xavier-uniform with zero bias, as the original."""
         _reset_xavier_conv(self.conv)
 
 
@@ -132,6 +139,7 @@ class RegularBlock(nn.Module):
         self.res_x = nn.Linear(d_in, d_out) if residual else None  # PyTorch default init, as in the original
 
     def reset_parameters(self) -> None:
+        """Reset both MLPs, the skip convolution and ``res_x`` to their initialisation."""
         reset_children(self)
 
     def forward(self, x: torch.Tensor, pair_mask: torch.Tensor) -> torch.Tensor:
@@ -192,13 +200,19 @@ class ThreeWLGNN(Architecture):
 
     @classmethod
     def from_config(cls, cfg: dict, meta: DatasetMeta) -> ThreeWLGNN:
+        """From ``hidden_dim``, ``L``, ``depth_of_mlp`` and ``residual``, with the dense layout of the config on the
+        dataset (:class:`~gnnbench.models.dense.DenseLayout`)."""
         return cls(DenseLayout.from_config(cfg, meta), cfg["hidden_dim"], cfg["L"], cfg["depth_of_mlp"],
                    cfg["residual"], meta.task)
 
     def head_style(self, task: str) -> str:
+        """``per_layer`` (per-block scores, summed), except ``mlp`` on the concatenated column sums for TSP."""
         return "mlp" if task == "edge_classification" else "per_layer"
 
     def forward(self, h: torch.Tensor | None, e: torch.Tensor | None, batch: GraphBatch) -> Representation:
+        """The L blocks on the batch's padded dense tensor; the representation holds the per-node column sums of
+        [input, block_1, …, block_L], each block's per-node sums and, for graph tasks, each block's
+        ``diag_offdiag_maxpool``."""
         dense = to_dense(batch, self.layout, self.reg_blocks[0].skip.conv.weight.dtype)
         pair_mask = dense.pair_mask()
         graph_level = self.task is None or self.task.startswith("graph")  # compute only what the head reads

@@ -103,6 +103,7 @@ def load_resumable(path: str | os.PathLike, key: str) -> dict | None:
 
 
 def rng_state(shuffle: torch.Generator) -> dict:
+    """The global CPU (and CUDA) RNG states and the shuffling generator's, for a checkpoint."""
     state = {"cpu": torch.get_rng_state(), "shuffle": shuffle.get_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -110,6 +111,7 @@ def rng_state(shuffle: torch.Generator) -> dict:
 
 
 def restore_rng(state: dict, shuffle: torch.Generator) -> None:
+    """Set the generators back to a checkpoint's :func:`rng_state` (CUDA's where a GPU is present)."""
     torch.set_rng_state(state["cpu"])
     shuffle.set_state(state["shuffle"])
     if "cuda" in state and torch.cuda.is_available():

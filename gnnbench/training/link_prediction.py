@@ -1,4 +1,6 @@
-"""One link-prediction run (OGBL-COLLAB): one model config × one seed (spec benchmarking-gnns.md §3.12, §2.4, §1.4).
+"""One link-prediction run (OGBL-COLLAB): one model config × one seed (Dwivedi et al., Appendix C.3; the released
+code's ``main_COLLAB_edge_classification.py``, ``train/train_COLLAB_edge_classification.py`` and ``data/COLLAB.py``;
+docs/protocols/benchmarking-gnns.md#data-and-splits).
 
 The dataset is one graph — the training edges, both directions — and its evaluation pairs
 (:mod:`gnnbench.data.link_pairs`); the split file (scheme ``given``, level ``pair``) says which pair rows are train,
@@ -98,6 +100,7 @@ class PartPairs:
     neg: torch.Tensor
 
     def to(self, device: torch.device) -> PartPairs:
+        """The same pairs on ``device``."""
         return PartPairs(self.pos.to(device), self.neg.to(device))
 
 

@@ -40,10 +40,11 @@ def train_epoch(model: torch.nn.Module, batches: Iterable[GraphBatch], optimizer
 def train_epoch_accumulated(model: torch.nn.Module, graphs: Iterable[GraphBatch], optimizer: torch.optim.Optimizer,
                             loss_fn: Loss, metric: Metric, device: torch.device, accumulate: int,
                             flip_pe: bool = True) -> tuple[float, float]:
-    """The original dense-model schedule (RingGNN/3WLGNN, spec §1.4): one graph per forward pass; gradients
-    are zeroed once at the start of the epoch, every graph's loss is back-propagated, and the optimizer steps
-    (then zeroes) whenever the 0-based graph counter is a multiple of ``accumulate`` (the config's batch
-    size). The first update therefore uses one graph, later ones the *sum* of ``accumulate`` graphs'
+    """The original dense-model schedule (RingGNN/3WLGNN; ``train_epoch_dense`` in the released code's
+    ``train/train_*.py``; docs/protocols/benchmarking-gnns.md#dense-wl-gnns-train-on-mini-batches): one graph per
+    forward pass; gradients are zeroed once at the start of the epoch, every graph's loss is back-propagated, and the
+    optimizer steps (then zeroes) whenever the 0-based graph counter is a multiple of ``accumulate`` (the config's
+    batch size). The first update therefore uses one graph, later ones the *sum* of ``accumulate`` graphs'
     gradients, and the epoch's leftover gradients are discarded. ``graphs`` must yield one graph per batch.
     """
     model.train()

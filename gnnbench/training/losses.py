@@ -1,4 +1,5 @@
-"""Losses of the benchmark (spec benchmarking-gnns.md §2.4), by the name ``meta.json`` gives.
+"""Losses of the benchmark (Dwivedi et al., Appendix B.1.3 and C; the released code's ``nets/<task>/*_net.py``
+``loss`` methods; docs/protocols/benchmarking-gnns.md#metrics-and-losses), by the name ``meta.json`` gives.
 
 Every loss is called as ``loss(scores, batch)``: most read ``batch.y`` only; the multitask loss also needs the
 batch's node-to-graph map. ``get_loss(name, config)`` binds the run config where a loss depends on it
@@ -24,8 +25,9 @@ def weighted_cross_entropy(scores: torch.Tensor, batch: GraphBatch) -> torch.Ten
     """SBM loss: cross-entropy with per-batch class weights w_c = (V − n_c) / V, 0 for absent classes.
 
     V = nodes in the batch, n_c = nodes of class c. The weighted mean is Σ_i w_{y_i} nll_i / Σ_i w_{y_i}.
-    Decision: a batch whose nodes all share one class has all-zero weights (the original returns NaN);
-    gnnbench falls back to the unweighted loss there.
+    Decision (docs/protocols/benchmarking-gnns.md#weighted-cross-entropy-on-a-one-class-batch): a batch whose nodes
+    all share one class has all-zero weights (the original returns NaN); gnnbench falls back to the unweighted loss
+    there.
     """
     y = batch.y
     num = y.numel()
@@ -37,10 +39,12 @@ def weighted_cross_entropy(scores: torch.Tensor, batch: GraphBatch) -> torch.Ten
 
 
 def cross_entropy(scores: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
+    """Mean cross-entropy of the class scores against ``batch.y``."""
     return F.cross_entropy(scores, batch.y)
 
 
 def l1(scores: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
+    """Mean absolute error against ``batch.y`` (ZINC, AQSOL)."""
     return F.l1_loss(scores, batch.y)
 
 
@@ -82,6 +86,8 @@ LOSSES: dict[str, Callable] = {
 
 
 def get_loss(name: str, config: dict | None = None) -> Loss:
+    """The loss called ``name``, bound to the run ``config`` where it depends on it (the multitask loss's batch
+    size)."""
     if name not in LOSSES:
         raise ConfigError(f"dataset metadata names unknown loss {name!r}; known: {', '.join(LOSSES)}")
     if name == "multitask_mse":

@@ -1,4 +1,5 @@
-"""Evaluation metrics of the benchmark (spec benchmarking-gnns.md §4).
+"""Evaluation metrics of the benchmark (Dwivedi et al., Appendix C, "Performance Measure" of each dataset; the
+released code's ``train/metrics.py``; docs/protocols/benchmarking-gnns.md#metrics-and-losses).
 
 The original averages some metrics over mini-batches (each batch weighs the same, the smaller last batch
 included) and computes others globally; gnnbench keeps both behaviours, so scores depend on the
@@ -57,6 +58,7 @@ class Metric(ABC):
         self.reset()
 
     def reset(self) -> None:
+        """Forget every batch (called at the start of each pass)."""
         self._sum = torch.zeros((), dtype=torch.float64)
         self._count = 0
 
@@ -65,6 +67,7 @@ class Metric(ABC):
         """Add one batch's predictions."""
 
     def compute(self) -> float:
+        """The metric over the batches seen since :meth:`reset`."""
         return float(self._sum / max(self._count, 1))
 
     def per_task(self) -> dict[str, float] | None:
@@ -73,26 +76,35 @@ class Metric(ABC):
 
 
 class WeightedAccuracy(Metric):
+    """SBM weighted accuracy (%): :func:`sbm_weighted_accuracy` per batch, averaged over batches."""
+
     name, higher_is_better = "weighted_accuracy", True
 
     def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        """Add one batch's weighted accuracy."""
         self._sum = self._sum + sbm_weighted_accuracy(scores, batch.y).double().cpu()
         self._count += 1  # mean over batches
 
 
 class Accuracy(Metric):
+    """Accuracy (%) over all graphs (or nodes) of the pass: 100 · #correct / #items."""
+
     name, higher_is_better = "accuracy", True
 
     def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        """Add one batch's correct predictions and its size."""
         y = batch.y
         self._sum = self._sum + 100.0 * (scores.argmax(dim=1) == y).sum().double().cpu()
         self._count += y.numel()  # global over graphs
 
 
 class MAE(Metric):
+    """Mean absolute error per batch, averaged over batches."""
+
     name, higher_is_better = "mae", False
 
     def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        """Add one batch's mean absolute error."""
         self._sum = self._sum + (scores - batch.y).abs().mean().double().cpu()
         self._count += 1  # mean over batches
 
@@ -106,14 +118,19 @@ def binary_f1(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 class F1(Metric):
+    """F1 of the positive class (TSP tour edges) per batch, averaged over batches; a fraction."""
+
     name, higher_is_better = "f1", True
 
     def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        """Add one batch's F1 (:func:`binary_f1`)."""
         self._sum = self._sum + binary_f1(scores, batch.y).double().cpu()
         self._count += 1  # mean over batches
 
 
 class Log10MSE(Metric):
+    """GraphTheoryProp: log10 of the epoch mean of the multitask loss, overall and per task."""
+
     name, higher_is_better = "log10_mse", False
     # the order of multitask_parts: PNA's node targets, then its graph targets (generators/graph_theory_prop.py)
     TASKS = ("sssp", "eccentricity", "graph_laplacian_features", "is_connected", "diameter", "spectral_radius")
@@ -123,20 +140,24 @@ class Log10MSE(Metric):
         super().__init__()
 
     def reset(self) -> None:
+        """Forget every batch."""
         self._parts = torch.zeros(6, dtype=torch.float64)
         self._count = 0
 
     def update(self, scores, batch: GraphBatch) -> None:
+        """Add one batch's six loss values (:func:`~gnnbench.training.losses.multitask_parts`)."""
         from gnnbench.training.losses import multitask_parts
 
         self._parts = self._parts + multitask_parts(scores, batch, self.batch_size).detach().double().cpu()
         self._count += 1
 
     def per_task(self) -> dict[str, float]:
+        """log10 of each task's epoch mean, by task name."""
         values = torch.log10(self._parts / max(self._count, 1)).tolist()
         return dict(zip(self.TASKS, values, strict=True))
 
     def compute(self) -> float:
+        """log10 of the epoch mean of the six values' mean."""
         return float(torch.log10(self._parts.mean() / max(self._count, 1)))
 
 
@@ -147,15 +168,18 @@ class HitsAtK(Metric):
     name, higher_is_better = "hits@50", True
 
     def reset(self) -> None:
+        """Forget every batch."""
         self._pos: list[torch.Tensor] = []
         self._neg: list[torch.Tensor] = []
 
     def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        """Keep one batch's positive and negative scores."""
         positive = batch.y.bool()
         self._pos.append(scores[positive].detach().cpu())
         self._neg.append(scores[~positive].detach().cpu())
 
     def compute(self) -> float:
+        """Hits@K over every pair seen since :meth:`reset`."""
         return hits_at_k(torch.cat(self._pos), torch.cat(self._neg), self.k)
 
 
@@ -172,6 +196,7 @@ METRICS: dict[str, type[Metric]] = {m.name: m for m in (WeightedAccuracy, Accura
 
 
 def get_metric(name: str, config: dict | None = None) -> Metric:
+    """A fresh metric called ``name`` (``log10_mse`` bound to the config's batch size)."""
     if name not in METRICS:
         raise ConfigError(f"dataset metadata names unknown metric {name!r}; known: {', '.join(METRICS)}")
     if name == "log10_mse":

@@ -1,4 +1,5 @@
-"""One training run: one model config × one seed × one fold of a split (spec benchmarking-gnns.md §1.4).
+"""One training run: one model config × one seed × one fold of a split (Dwivedi et al., Appendix C, "Training"; the
+released code's ``main_*.py`` and ``train/train_*.py``; docs/protocols/benchmarking-gnns.md#training-and-stopping).
 
 Protocol: Adam(init_lr, weight_decay); ReduceLROnPlateau(mode='min', factor=lr_reduce_factor,
 patience=lr_schedule_patience) stepped once per epoch on the validation loss. Each epoch: train → evaluate
@@ -10,8 +11,9 @@ the benchmarking-gnns protocol divides it by 10 per fold under cross-validation,
 the model after the **last** epoch — no best-validation selection — re-evaluated on train (eval mode),
 val and test.
 
-Dense WL-GNNs (RingGNN, 3WLGNN): the original trains them one graph per forward pass and emulates the batch
-size by a peculiar gradient-accumulation schedule (:func:`~gnnbench.training.loop.train_epoch_accumulated`).
+Dense WL-GNNs (RingGNN, 3WLGNN; docs/protocols/benchmarking-gnns.md#dense-wl-gnns-train-on-mini-batches): the
+original trains them one graph per forward pass and emulates the batch size by a peculiar gradient-accumulation
+schedule (:func:`~gnnbench.training.loop.train_epoch_accumulated`).
 gnnbench's default is true mini-batching on padded dense batches (``dense_schedule: minibatch``: one optimizer
 step per ``batch_size`` graphs, gradients averaged by the loss like every other model);
 ``dense_schedule: original`` reproduces the original schedule, evaluating one graph at a time as it does
@@ -21,7 +23,8 @@ One graph with node splits (WikiCS, 20 splits = 20 folds): every epoch is one fu
 metric cover the fold's training nodes; validation and test score their nodes of the same full-graph forward
 (eval mode). No ``batch_size``.
 
-Decisions: the final train score is computed on the training set in stored order (the original uses its
+Decisions (docs/protocols/benchmarking-gnns.md#final-train-score-and-epoch-count): the final train score is computed
+on the training set in stored order (the original uses its
 shuffled loader, which moves batch-averaged metrics slightly); ``epochs`` in the results is the number of
 epochs trained (the original prints the 0-based index of the last one). Same seed and thread count give
 identical metrics on CPU; GPU runs are not bitwise reproducible (atomic scatter-adds).
@@ -94,6 +97,7 @@ METRICS_FILE, HISTORY_FILE = "metrics.json", "history.parquet"
 
 
 def resolve_device(requested: str) -> torch.device:
+    """The torch device of a ``device`` setting: ``auto`` (CUDA when available, else CPU), ``cpu`` or ``cuda``."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if requested == "cuda" and not torch.cuda.is_available():
@@ -104,12 +108,14 @@ def resolve_device(requested: str) -> torch.device:
 
 
 def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global generators with ``seed``, as the released code's mains do."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
 
 def package_versions() -> dict[str, str]:
+    """Python's and the main packages' versions, for ``metrics.json``."""
     out = {"python": platform.python_version()}
     for pkg in ("gnnbench", "torch", "torch-geometric", "numpy", "pyarrow", "scipy"):
         try:
@@ -257,7 +263,8 @@ def load_run_data(*, dataset_dir, splits_path, fold, config, pe_path, device, th
             "val": GraphLoader(store, parts["val"], batch_size, pe=pe),
             "test": GraphLoader(store, parts["test"], batch_size, pe=pe),
         }
-    # ``loss`` in the config overrides the dataset's (WikiCS GAT: the class-weighted CE, spec §2.4)
+    # ``loss`` in the config overrides the dataset's (WikiCS GAT: the class-weighted CE, as the released
+    # main_WikiCS_node_classification.py; docs/protocols/benchmarking-gnns.md#metrics-and-losses)
     loss_fn = get_loss(cfg.get("loss") or meta.loss, cfg)
     time_limit_s = (cfg["max_time"] if time_limit_hours is None else time_limit_hours) * 3600
     return RunData(cfg=cfg, meta=meta, store=store, splits=splits, parts=parts, pe=pe, pe_path=pe_path,
@@ -320,6 +327,7 @@ def train_one(guard: StopOnSignal, data: RunData, cfg: dict, out_dir: Path, labe
 
 
 def log_epoch(r: dict, who: str = "") -> None:
+    """Log one history row (``who``: a prefix naming the run, e.g. a stack member)."""
     log.info("%sepoch %d  lr %.2e  train %.4f/%.3f  val %.4f/%.3f  test %.4f/%.3f  %.2fs", who, r["epoch"], r["lr"],
              r["train_loss"], r["train_metric"], r["val_loss"], r["val_metric"], r["test_loss"], r["test_metric"],
              r["seconds"])

@@ -1,5 +1,5 @@
-"""The seeds of one benchmarking-gnns config on one fold trained in one job (Dwivedi et al., arXiv:2003.00982, §2:
-every configuration is run with 4 seeds).
+"""The seeds of one benchmarking-gnns config on one fold trained in one job (Dwivedi et al., Appendix C: every
+configuration is run with 4 seeds; docs/protocols/benchmarking-gnns.md#seeds-in-one-job-seeds_per_job-and-stack).
 
 :func:`train_seeds` loads the dataset, split part, positional encodings and evaluation loaders once and trains the
 seeds' runs in one process, in one of two ways:
@@ -11,7 +11,8 @@ seeds' runs in one process, in one of two ways:
   run: its own ReduceLROnPlateau on its own validation loss (its learning rate), its own stop (lr below ``min_lr``,
   ``epochs``, the time budget, divergence) after which it leaves the stack, its own last-epoch scores (re-evaluated
   alone after it leaves), history, ``metrics.json``, checkpoint and run record, written where its separate run
-  writes them. **The one departure from separate runs: the members share one mini-batch order**, the first seed's
+  writes them. **The one departure from separate runs: the members share one mini-batch order**
+  (docs/protocols/benchmarking-gnns.md#seeds-trained-as-one-stack), the first seed's
   stream (its shuffling generator; the global RNG — positional-encoding sign flips, dropout masks — continues from
   the first seed's too). A separate run draws its own order from its seed; so a member equals the run of its seed
   trained alone on the first seed's batch order (in float64 without dropout up to rounding:
@@ -27,12 +28,11 @@ seeds' runs in one process, in one of two ways:
 
 Why one after another on CPU by default: there the P1 models are bound by arithmetic and memory traffic, not by
 per-operation overhead, and their wide forms (grouped products over strided member blocks) cost about as much per
-member as the separate models: the epochs of 4 seeds of GatedGCN / GCN ZINC 100k as one wide stack took ≈ 0.9× /
-1.0× the time of the same seeds one after another in one process, the stack's build check ≈ 2 s / 0.5 s more, with
-3× the peak memory (``benchmarks/p1_seed_stack_speed.py``, 1 thread). That small gain does not pay for the shared
-batch order; the job's real gain on CPU is sharing one process (interpreter, imports, the dataset, warm caches),
-which one after another has too, with exact separate-run results. On CUDA a ZINC-sized batch is bound by kernel
-launches, which a stack shares; that is where the wide stack is the default (not measured in this project yet).
+member as the separate models, with more peak memory (``benchmarks/p1_seed_stack_speed.py``; the figures are on the
+docs/performance.md page). That does not pay for the shared batch order; the job's real gain on CPU is sharing one
+process (interpreter, imports, the dataset, warm caches), which one after another has too, with exact separate-run
+results. On CUDA a ZINC-sized batch is bound by kernel launches, which a stack shares; that is where the wide stack
+is the default.
 
 Pre-emption: every member's checkpoint is written after each epoch (its weights, run state, schedule, the shared
 shuffling RNG and the stack's optimiser state). A rerun resumes the stack when the checkpoints of its running
@@ -277,6 +277,7 @@ class SeedStack:
     # ------------------------------------------------------------------------------------------------ training
 
     def train(self, setup_start: float) -> list[dict]:
+        """Train (or resume) every member until it stops, write each one's outputs; their results in seed order."""
         try:
             todo = self._resume()
         except _Restart:

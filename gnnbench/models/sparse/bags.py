@@ -43,6 +43,7 @@ class BagPlan:
 
     @property
     def num_entries(self) -> int:
+        """E, the number of entries over all bags."""
         return self.index.numel()
 
     def bag_of_entries(self) -> torch.Tensor:
@@ -53,6 +54,7 @@ class BagPlan:
 
     @property
     def transpose(self) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(order_t, bag_t, offsets_t, weights_t): the entries grouped by table row (class docstring)."""
         if self._transpose is None:
             order_t = torch.argsort(self.index, stable=True)
             bag_t = self.bag_of_entries().index_select(0, order_t).to(self.index.dtype)
@@ -76,6 +78,7 @@ class MaskedPlan(BagPlan):
 
     @property
     def transpose(self) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The parent plan's grouping by table row, with the dropout-scaled weights in that order."""
         if self._transpose is None:
             order_t, bag_t, offsets_t, weights_t = self._parent.transpose
             weights = self._kept.index_select(0, order_t).view(torch.uint8).to(torch.float32).mul_(self._scale)

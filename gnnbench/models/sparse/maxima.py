@@ -40,10 +40,12 @@ class MaxPlan:
 
     @property
     def nodes(self) -> list[torch.Tensor]:
+        """The nodes of every degree class (built on first use)."""
         return self._padded_blocks()[0]
 
     @property
     def pads(self) -> list[torch.Tensor]:
+        """Every degree class's (n_c, w_c) message rows, ``num_rows`` (the zero row) where padded."""
         return self._padded_blocks()[1]
 
     def _padded_blocks(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -201,6 +203,7 @@ class InEdges:
 
     @classmethod
     def of(cls, edge_index: torch.Tensor, num_nodes: int) -> InEdges:
+        """The sorted in-edges of ``edge_index`` (2, E) on ``num_nodes`` nodes."""
         src, dst = edge_index
         order = lexsort_pairs(dst, src, num_nodes)
         dst_sorted = dst.index_select(0, order)
