@@ -64,6 +64,7 @@ STEPS = 7
 
 
 def seconds(fn, repeats: int) -> list[float]:
+    """Wall seconds of each of ``repeats`` calls of ``fn``."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -189,6 +190,8 @@ def pattern_batch():
 
 
 def measure(model: str, steps: int, threads: int) -> dict:
+    """In this process: record one training step's ops of ``model`` on the PATTERN batch (FLOPs, bytes), measure the
+    machine's rates, and time ``steps`` steps; returns the counts, rates and median step seconds."""
     from gnnbench.allocator import keep_freed_memory
 
     keep_freed_memory()
@@ -235,6 +238,8 @@ def measure(model: str, steps: int, threads: int) -> dict:
 
 
 def main() -> None:
+    """Parse the command line and print one row per model (each measured in its own process): FLOPs, bytes, rates,
+    floor, measured time and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     parser.add_argument("--steps", type=int, default=STEPS, help="timed steps per model (median)")

@@ -19,14 +19,14 @@ backward through the same) reach a few hundred to a few thousand terms, so 1e-4 
 while a wrong kernel (a missing term, a wrong index, a BatchNorm over the wrong axis) moves a tensor by far more.
 Normalising by the tensor's largest value keeps cancellations near zero from inflating the figure. A gradient much
 smaller than the model's largest is a sum with heavy cancellation, so its float32 rounding is large relative to
-itself: measured on an H100, the biases before a train-mode BatchNorm (zero in exact arithmetic) and GatedGCN's
-edge-gate weights on superpixel graphs (about 1e-3 of the largest gradient) differed between devices by 0.1 % to 5 %
-of their own size, 5.6e-5 of the model's largest gradient at most, while in float64 (``--float64``) the same models
-agreed to 1e-12. So in float32 a gradient is compared at the scale of the model's largest gradient
-(``GRAD_SCALE_FLOOR`` = 1: ``max|a − b| ≤ 1e-4 · max(max|a|, G)``), and ``--float64`` checks the same way with
-``FLOAT64_RTOL`` = 1e-9 (a gradient of 1e-3 G is then checked to 1e-6 of itself) — the check that tells a wrong
-kernel from rounding, where every kernel has a float64 form (CUDA's sparse CSR product has none: GCN's one-step
-check fails there in float64 with "operation not supported", and the stacked pitfalls models are float32
+itself: the biases before a train-mode BatchNorm (zero in exact arithmetic) and GatedGCN's edge-gate weights on
+superpixel graphs (about 1e-3 of the largest gradient) can differ between devices by a few percent of their own size
+while staying far below 1e-4 of the model's largest gradient, and agree to 1e-12 in float64 (``--float64``;
+docs/performance.md#the-gpu-check has the figures). So in float32 a gradient is compared at the scale of the model's
+largest gradient (``GRAD_SCALE_FLOOR`` = 1: ``max|a − b| ≤ 1e-4 · max(max|a|, G)``), and ``--float64`` checks the
+same way with ``FLOAT64_RTOL`` = 1e-9 (a gradient of 1e-3 G is then checked to 1e-6 of itself) — the check that
+tells a wrong kernel from rounding, where every kernel has a float64 form (CUDA's sparse CSR product has none: GCN's
+one-step check fails there in float64 with "operation not supported", and the stacked pitfalls models are float32
 throughout).
 
 What runs. Tiny datasets from gnnbench's own offline generators (no download), made by the functions the workflow
@@ -435,6 +435,8 @@ def make_datasets(root: Path, names: list[str]) -> dict[str, dict]:
 
 
 def p1_preset(model: str, dataset: str) -> str:
+    """The 100k benchmarking-gnns preset of ``model`` for one of the check's datasets (PATTERN, MNIST-digits, CSL with
+    PE)."""
     if dataset == "PATTERN":
         return f"SBMs_node_clustering_{model}_PATTERN_100k"
     if dataset == "MNIST-digits":
@@ -708,10 +710,12 @@ def training_verdict(verdict: dict, epoch: int | None, step_passed: bool, refere
 
 
 def fmt(value, spec: str) -> str:
+    """``value`` formatted with ``spec``, or a dash for None."""
     return "–" if value is None else format(value, spec)
 
 
 def markdown(rows: list[dict], header: dict) -> str:
+    """The report as a Markdown page: a header with the settings, the one-step table, then the training table."""
     lines = [f"# GPU check: {header['devices']}", "",
              f"{header['date']}, torch {header['torch']}, {header['device_names']}, {header['threads']} CPU threads, "
              f"{header['epochs']} epochs per run, {header['total_seconds']:.0f}s in all. Losses compared per epoch "
@@ -749,6 +753,8 @@ def markdown(rows: list[dict], header: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the check (module docstring), write ``gpu_check.md`` and ``gpu_check.json`` under ``--out``; returns 1 if a
+    row failed or none ran, else 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for gpu_check.md / .json (and work files)")

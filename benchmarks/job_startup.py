@@ -33,6 +33,8 @@ VARIANTS = {
 
 
 def main() -> None:
+    """Run each variant ``--repeats`` times in fresh processes, alternating, and print the median, minimum and maximum
+    wall time of each and whether it imported ``torch._dynamo``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()

@@ -18,11 +18,10 @@ loss of the final epoch: for the same seed it must not change between two commit
 (beyond float rounding where a commit says so). Like a workflow job, each process keeps freed memory for reuse
 (``gnnbench.allocator``); ``GNNBENCH_MALLOC=system python benchmarks/peer_shapes.py`` measures with glibc's defaults.
 
-The original's seconds per epoch (``ORIGINAL``): where the comparisons printed them (PATTERN GraphSage, GIN, GCN,
-GatedGCN; AQSOL-sized MLP 1.2, GCN 1.9, GatedGCN 3.6 s) those; elsewhere gnnbench's seconds at commit 9afbb97
-(measured with this script: PATTERN MLP 0.463, GAT 2.264, MoNet 1.646; molecules GraphSage 1.620, GAT 1.570, MoNet
-1.724, GIN 1.375) divided by the ratio the comparison measured (midpoint of its two runs). Peak memory of the
-original: 4.7 GB for PATTERN GatedGCN; the others are not known here.
+The original's seconds per epoch (``ORIGINAL``): where the side-by-side comparison printed them (PATTERN GraphSage,
+GIN, GCN, GatedGCN; AQSOL-sized MLP 1.2, GCN 1.9, GatedGCN 3.6 s) those; for the other models a time derived from
+the ratio that comparison reported (docs/performance.md#against-the-original-code-on-the-two-graph-shapes says how).
+Peak memory of the original: 4.7 GB for PATTERN GatedGCN; the others are not known.
 """
 
 from __future__ import annotations
@@ -74,6 +73,8 @@ def workload(shape: str):
 
 
 def measure(shape: str, model: str) -> dict:
+    """Train one model on one shape in this process (one warm-up epoch, then ``EPOCHS``); returns the median seconds per
+    epoch, the peak RSS, the last epoch's training loss and the workload's size."""
     try:  # as in a workflow job (gnnbench.allocator); GNNBENCH_MALLOC=system measures without
         from gnnbench.allocator import keep_freed_memory
 
@@ -110,6 +111,8 @@ def measure(shape: str, model: str) -> dict:
 
 
 def main() -> None:
+    """Parse the command line and print one row per (shape, model), each run in ``--repeats`` fresh processes: seconds
+    per epoch, the original's, their ratio, peak memory and final loss."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", nargs="+", default=SHAPES, choices=SHAPES)
     parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)

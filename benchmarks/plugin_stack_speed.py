@@ -57,6 +57,7 @@ class PyGGCN(nn.Module):
         self.gcn = GCN(in_channels, hidden, num_layers=2, out_channels=classes, dropout=dropout)
 
     def forward(self, batch) -> torch.Tensor:
+        """Logits (N, C) of the batch's one graph."""
         return self.gcn(batch.x, batch.edge_index)
 
 
@@ -136,6 +137,8 @@ def scaling(dataset: Path, splits_path: Path, inits: int) -> None:
 
 
 def main() -> None:
+    """Parse the command line, load CORA (or a CSBM stand-in) and print the runs per minute of each mode (and, with
+    ``--scaling``, the time per epoch against the members still training)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--planetoid", type=Path, default=DEFAULT_PLANETOID,
                         help="folder with cora/raw/ind.cora.* (default: the shared real-data folder)")

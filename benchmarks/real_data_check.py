@@ -43,6 +43,8 @@ def mirror(root: Path) -> None:
 
 
 def suite(url: str) -> dict:
+    """The check's suite: pitfalls on CORA and CiteSeer (10 splits × 2 initialisations), fair-comparison on ENZYMES (two
+    outer folds), downloading from the local mirror at ``url``."""
     splits = {"scheme": "random_per_class", "splits": 10, "seed": 2018}
     pitfalls_models = {"GCN": "pitfalls_GCN", "MLP": "pitfalls_MLP", "LogReg": "pitfalls_LogReg",
                        "LabelProp": "pitfalls_LabelProp"}
@@ -63,6 +65,8 @@ def suite(url: str) -> dict:
 
 
 def main() -> None:
+    """Serve the real files on 127.0.0.1, run the suite through Snakemake from ``--repo`` in ``--work`` and print every
+    table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--work", type=Path, required=True)

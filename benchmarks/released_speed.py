@@ -31,6 +31,8 @@ PARTS = (55000, 5000, 10000)
 
 
 def write_release(path: Path, graphs: int, seed: int = 0) -> dict:
+    """Write an MNIST-sized stand-in release of ``graphs`` graphs to the zip ``path``; returns the part sizes and the
+    mean nodes and edges per graph."""
     rng = np.random.default_rng(seed)
     counts = [round(graphs * p / sum(PARTS)) for p in PARTS]
     n = np.clip(np.rint(rng.normal(70.57, 6.84, sum(counts))), 40, 75).astype(np.int64)
@@ -57,6 +59,7 @@ def write_release(path: Path, graphs: int, seed: int = 0) -> dict:
 
 
 def main() -> None:
+    """Write the stand-in, time its loading and conversion, and print (or save as JSON) the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graphs", type=int, default=70000)
     parser.add_argument("--dir", default="/tmp/released_speed")

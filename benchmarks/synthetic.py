@@ -18,6 +18,7 @@ AQSOL_MEAN_DIRECTED_EDGES = 35.8
 
 
 def molecule_like(num_graphs: int = AQSOL_TRAIN_GRAPHS, seed: int = 0) -> tuple[GraphColumns, DatasetMeta]:
+    """``num_graphs`` AQSOL-like molecules (module docstring) as graph columns and their dataset description."""
     rng = np.random.default_rng(seed)
     # Node counts: shifted negative binomial, mean 17.6, long right tail like small-molecule sets.
     num_nodes = 2 + rng.negative_binomial(4, 4 / (4 + AQSOL_MEAN_NODES - 2), num_graphs)

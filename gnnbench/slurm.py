@@ -58,6 +58,8 @@ def _say(level: str, message: str) -> None:
 
 @dataclass(frozen=True)
 class Node:
+    """One SLURM node as ``sinfo`` lists it: its name, the partitions it belongs to, its CPUs and memory (MB)."""
+
     name: str
     partitions: tuple[str, ...]
     cpus: int
@@ -222,6 +224,8 @@ class PendingWatchdog(threading.Thread):
         self.interval = interval or float(os.environ.get("GNNBENCH_SLURM_WATCH_SECONDS", 30))
 
     def run(self) -> None:
+        """Check the pending jobs every ``interval`` seconds; on a job that can never start, stop the run as Ctrl-C
+        does (SIGINT to this process) and end the thread."""
         warned: set[str] = set()
         while True:
             time.sleep(self.interval)

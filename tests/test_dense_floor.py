@@ -13,10 +13,10 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "dense_floor.py
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("dense_floor", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
+    module_spec = importlib.util.spec_from_file_location("dense_floor", SCRIPT)
+    module = importlib.util.module_from_spec(module_spec)
     sys.modules.setdefault("dense_floor", module)
-    spec.loader.exec_module(module)
+    module_spec.loader.exec_module(module)
     return module
 
 

@@ -17,15 +17,17 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_check.py"
 
 @pytest.fixture(scope="module")
 def gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
+    """The script ``benchmarks/gpu_check.py`` imported as a module (it is not a package module)."""
+    module_spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    module = importlib.util.module_from_spec(module_spec)
     sys.modules["gpu_check"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
+    module_spec.loader.exec_module(module)
     yield module
     sys.modules.pop("gpu_check", None)
 
 
 def run(train, val, metric=50.0):
+    """A run's result as the script records it: per-epoch training and validation losses and a final metric."""
     return {"losses": {"train_loss": list(train), "val_loss": list(val)}, "metric": metric}
 
 

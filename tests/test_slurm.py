@@ -87,6 +87,7 @@ def _slurm_problem() -> str | None:
 
 @pytest.fixture(scope="module")
 def cluster():
+    """Skip (or, with ``GNNBENCH_REQUIRE_SLURM=1``, fail) when no usable SLURM cluster answers."""
     problem = _slurm_problem()
     if problem:
         message = f"{problem}; start a local cluster with `tools/slurm/slurm_up.sh dbd gpu` (root, Debian)"
@@ -109,6 +110,8 @@ def _scores(path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def slurm_run(cluster, tmp_path_factory):
+    """The tiny suite run once locally and once through the SLURM profile; the outputs, the Snakemake result and this
+    run's jobs as ``sacct`` lists them."""
     suite = tiny_default_suite()
     local, remote = tmp_path_factory.mktemp("local"), tmp_path_factory.mktemp("slurm")
     for workdir in (local, remote):

@@ -32,6 +32,7 @@ P1_NETS = {
 
 @pytest.fixture(autouse=True)
 def float64():
+    """Run the test with float64 as torch's default dtype (exact comparisons of members with separate runs)."""
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     yield

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def full_run(tiny_workflow):
+    """The tiny suite planned and run once for the whole session: (workdir, dry-run result, run result)."""
     return tiny_workflow
 
 

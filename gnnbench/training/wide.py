@@ -148,15 +148,19 @@ class WideLinear(nn.Linear):
     members: int
 
     @property
-    def weight(self) -> torch.Tensor:  # what code reading ``linear.weight`` directly gets
+    def weight(self) -> torch.Tensor:
+        """The members' weights as one block-diagonal (R·out, R·in) matrix: what code reading ``linear.weight``
+        directly gets (exact, but R times the arithmetic of the grouped product)."""
         return _block_diagonal(self._parameters["weight"])
 
     @property
     def bias(self) -> torch.Tensor | None:
+        """The members' biases concatenated, (R·out,), or None."""
         bias = self._parameters["bias"]
         return None if bias is None else bias.reshape(-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., in) shared or (..., R·in) wide input → (..., R·out): member r's ``x_r W_rᵀ + b_r`` in block r."""
         return wide_linear(x, self._parameters["weight"], self._parameters["bias"]).flatten(-2)
 
 
@@ -176,7 +180,8 @@ class WideBatchNorm1d(nn.BatchNorm1d):
     running_var = property(lambda self: self._flat("running_var", "_buffers"))
     num_batches_tracked = property(lambda self: self._buffers["num_batches_tracked"])  # (R,), += 1 works in place
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # nn.BatchNorm's forward, with the (R,) step counter
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``nn.BatchNorm1d``'s forward over the R·C channels, counting steps in the (R,) ``num_batches_tracked``."""
         self._check_input_dim(x)
         factor = 0.0 if self.momentum is None else self.momentum
         tracked = self._buffers.get("num_batches_tracked")
@@ -195,6 +200,7 @@ class WideLayerNorm(nn.LayerNorm):
     members: int
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., R·C) → (..., R·C): each member's block normalised over its C channels, then its own scale and shift."""
         grouped = x.unflatten(-1, (self.members, -1))
         out = F.layer_norm(grouped, grouped.shape[-1:], None, None, self.eps)
         weight, bias = self._parameters.get("weight"), self._parameters.get("bias")
@@ -212,10 +218,12 @@ class WideEmbedding(nn.Embedding):
 
     @property
     def weight(self) -> torch.Tensor:
+        """The (K, R·C) table: row k holds every member's embedding of k side by side."""
         table = self._parameters["weight"]
         return table.transpose(0, 1).reshape(table.shape[1], -1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Indices (...) → (..., R·C): one row lookup gives every member's embedding."""
         return F.embedding(x, self.weight, self.padding_idx, None, self.norm_type, self.scale_grad_by_freq,
                            self.sparse)
 
@@ -228,9 +236,12 @@ class WideDropout(nn.Dropout):
 
     @property
     def p(self) -> torch.Tensor:
+        """The members' dropout rates, (R,)."""
         return self._buffers["rates"]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """In training mode, zero each entry of member r's block with probability ``rates[r]`` and scale the rest by
+        1/(1 − ``rates[r]``); the identity in evaluation mode."""
         rates = self._buffers["rates"]
         if not self.training:
             return x
@@ -806,6 +817,7 @@ class WideOptimizer:
         return [p for p in self.stack.parameters() if p.requires_grad]
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the parameters' gradients (set them to None, or zero them in place), as ``torch.optim`` does."""
         for p in self.params:
             if set_to_none:
                 p.grad = None
@@ -820,6 +832,8 @@ class WideOptimizer:
 
     @torch.no_grad()
     def step(self) -> None:
+        """One update of every member that has gradients: coupled L2 decay, then Adam's or SGD's rule with that
+        member's learning rate."""
         self._check()
         every = self.params
         active = [i for i, p in enumerate(every) if p.grad is not None]
@@ -881,6 +895,7 @@ class WideOptimizer:
         self.members = idx.numel()
 
     def state_dict(self) -> dict:
+        """A copy of the optimiser's state (per-member lr, weight decay, step counts, moment buffers, settings)."""
         self._check()
         return {"kind": self.kind, "lr": self.lr.clone(), "weight_decay": self.weight_decay.clone(),
                 "steps": self.steps.clone(), "state": {k: [None if t is None else t.clone() for t in v]
@@ -889,6 +904,7 @@ class WideOptimizer:
                           "dampening": self.dampening, "nesterov": self.nesterov}}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict` of an optimiser of the same kind, for the stack's current parameters."""
         if state["kind"] != self.kind:
             raise ValueError(f"a {state['kind']} optimiser's state cannot be loaded into a {self.kind} one")
         self.lr, self.weight_decay = state["lr"].clone(), state["weight_decay"].clone()

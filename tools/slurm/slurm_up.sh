@@ -8,8 +8,9 @@
 #
 # Installs the Debian packages when missing (apt), writes every config file, wipes the controller state, starts the
 # daemons directly and records their PIDs in $PIDDIR (default /tmp/slurm-ci/pids); tools/slurm/slurm_down.sh stops
-# them by those PIDs. Idempotent: daemons of an earlier call are stopped first. Recipe and pitfalls:
-# ../shared/notes/slurm-on-localhost.md. Not for a machine that already runs a real SLURM: it rewrites /etc/slurm.
+# them by those PIDs. Idempotent: daemons of an earlier call are stopped first. What it sets up and the points
+# that matter: docs/cluster.md#the-test-cluster-on-localhost. Not for a machine that already runs a real SLURM: it
+# rewrites /etc/slurm.
 set -euo pipefail
 MODE=${1:-dbd}; GPU=${2:-}
 case "$MODE" in dbd|nodbd) ;; *) echo "usage: $0 [dbd|nodbd] [gpu]" >&2; exit 2;; esac
