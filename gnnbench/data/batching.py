@@ -24,7 +24,7 @@ def gather_ranges(starts: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     """Concatenation of ``arange(s, s + c)`` for every (s, c) pair, without a Python loop.
 
     Built as the cumulative sum of unit steps with a jump at the start of every range (one pass over the
-    output; ~3× faster than arange + repeat_interleave for large batches).
+    output; faster than arange + repeat_interleave for large batches: ``docs/performance.md``).
     """
     nonempty = counts > 0
     starts, counts = starts[nonempty], counts[nonempty]
@@ -56,13 +56,17 @@ class GraphBatch:
 
     @property
     def num_nodes(self) -> int:
+        """Nodes of the batch, over all its graphs."""
         return self.batch.numel()
 
     @property
     def num_edges(self) -> int:
+        """Edges of the batch, over all its graphs."""
         return self.edge_index.shape[1]
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> GraphBatch:
+        """A copy of the batch with every tensor moved to ``device`` (``num_graphs`` and absent fields as they
+        are)."""
         moved = {
             f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
             for f in fields(self)
@@ -138,9 +142,11 @@ class GraphLoader:
         self._node_y = "y" in store.node
 
     def __len__(self) -> int:
+        """Batches per epoch (the last one may be smaller)."""
         return -(-self.indices.numel() // self.batch_size)
 
     def __iter__(self) -> Iterator[GraphBatch]:
+        """The batches of one epoch, in ``indices`` order or, with ``shuffle``, a fresh permutation."""
         order = self.indices
         if self.shuffle:
             order = order[torch.randperm(order.numel(), generator=self.generator)]

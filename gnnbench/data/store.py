@@ -60,10 +60,12 @@ class SparseRows:
 
     @property
     def num_rows(self) -> int:
+        """Number of rows (nodes): ``len(indptr) - 1``."""
         return int(self.indptr.shape[0]) - 1
 
     @property
     def nnz(self) -> int:
+        """Number of stored nonzeros."""
         return int(self.indices.shape[0])
 
     @classmethod
@@ -152,14 +154,19 @@ class GraphColumns:
 
     @property
     def num_graphs(self) -> int:
+        """Number of graphs G."""
         return int(self.num_nodes.shape[0])
 
     @property
     def node_ptr(self) -> np.ndarray:
+        """(G+1,) int64 offsets: the nodes of graph ``i`` are rows ``node_ptr[i]:node_ptr[i+1]`` of every node
+        column (computed from ``num_nodes`` on each access)."""
         return _pointers(self.num_nodes)
 
     @property
     def edge_ptr(self) -> np.ndarray:
+        """(G+1,) int64 offsets of each graph's edges in ``src``, ``dst`` and the edge columns (computed from
+        ``num_edges`` on each access)."""
         return _pointers(self.num_edges)
 
     def validate(self) -> None:
@@ -231,6 +238,8 @@ def _arrow_values(values: np.ndarray) -> pa.Array:
 
 
 def arrow_lists(values: np.ndarray, ptr: np.ndarray) -> pa.Array:
+    """A ``large_list`` Arrow array with one list per graph: ``values`` (1-d, or 2-d as fixed-size lists) cut at
+    the offsets ``ptr``."""
     return pa.LargeListArray.from_arrays(pa.array(ptr, type=pa.int64()), _arrow_values(values))
 
 
@@ -292,6 +301,8 @@ def write_graph_store(path: str | os.PathLike, columns: GraphColumns, row_group_
 
 
 def read_parquet(path: Path, what: str) -> pa.Table:
+    """The Parquet file at ``path`` as an Arrow table, with its page checksums verified; a missing, corrupt or
+    truncated file raises a DataError that names it as ``what`` and says how to recreate it."""
     if not path.is_file():
         raise DataError(f"{what} {path} does not exist; run snakemake (or the gnnbench command) that creates it")
     try:  # page checksums (CRC32) catch corrupted bytes that would otherwise decode to wrong values
@@ -417,18 +428,25 @@ class GraphStore:
 
     @property
     def num_graphs(self) -> int:
+        """Number of graphs G."""
         return self.node_ptr.numel() - 1
 
     @property
     def num_nodes(self) -> torch.Tensor:
+        """(G,) int64: the node count of every graph."""
         return self.node_ptr.diff()
 
     @property
     def num_edges(self) -> torch.Tensor:
+        """(G,) int64: the edge count of every graph."""
         return self.edge_ptr.diff()
 
     @classmethod
     def from_columns(cls, columns: GraphColumns) -> GraphStore:
+        """The torch form of ``columns``: NumPy arrays become tensors sharing their memory where they are
+        contiguous, ``edge_index`` stacks ``src`` and ``dst``, and sparse node columns are also densified into
+        ``node``."""
+
         def tensors(group: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
             return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in group.items()}
 

@@ -1,4 +1,4 @@
-"""Evaluation protocols: how models are compared fairly (spec protocols.md).
+"""Evaluation protocols: how models are compared fairly (``docs/protocols/index.md``).
 
 ============================  =========================================================================
 ``benchmarking-gnns``         Dwivedi et al.: fixed splits (or k-fold CV), parameter budgets, plateau
@@ -33,10 +33,13 @@ def _registry() -> dict[str, Protocol]:
 
 
 def protocol_names() -> list[str]:
+    """The names of the available protocols (``benchmarking-gnns``, ``pitfalls``, ``fair-comparison``)."""
     return list(_registry())
 
 
 def get_protocol(name: str, where: str = "protocol") -> Protocol:
+    """The protocol called ``name``; an unknown name raises a ConfigError that names ``where`` (the suite key or
+    command-line option it came from) and lists the available ones."""
     registry = _registry()
     if name in registry:
         return registry[name]

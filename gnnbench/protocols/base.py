@@ -18,6 +18,9 @@ from gnnbench.errors import ConfigError
 
 @dataclass
 class ModelSpec:
+    """One model of a benchmark: its label in the suite, the preset it starts from (None: none) and its resolved
+    run config."""
+
     label: str
     preset: str | None
     config: dict  # resolved run config (the run's seed is filled in per run where the protocol has seeds)
@@ -33,15 +36,17 @@ class Benchmark(ABC):
 
     @abstractmethod
     def run_files(self) -> list[str]:
-        """The training outputs of every model (what the tables are made from)."""
+        """The training outputs of every model (what the tables are made from): inputs of the protocol's table
+        rules."""
 
     @abstractmethod
     def table_files(self) -> list[str]:
-        """The per-dataset reports: tables (and plots)."""
+        """The per-dataset reports, tables (and plots): targets of the workflow's ``all`` rule."""
 
     @abstractmethod
     def record_files(self) -> list[str]:
-        """The run-record files of every job (:mod:`gnnbench.records`, one per job)."""
+        """The run-record files of every job (:mod:`gnnbench.records`, one per job): targets of the workflow's
+        ``all`` rule, so that every job runs."""
 
     def runs(self) -> list[dict]:
         """Single runs planned one per job (benchmarking-gnns: model × seed × fold); none for protocols whose jobs
@@ -101,24 +106,34 @@ class Protocol(ABC):
 
     @abstractmethod
     def default_split(self, dataset) -> dict:
-        """The split config used when the dataset entry names none."""
+        """The split config of ``dataset`` (a DatasetSpec) when its entry in the suite names none: what this
+        protocol evaluates on. Called while the suite loads, before the dataset's split is resolved."""
 
     @abstractmethod
     def check_dataset(self, dataset, where: str) -> None:
-        """Raise a ConfigError when the protocol cannot evaluate on this dataset."""
+        """Raise a ConfigError (naming ``where``, the benchmark's key) when the protocol cannot evaluate on
+        ``dataset`` (its task, its graphs, its split). Called while the suite loads, before :meth:`benchmark`, so
+        that a wrong pairing fails before any job runs."""
 
     @abstractmethod
     def benchmark(self, dataset, entry: dict, where: str) -> Benchmark:
-        """Resolve a benchmark block of the suite (models, run grid) for ``dataset`` (a DatasetSpec)."""
+        """Resolve the suite's benchmark block ``entry`` for ``dataset`` (a DatasetSpec) into this protocol's
+        :class:`Benchmark`: every model's resolved config (checked to build on the dataset) and the run grid. Keys
+        the protocol does not have raise a ConfigError naming ``where``. Called once per benchmark while the suite
+        loads; the workflow's target and input lists come from the result."""
 
     def check_suite(self, benchmarks: list[Benchmark], all_benchmarks: dict[str, Benchmark]) -> None:  # noqa: B027
-        """Checks across this protocol's benchmarks of a suite (none by default)."""
+        """Checks across this protocol's benchmarks of a suite (``all_benchmarks``: every benchmark by name),
+        called once after all are resolved; none by default."""
 
     def suite_files(self, benchmarks: list[Benchmark]) -> list[str]:
-        """Reports spanning every benchmark of this protocol in a suite (none by default)."""
+        """Reports spanning every benchmark of this protocol in a suite (none by default): targets of the
+        workflow beside the per-dataset tables."""
         return []
 
     def check_split(self, dataset, where: str) -> None:
+        """Raise a ConfigError (naming ``where``, the dataset's split key) when the dataset's split scheme is not
+        one of :attr:`split_schemes`. Called while the suite loads, after :meth:`check_dataset`."""
         scheme = dataset.split["scheme"]
         if scheme not in self.split_schemes:
             raise ConfigError(f"{where}: protocol {self.name} evaluates on split schemes "
@@ -128,16 +143,20 @@ class Protocol(ABC):
     # ------------------------------------------------------------------------------------ command line
 
     def add_train_arguments(self, parser) -> None:  # noqa: B027
-        """The options of ``gnnbench train <name>`` beyond the common ones (dataset, splits, preset, set, seed,
-        device, threads, label, out, records)."""
+        """Add the options of ``gnnbench train <name>`` beyond the common ones (dataset, splits, preset, set, seed,
+        device, threads, label, out, records) to ``parser`` (an ``argparse`` subparser); none by default. Called when
+        the command line is built."""
 
     @abstractmethod
     def train_command(self, args, overrides: dict) -> str:
-        """Run one job from the parsed ``gnnbench train <name>`` arguments (``overrides``: the ``--set`` values);
-        returns the line to print."""
+        """Run one job from the parsed ``gnnbench train <name>`` arguments (``overrides``: the ``--set`` values)
+        and write its outputs and run records; returns the line to print. The command-line twin of the workflow's
+        training jobs, which call the protocol module's functions directly."""
 
     def aggregate_command(self, files: list[str], out: str) -> None:
-        """``gnnbench aggregate <name> FILES --out PREFIX``: the dataset table of the given job outputs."""
+        """``gnnbench aggregate <name> FILES --out PREFIX``: write the dataset table of the given job outputs to
+        ``PREFIX.csv``, ``.md`` and ``.parquet``. By default a ConfigError: the protocol makes its tables only in the
+        workflow."""
         raise ConfigError(f"aggregate: protocol {self.name} makes its tables in the workflow (snakemake); "
                           "`gnnbench aggregate` has none for it")
 

@@ -13,7 +13,8 @@ on a fold one after another in one process (:func:`train_seeds`, :mod:`gnnbench.
 exactly its separate run: the job saves the process start, the imports and the data loading of k − 1 jobs. With
 ``stack: true`` (whose default ``seeds_per_job`` is all seeds) a job's seeds train on CUDA as one wide stack where
 the model widens — the seeds then share the first seed's mini-batch order, the one departure from separate runs —
-and on CPU (where a wide stack measured no faster) or for a model that does not widen one after another. Every
+and on CPU (where a wide stack is no faster: ``docs/performance.md``) or for a model that does not widen one after
+another. Every
 seed's outputs and record are those of its own job. The default is one job per seed and no stack (each seed its
 own batch order, as the paper's runs), so published spreads over seeds keep the batch order's part. Models are
 the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build_model`), sized by the
@@ -57,6 +58,9 @@ FOREIGN_TRAINING_DEFAULTS = {"epochs": 1000, "batch_size": 20, "init_lr": 0.001,
 
 @dataclass
 class BenchmarkingGNNsBenchmark(Benchmark):
+    """A benchmarking-gnns benchmark: one run per model × seed × fold (``seeds``, or a model's own
+    ``model_seeds``), optionally several seeds of a model and fold per job (``seeds_per_job``, ``stack``)."""
+
     seeds: list[int] = field(default_factory=list)
     folds: list[int] = field(default_factory=list)
     model_seeds: dict[str, list[int]] = field(default_factory=dict)  # a model's own seeds (else ``seeds``)
@@ -66,10 +70,12 @@ class BenchmarkingGNNsBenchmark(Benchmark):
     stack: bool = False
 
     def runs(self) -> list[dict]:
+        """Every run as ``{dataset, model, seed, fold}``: models in suite order, then seeds, then folds."""
         return [{"dataset": self.dataset, "model": label, "seed": seed, "fold": fold}
                 for label in self.models for seed in self.model_seeds.get(label, self.seeds) for fold in self.folds]
 
     def run_files(self) -> list[str]:
+        """The ``metrics.json`` of every run (``results/runs/...``, one folder per model, seed and fold)."""
         return [RUN_DIR.format(**run) + "/metrics.json" for run in self.runs()]
 
     def seed_stacks(self) -> list[tuple[str, list[int]]]:
@@ -85,13 +91,16 @@ class BenchmarkingGNNsBenchmark(Benchmark):
         return jobs
 
     def table_files(self) -> list[str]:
+        """The dataset's table in CSV, Markdown and Parquet."""
         return [TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
 
     def record_files(self) -> list[str]:
+        """One run-record file per run (job name ``seed{seed}_fold{fold}``), also where seeds share a job."""
         return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=run["model"],
                                          job=RECORD_JOB.format(**run)) for run in self.runs()]
 
     def job_inputs(self, model: str) -> dict[str, str]:
+        """The Laplacian positional-encoding file (``pe``) when the model's config asks for one, else nothing."""
         k = self.pe_dim(model)
         return {"pe": paths.PE_FILE.format(dataset=self.dataset, k=k)} if k else {}
 
@@ -107,14 +116,18 @@ class BenchmarkingGNNsBenchmark(Benchmark):
         return ["curves", "bars"] + (["pe"] if self.pe_pairs() else [])
 
     def run_config(self, model: str, seed: int) -> dict:
+        """The resolved config of ``model`` with ``seed`` filled in: what one training job receives."""
         return {**self.models[model].config, "seed": int(seed)}
 
     def pe_dim(self, model: str) -> int | None:
+        """The number of Laplacian eigenvectors the model's config uses (``pos_enc_dim``), None without ``pos_enc``."""
         config = self.models[model].config
         return config["pos_enc_dim"] if config.get("pos_enc") else None
 
 
 class BenchmarkingGNNs(Protocol):
+    """The benchmarking-gnns protocol (module docstring; ``docs/protocols/benchmarking-gnns.md``)."""
+
     name = NAME
     title = "Benchmarking Graph Neural Networks (Dwivedi et al.)"
     split_schemes = GRAPH_SCHEMES
@@ -125,10 +138,13 @@ class BenchmarkingGNNs(Protocol):
     significance_unit_columns = ("seed", "split")  # a run: one seed on one fold
 
     def add_train_arguments(self, parser) -> None:
+        """``--fold`` (the fold of the split file) and ``--pe`` (the positional-encoding file)."""
         parser.add_argument("--fold", type=int, default=0, help="fold of the split file (default 0)")
         parser.add_argument("--pe", help="positional-encoding file (needed when pos_enc is true)")
 
     def train_command(self, args, overrides: dict) -> str:
+        """One run (:func:`train`) of the preset with the ``--set`` overrides (``--seed`` over the config's seed) on
+        one fold; returns its test score, or the epoch at which it diverged."""
         if args.seed is not None:
             overrides["seed"] = args.seed
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
@@ -141,9 +157,12 @@ class BenchmarkingGNNs(Protocol):
         return f"test {results['metric']}: {results['test']['metric']:.4f}"
 
     def aggregate_command(self, files: list[str], out: str) -> None:
+        """The dataset table of the given run-record files (:func:`aggregate_tables`), without the paper's
+        numbers."""
         aggregate_tables(files, f"{out}.csv", f"{out}.md", f"{out}.parquet")
 
     def table_caption(self, table: str, dataset: str | None) -> str:
+        """What the columns of a dataset table are, including the comparison with the paper."""
         return (f"Table of **{table}** (protocol {self.name}): one row per model — runs, parameters, test and train "
                 "score as mean ± std (population std) over seeds (and folds) of the last epoch, epochs, seconds per "
                 "epoch and total hours; under cross-validation also the minimum and maximum test score. Where a row "
@@ -152,6 +171,8 @@ class BenchmarkingGNNs(Protocol):
                 "or fewer epochs — not a like-for-like comparison).")
 
     def figure_caption(self, kind: str, dataset: str) -> str:
+        """The caption of the score bars (mean ± population std of the last epoch's test score); other figures get
+        the generic caption."""
         if kind != "bars":
             return super().figure_caption(kind, dataset)
         return (f"Test score of every model on **{dataset}** (protocol {self.name}): bar = mean over the model's "
@@ -161,9 +182,12 @@ class BenchmarkingGNNs(Protocol):
                 "MSE: lower is better).")
 
     def default_split(self, dataset) -> dict:
+        """The split the dataset's generator defines (the split that comes with the data, or its folds)."""
         return dict(dataset.generator_split)
 
     def check_dataset(self, dataset, where: str) -> None:
+        """Refuse a single-graph dataset split other than by its own splits (random node splits are the pitfalls
+        protocol's) and stratified k-fold on a dataset without graph labels."""
         if dataset.meta.transductive and dataset.split["scheme"] != "given":
             raise ConfigError(f"{where}.protocol: {self.name} trains on one graph only with the splits that come "
                               f"with it (WikiCS), but dataset {dataset.name} is split by {dataset.split['scheme']}; "
@@ -173,6 +197,9 @@ class BenchmarkingGNNs(Protocol):
                               f"{dataset.name} is a {dataset.meta.task} dataset; use given")
 
     def benchmark(self, dataset, entry: dict, where: str) -> BenchmarkingGNNsBenchmark:
+        """Seeds (for the benchmark or per model), folds (default: all of the split), ``seeds_per_job`` and
+        ``stack``; per model a published config (preset with ``set`` overrides) or one fitted to a parameter
+        ``budget``, checked to build on the dataset. Grids and the other protocols' keys are refused."""
         for key in ("inits", "seed", "splits_per_job", "compare_with"):
             if key in entry:
                 raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name} (it trains one run per "

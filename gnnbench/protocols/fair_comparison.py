@@ -16,11 +16,12 @@ Splits are data: a split file whose fold i is ``{train: inner-train, val: inner 
 — the paper's released files (scheme ``published``) or gnnbench's own seeded ones in the same structure
 (``stratified_kfold`` with 10 folds and ``val_fraction`` 0.1).
 
-Decision (final runs' hold-out, ``final_holdout``): the paper says each final run holds out "a random fraction
-(10%)" of the outer training fold; the released code reuses the model-selection hold-out for all three (spec
-§2.1.5, §6.1). Default ``fresh``: final run r of fold i draws its own stratified 10 % hold-out from the outer
-training fold (scikit-learn ``train_test_split``, seeded per fold and run), as the paper describes; ``selection``
-reproduces the released code path.
+Decision (final runs' hold-out, ``final_holdout``; ``docs/protocols/fair-comparison.md``): the paper says each
+final run holds out "a random fraction (10%)" of the outer training fold (Errica et al. §5); the released code
+reuses the model-selection hold-out for all three (diningphil/gnn-comparison
+``evaluation/risk_assessment/K_Fold_Assessment.py``, ``_risk_assessment_helper``). Default ``fresh``: final run r
+of fold i draws its own stratified 10 % hold-out from the outer training fold (scikit-learn ``train_test_split``,
+seeded per fold and run), as the paper describes; ``selection`` reproduces the released code path.
 
 Grids are data: a preset's ``grid`` (key → values, Cartesian product in the written order, last key fastest) —
 a model entry's ``grid`` replaces or adds dimensions, ``set`` fixes a value (and removes that dimension). Every
@@ -134,6 +135,9 @@ SELECTION_FORMAT = 1
 
 @dataclass
 class FairComparisonBenchmark(Benchmark):
+    """A fair-comparison benchmark: per model its expanded grid (``grids``), model selection on each outer fold in
+    ``folds`` in jobs (parts) of up to ``grid_per_job`` configurations, then ``final_runs`` final runs per fold."""
+
     folds: list[int] = field(default_factory=list)
     seed: int = 0
     final_runs: int = DEFAULT_FINAL_RUNS
@@ -158,9 +162,11 @@ class FairComparisonBenchmark(Benchmark):
         return parts
 
     def num_parts(self, model: str) -> int:
+        """Model-selection jobs per outer fold of ``model``."""
         return len(self.parts(model))
 
     def part_configs(self, model: str, part: int) -> list[dict]:
+        """The configurations one model-selection job (``part``) of ``model`` trains, in grid order."""
         return [self.grids[model][p] for p in self.part_positions(model, part)]
 
     def part_positions(self, model: str, part: int) -> list[int]:
@@ -168,25 +174,34 @@ class FairComparisonBenchmark(Benchmark):
         return self.parts(model)[part]
 
     def report_inputs(self) -> dict[str, dict[str, list[str]]]:
+        """Per model, its selection files and final-run files in fold order: the input of
+        :func:`dataset_report`."""
         return {m: {"selections": [SELECTION_FILE.format(dataset=self.dataset, model=m, fold=f) for f in self.folds],
                     "finals": [FINAL_FILE.format(dataset=self.dataset, model=m, fold=f) for f in self.folds]}
                 for m in self.models}
 
     def inner_files(self, model: str, fold: int) -> list[str]:
+        """The model-selection outputs (``inner/part{p}.parquet``) of ``model`` on outer fold ``fold``: what its
+        selection reads."""
         return [INNER_FILE.format(dataset=self.dataset, model=model, fold=fold, part=p)
                 for p in range(self.num_parts(model))]
 
     def selection_files(self) -> list[str]:
+        """The ``selection.json`` of every model and outer fold."""
         return [SELECTION_FILE.format(dataset=self.dataset, model=m, fold=f) for m in self.models for f in self.folds]
 
     def run_files(self) -> list[str]:
+        """The final-run files (``final.parquet``) of every model and outer fold."""
         return [FINAL_FILE.format(dataset=self.dataset, model=m, fold=f) for m in self.models for f in self.folds]
 
     def table_files(self) -> list[str]:
+        """The dataset table and the per-fold table, each in CSV, Markdown and Parquet."""
         return ([TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
                 + [FOLDS_TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS])
 
     def record_files(self) -> list[str]:
+        """Run-record files of every job: per model and outer fold one per model-selection part
+        (``fold{f}_inner{p}``) and one of the final runs (``fold{f}_final``)."""
         return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=m, job=job)
                 for m in self.models for f in self.folds
                 for job in [INNER_RECORD_JOB.format(fold=f, part=p) for p in range(self.num_parts(m))]
@@ -203,6 +218,8 @@ class FairComparisonBenchmark(Benchmark):
 
 
 class FairComparison(Protocol):
+    """The fair-comparison protocol (module docstring; ``docs/protocols/fair-comparison.md``)."""
+
     name = NAME
     title = "A Fair Comparison of Graph Neural Networks for Graph Classification (Errica et al.)"
     split_schemes = ("stratified_kfold", "published", "file")  # file: the user's own outer folds
@@ -214,6 +231,7 @@ class FairComparison(Protocol):
     significance_unit_columns, significance_stage = ("split",), "final"  # an outer fold: the mean of its final runs
 
     def add_train_arguments(self, parser) -> None:
+        """``--fold`` (the outer fold), ``--final-runs``, ``--final-holdout`` and ``--stack``."""
         parser.add_argument("--fold", type=int, default=0, help="the outer fold (default 0)")
         parser.add_argument("--final-runs", type=int, default=DEFAULT_FINAL_RUNS,
                             help="final runs of the chosen config")
@@ -249,6 +267,7 @@ class FairComparison(Protocol):
                 "final runs)")
 
     def table_caption(self, table: str, dataset: str | None) -> str:
+        """Captions of the per-fold table (``{dataset}_folds``) and of the dataset table."""
         if dataset is not None and table == f"{dataset}_folds":
             what = ("per model and outer fold, the configuration selected on the inner hold-out, its validation "
                     "accuracy, and the test accuracies of its final runs.")
@@ -259,6 +278,8 @@ class FairComparison(Protocol):
         return f"Table of **{table}** (protocol {self.name}): {what}"
 
     def figure_caption(self, kind: str, dataset: str) -> str:
+        """The caption of the score bars (outer-fold test accuracy beside the selected configurations' validation
+        accuracy, and why the latter overestimates); other figures get the generic caption."""
         if kind != "bars":
             return super().figure_caption(kind, dataset)
         return (f"Test accuracy of every model on **{dataset}** (protocol {self.name}), mean ± std (population std) "
@@ -270,9 +291,12 @@ class FairComparison(Protocol):
                 "accuracy only.")
 
     def default_split(self, dataset) -> dict:
+        """Stratified 10-fold cross-validation with a 10 % inner hold-out (Errica et al. §3), seed 0."""
         return {"scheme": "stratified_kfold", "folds": 10, "val_fraction": 0.1, "seed": 0}
 
     def check_dataset(self, dataset, where: str) -> None:
+        """Refuse anything but graph classification with continuous node features (one-hot labels, attributes,
+        constant or degree, as the paper's datasets have them)."""
         meta = dataset.meta
         if meta.task != "graph_classification":
             raise ConfigError(f"{where}.protocol: protocol {self.name} compares graph classifiers, but dataset "
@@ -283,6 +307,9 @@ class FairComparison(Protocol):
                               f"{meta.node_features.kind if meta.node_features else 'none'}")
 
     def benchmark(self, dataset, entry: dict, where: str) -> FairComparisonBenchmark:
+        """``folds`` (default: all outer folds), ``seed``, ``final_runs``, ``grid_per_job``, ``final_holdout`` and
+        ``stack`` of the block; per model its grid (:func:`model_grid`, :func:`expand_grid`), every configuration
+        checked before anything runs. Seeds, initialisations and parameter budgets are refused."""
         for key in ("seeds", "inits", "splits_per_job", "seeds_per_job", "compare_with"):
             if key in entry:
                 raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name}; it has folds, seed, "
@@ -360,6 +387,7 @@ def check_configs(configs: list[dict], meta, where: str) -> None:
 
 
 def config_id(config: dict) -> str:
+    """A configuration's short id: the first 16 hex digits of the SHA-256 of its canonical JSON."""
     return sha256_json(config)[:16]
 
 
@@ -423,6 +451,8 @@ def trajectories(configs: list[dict]) -> list[list[int]]:
 
 
 def run_seed(seed: int, fold: int, key: int) -> int:
+    """The seed of a run on outer fold ``fold``: ``SeedSequence(seed, spawn_key=(fold, key))``, with ``key`` a
+    grid point's :func:`seed_key` or ``2**31 + r`` for final run r."""
     return int(np.random.SeedSequence(seed, spawn_key=(fold, key)).generate_state(1)[0])
 
 
@@ -655,6 +685,7 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
 
 
 def config_json(config: dict) -> str:
+    """A configuration as JSON with sorted keys (how the model-selection files store it)."""
     return json.dumps(config, sort_keys=True)
 
 

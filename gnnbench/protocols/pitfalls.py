@@ -3,12 +3,14 @@
 Transductive node classification on one graph. Splits: ``random_per_class`` — 100 random splits of 20 training
 and 30 validation nodes per class, the rest test (the same splits for every model); ``random_sizes`` and
 ``given`` (the Planetoid public split) for the paper's single-split comparison. Every model trains 20 random
-initialisations per split, full batch, with the same procedure (§4.1): Adam (TF1's update), the model's L2 terms in
-the loss, at most ``num_epochs`` (100,000) epochs, early stopping when the total validation loss (data + L2) has
-not improved for ``early_stopping_tolerance`` (50) epochs, then the weights of the best validation-loss epoch are
-restored and scored. Label propagation runs its propagation steps under its own rule (``gat_tol``) with one run per
-split (it has no weights). Models: the paper's two-layer networks (:func:`gnnbench.models.stacked.build_stacked_model`)
-with the published configs (``gnnbench/config/presets/pitfalls.yaml``).
+initialisations per split, full batch, with the same procedure for every model (Shchur et al.; the released
+code, shchur/gnn-benchmark ``gnnbench/train.py`` and ``config/train.conf.yaml``): Adam (TF1's update), the model's
+L2 terms in the loss, at most ``num_epochs`` (100,000) epochs, early stopping when the total validation loss
+(data + L2) has not improved for ``early_stopping_tolerance`` (50) epochs, then the weights of the best
+validation-loss epoch are restored and scored. Label propagation runs its propagation steps under its own rule
+(``gat_tol``) with one run per split (it has no weights). Models: the paper's two-layer networks
+(:func:`gnnbench.models.stacked.build_stacked_model`) with the published configs
+(``gnnbench/config/presets/pitfalls.yaml``).
 
 What one job is. The protocol is 2,000 runs per model and dataset; one process per run would spend most of its
 time starting Python and importing torch. A job (``results/runs/{dataset}/{model}/chunk{c}/``) trains
@@ -17,14 +19,12 @@ stacked model (:mod:`gnnbench.training.initialisations`): one forward/backward p
 each initialisation with its own early stopping, finished ones dropped from the stack. A stack holds the
 initialisations of one split only: several splits in one stack would share the dropout stream (a split's results
 would then depend on its stack mates, not only on its seed) and need the union of their receptive fields; and on a
-CPU a member's cost per epoch does not fall with larger stacks (on CORA 40 members cost per member about as much
-as 20, or more once the stacked weights outgrow the caches), so the only saving would be the per-epoch fixed cost.
-A model without a
-hand-written stacked form (another zoo's, a user's) is stacked by torch.func
-(:mod:`gnnbench.training.functional_stack`), or, where it cannot be vmapped, its initialisations train one after
-another in the same process. Seeds: initialisation i of
-split k draws its weights from ``SeedSequence(seed, spawn_key=(k, i))`` and the split's dropout masks from
-``SeedSequence(seed, spawn_key=(k,))``, so results do not depend on how splits are grouped into jobs.
+CPU a member's cost per epoch does not fall with larger stacks (``docs/performance.md``), so the only saving would
+be the per-epoch fixed cost. A model without a hand-written stacked form (another zoo's, a user's) is stacked by
+torch.func (:mod:`gnnbench.training.functional_stack`), or, where it cannot be vmapped, its initialisations train
+one after another in the same process. Seeds: initialisation i of split k draws its weights from
+``SeedSequence(seed, spawn_key=(k, i))`` and the split's dropout masks from ``SeedSequence(seed, spawn_key=(k,))``,
+so results do not depend on how splits are grouped into jobs.
 A job writes ``runs.parquet`` (one row per split × initialisation), ``history.parquet`` (per epoch and run: train
 and validation loss, validation accuracy) and ``metrics.json`` (config, timing, versions; ``test_accuracy_mean`` over
 the runs that did not diverge — null if none — and ``diverged`` their count), and checkpoints between
@@ -93,6 +93,10 @@ PROPAGATION_MODELS = ("LabelProp",)
 
 @dataclass
 class PitfallsBenchmark(Benchmark):
+    """A pitfalls benchmark: ``inits`` initialisations on each of ``num_splits`` node splits, seeded from ``seed``,
+    trained in jobs (chunks) of ``splits_per_job`` consecutive splits per model; ``compare_with`` names the
+    random-splits benchmark a fixed-split benchmark is ranked against (Shchur et al., Table 2b)."""
+
     inits: int = DEFAULT_INITS
     seed: int = 0
     splits_per_job: int = DEFAULT_SPLITS_PER_JOB
@@ -102,9 +106,11 @@ class PitfallsBenchmark(Benchmark):
 
     @property
     def num_chunks(self) -> int:
+        """Jobs per model: ``num_splits`` in groups of ``splits_per_job`` (the last one may be smaller)."""
         return -(-self.num_splits // self.splits_per_job)
 
     def chunk_splits(self, chunk: int) -> list[int]:
+        """The split indices job ``chunk`` trains."""
         return list(range(chunk * self.splits_per_job, min((chunk + 1) * self.splits_per_job, self.num_splits)))
 
     def model_inits(self, model: str) -> int:
@@ -112,23 +118,29 @@ class PitfallsBenchmark(Benchmark):
         return self.models[model].config.get("num_training_runs", self.inits)
 
     def run_dirs(self, model: str | None = None) -> list[str]:
+        """The output folder of every job (``.../chunk{c}``), of one model or (None) of all."""
         return [RUN_DIR.format(dataset=self.dataset, model=label, chunk=c)
                 for label in self.models if model in (None, label) for c in range(self.num_chunks)]
 
     def run_files(self) -> list[str]:
+        """The ``runs.parquet`` of every job (one row per split × initialisation)."""
         return [f"{d}/runs.parquet" for d in self.run_dirs()]
 
     def table_files(self) -> list[str]:
+        """The dataset's table (CSV, Markdown, Parquet) and its box plot (PNG, SVG)."""
         return ([TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
                 + [PLOT_FILE.format(dataset=self.dataset, ext=ext) for ext in PLOT_FORMATS])
 
     def record_files(self) -> list[str]:
+        """One run-record file per job (job name ``chunk{c}``), holding a record per split × initialisation."""
         return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=label,
                                          job=RECORD_JOB.format(chunk=c))
                 for label in self.models for c in range(self.num_chunks)]
 
 
 class Pitfalls(Protocol):
+    """The pitfalls protocol (module docstring; ``docs/protocols/pitfalls.md``)."""
+
     name = NAME
     title = "Pitfalls of Graph Neural Network Evaluation (Shchur et al.)"
     split_schemes = NODE_SCHEMES
@@ -139,11 +151,15 @@ class Pitfalls(Protocol):
     significance_unit_columns = ("split",)  # the paper's per-split score s(m, d, k): the mean over the inits
 
     def add_train_arguments(self, parser) -> None:
+        """``--fold`` (the splits to train, several allowed), ``--inits`` (initialisations per split) and
+        ``--init-ids`` (train only these initialisations)."""
         parser.add_argument("--fold", type=int, nargs="+", default=[0], help="the splits to train (default 0)")
         parser.add_argument("--inits", type=int, default=DEFAULT_INITS, help="initialisations per split")
         parser.add_argument("--init-ids", type=int, nargs="+", help="train only these initialisations")
 
     def train_command(self, args, overrides: dict) -> str:
+        """One job (:func:`run_chunk`): every initialisation of the preset on the given splits; returns the number
+        of runs, how many diverged and their mean test accuracy."""
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
         check_model(config, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
         metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
@@ -155,9 +171,13 @@ class Pitfalls(Protocol):
                 + ", mean test accuracy: " + ("none (every run diverged)" if mean is None else f"{mean:.2f}"))
 
     def aggregate_command(self, files: list[str], out: str) -> None:
+        """The dataset table and box plot of the given ``runs.parquet`` files (:func:`dataset_report`), without the
+        paper's numbers."""
         dataset_report(files, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
 
     def table_caption(self, table: str, dataset: str | None) -> str:
+        """Captions of the suite summary (Shchur et al., Tables 1 and 2a), the split ranking (Table 2b) and the
+        per-dataset tables."""
         if table == SUITE_TABLE_NAME:
             return ("Pitfalls summary over all random-split benchmarks: test accuracy per model and dataset (mean ± "
                     "std over all runs), relative accuracy (score over the best model's on each split, averaged) "
@@ -170,9 +190,11 @@ class Pitfalls(Protocol):
                 "validation and train accuracy, epochs.")
 
     def default_split(self, dataset) -> dict:
+        """``random_per_class``: the paper's random splits (20 training and 30 validation nodes per class)."""
         return {"scheme": "random_per_class"}
 
     def check_dataset(self, dataset, where: str) -> None:
+        """Refuse anything but node classification on one graph."""
         meta = dataset.meta
         if not (meta.task == "node_classification" and meta.num_graphs == 1):
             raise ConfigError(f"{where}.protocol: protocol {self.name} needs one graph with node labels "
@@ -180,6 +202,9 @@ class Pitfalls(Protocol):
                               f"dataset of {meta.num_graphs} graphs; use protocol benchmarking-gnns")
 
     def benchmark(self, dataset, entry: dict, where: str) -> PitfallsBenchmark:
+        """``inits``, ``seed``, ``splits_per_job`` and ``compare_with`` of the block; every split of the dataset's
+        split; per model the published config (preset with ``set`` overrides) over the protocol's training defaults,
+        checked to build on the dataset. Seeds, folds and parameter budgets are refused."""
         for key in ("seeds", "folds", "seeds_per_job"):
             if key in entry:
                 raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name}; it trains `inits` "
@@ -197,6 +222,8 @@ class Pitfalls(Protocol):
         return benchmark
 
     def check_suite(self, benchmarks: list[Benchmark], all_benchmarks: dict[str, Benchmark]) -> None:
+        """A ``compare_with`` must name a random-splits (``random_per_class``) pitfalls benchmark of the suite, and
+        the comparing benchmark must be a single fixed split."""
         for b in benchmarks:
             if b.compare_with is None:
                 continue
@@ -211,6 +238,8 @@ class Pitfalls(Protocol):
                                   f"{other.dataset} by {other.scheme}")
 
     def suite_files(self, benchmarks: list[Benchmark]) -> list[str]:
+        """The suite summary table when a benchmark uses random splits; the split-ranking table when one names
+        ``compare_with``."""
         files = []
         if any(b.scheme == "random_per_class" for b in benchmarks):
             files += [SUITE_TABLE.format(ext=ext) for ext in TABLE_FORMATS]
@@ -297,6 +326,8 @@ def init_seed(seed: int, split: int, init: int) -> int:
 
 
 def dropout_seed(seed: int, split: int) -> int:
+    """Seed of the dropout masks on split ``split``, shared by its initialisations (independent of how splits are
+    grouped into jobs)."""
     return int(np.random.SeedSequence(seed, spawn_key=(split,)).generate_state(1)[0])
 
 

@@ -90,6 +90,7 @@ class RunState:
 
     @property
     def diverged(self) -> bool:
+        """Whether the run stopped because a loss became NaN or infinite (stop reason ``"diverged"``)."""
         return self.stop_reason == "diverged"
 
     def status(self) -> dict:
@@ -99,10 +100,12 @@ class RunState:
                 "diverged_epoch": self.epoch - 1 if self.diverged else None}
 
     def state_dict(self) -> dict:
+        """Epochs done, history, elapsed seconds, stop reason and best row, for a checkpoint."""
         return {"epoch": self.epoch, "history": self.history, "elapsed": self.elapsed,
                 "stop_reason": self.stop_reason, "best": self.best}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` saved (a resumed run continues from that epoch)."""
         (self.epoch, self.history, self.elapsed, self.stop_reason, self.best) = (
             state["epoch"], list(state["history"]), state["elapsed"], state["stop_reason"], dict(state["best"]))
 
@@ -111,16 +114,21 @@ class Callback:
     """A protocol's rule; both hooks may return a stop reason (None: go on)."""
 
     def on_epoch_start(self, state: RunState) -> str | None:
+        """Called by :func:`fit` before every epoch; a stop reason ends the run before the epoch trains. Default:
+        go on."""
         return None
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """Called by :func:`fit` after every epoch with its row (None when the task's ``step`` returns none); a
+        stop reason ends the run and the later callbacks are not called for this epoch. Default: go on."""
         return None
 
     def state_dict(self) -> dict:
+        """What a resumed run needs of this callback (saved in the run's checkpoint); default: nothing."""
         return {}
 
     def load_state_dict(self, state: dict) -> None:
-        pass
+        """Restore what :meth:`state_dict` saved; default: nothing to restore."""
 
 
 def fit(state: RunState, step: Callable[[], dict | None], callbacks: Sequence[Callback],
@@ -160,17 +168,22 @@ class Diverged(Callback):
     """Stop as ``"diverged"`` at an epoch whose training or validation loss is NaN or ±inf."""
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """``"diverged"`` unless the epoch's training and validation losses are finite."""
         return None if finite_losses(row) else "diverged"
 
 
 class MaxEpochs(Callback):
+    """Stop as ``"max_epochs"`` once ``epochs`` epochs are done."""
+
     def __init__(self, epochs: int) -> None:
         self.epochs = epochs
 
     def on_epoch_start(self, state: RunState) -> str | None:
+        """``"max_epochs"`` when the cap is already reached (a run resumed at its last epoch trains no more)."""
         return "max_epochs" if state.epoch >= self.epochs else None
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """``"max_epochs"`` after the last allowed epoch."""
         return self.on_epoch_start(state)
 
 
@@ -181,9 +194,11 @@ class TimeLimit(Callback):
         self.seconds, self.reason = seconds, reason
 
     def on_epoch_start(self, state: RunState) -> str | None:
+        """The stop reason when the training seconds already exceed the limit (a resumed run)."""
         return self.reason if state.elapsed > self.seconds else None
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """The stop reason once this epoch took the training time past the limit."""
         return self.on_epoch_start(state)
 
 
@@ -195,13 +210,17 @@ class PlateauSchedule(Callback):
         self.scheduler, self.monitor, self.min_lr = scheduler, monitor, min_lr
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """Step the scheduler on the epoch's ``row[monitor]``; ``"min_lr"`` if the learning rate fell below
+        ``min_lr``."""
         self.scheduler.step(row[self.monitor])
         return "min_lr" if self.scheduler.optimizer.param_groups[0]["lr"] < self.min_lr else None
 
     def state_dict(self) -> dict:
+        """The scheduler's state (best score, bad epochs, learning rates)."""
         return self.scheduler.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore the scheduler's state."""
         self.scheduler.load_state_dict(state)
 
 
@@ -212,6 +231,7 @@ class StepSchedule(Callback):
         self.optimizer, self.lr_of_epoch = optimizer, lr_of_epoch
 
     def on_epoch_start(self, state: RunState) -> None:
+        """Set every parameter group's learning rate for the coming epoch; never stops the run."""
         lr = self.lr_of_epoch(state.epoch)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -228,6 +248,8 @@ class Patience(Callback):
         self.stopping = EarlyStopping(criterion, patience, 1, keys=("early_stopping", "patience"))
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """Update the early-stopping state with the epoch's validation loss and accuracy; keep the row as
+        ``state.best`` if the epoch improved; ``"patience"`` when patience ran out."""
         save, stop = self.stopping.update(state.epoch - 1, torch.tensor([row["val_loss"]], dtype=torch.float64),
                                           torch.tensor([row["val_accuracy"]], dtype=torch.float64))
         if bool(save[0]):
@@ -236,12 +258,15 @@ class Patience(Callback):
 
     @property
     def best_epoch(self) -> int:
+        """The 0-based last improving epoch (-1 before any epoch improved)."""
         return int(self.stopping.best_epoch[0])
 
     def state_dict(self) -> dict:
+        """The early-stopping state: best scores, epochs without improvement, best epoch."""
         return self.stopping.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore the early-stopping state."""
         self.stopping.load_state_dict(state)
 
 
@@ -252,9 +277,11 @@ class UntilDone(Callback):
         self.done = done
 
     def on_epoch_start(self, state: RunState) -> str | None:
+        """``"finished"`` when every member has already stopped (a resumed task)."""
         return "finished" if self.done() else None
 
     def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
+        """``"finished"`` once this epoch stopped the last member."""
         return self.on_epoch_start(state)
 
 
@@ -273,12 +300,19 @@ class Checkpoint:
         self.last = time.perf_counter()
 
     def load(self) -> dict | None:
+        """The saved payload if the file exists, is readable, has this run's ``key`` and is not of a finished run;
+        else None (the run starts from scratch)."""
         return load_resumable(self.path, self.key)
 
     def due(self) -> bool:
+        """Whether a save is due: always with ``every_s`` 0, else when more than ``every_s`` seconds passed since
+        the last save (or since this object was made)."""
         return self.every_s <= 0 or time.perf_counter() - self.last > self.every_s
 
     def save(self, payload: dict, finished: bool = False) -> None:
+        """Write ``payload`` with the run's key atomically; ``finished`` marks a run that is done, so that
+        :meth:`load` will not resume it. Under a guard a stop signal waits until the file is in place (and is raised
+        then, unless ``finished``)."""
         state = {"key": self.key, "finished": finished, **payload}
         # looked up at call time: tests replace it to read back or interrupt every save
         if self.guard is None:
@@ -300,10 +334,12 @@ class Trainable:
         self.generator = generator or torch.default_generator
 
     def payload(self) -> dict:
+        """What a checkpoint holds: the run state, each part's ``state_dict`` under its name, and the RNG states."""
         return {**self.state.state_dict(), **{name: p.state_dict() for name, p in self.parts.items()},
                 "rng": rng_state(self.generator)}
 
     def restore(self, payload: dict) -> None:
+        """Load a :meth:`payload` back into the run state, the parts and the RNGs."""
         self.state.load_state_dict(payload)
         for name, part in self.parts.items():
             part.load_state_dict(payload[name])
@@ -330,6 +366,7 @@ class Trainable:
         return True
 
     def save(self, finished: bool = False) -> None:
+        """Save the :meth:`payload` to the checkpoint (nothing without one)."""
         if self.checkpoint is not None:
             self.checkpoint.save(self.payload(), finished)
 
