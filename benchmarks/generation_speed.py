@@ -5,11 +5,12 @@
 
 Datasets (each through ``gnnbench.pipeline.generate_dataset`` into a temporary folder, in its own process so that
 peak memory, ``resource.getrusage`` max RSS, is per dataset). Without ``--full`` at a tenth of their size (a quick
-check); with ``--full`` at the benchmark's sizes: PATTERN 14,000 graphs (issue target: under a minute on 2 cores),
+check); with ``--full`` at the benchmark's sizes: PATTERN 14,000 graphs (target: under a minute on 2 cores),
 CLUSTER 12,000, CSL 150, CYCLES 20,000 (target ~14 s), GraphTheoryProp 7,040 at seed 1234 (target 3.5–4.3 s).
 These generators are single-process (CYCLES and GraphTheoryProp are sequential by construction), so "on 2
 cores" equals the single-core time. Mean nodes / directed edges per graph are compared with the published
-statistics (spec benchmarking-gnns.md §3.1, §3.2; paper Table 2; GraphTheoryProp: generators.md §2.7 totals).
+statistics (docs/datasets.md#generated-datasets-of-benchmarking-gnns: PyG's statistics of the released PATTERN and
+CLUSTER graphs, Dwivedi et al.'s Table 2, the edge totals of PNA's released GraphTheoryProp graphs).
 Every time is given as wall clock and as CPU time (user + system, of the process and its solver children): on a
 machine shared with other jobs the wall clock includes their contention, the CPU time hardly does; targets are
 checked against both.

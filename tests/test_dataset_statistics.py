@@ -1,14 +1,15 @@
 """meta.json statistics of every generated dataset against the generator's analytic expectation and the paper.
 
 Every dataset goes through ``gnnbench.pipeline.generate_dataset`` into ``tmp_path`` and the statistics are read
-back from its ``meta.json``. Means are compared with the expectation implied by the generator's parameters
-within ``Z`` = 4 standard errors (sampling error of a mean of i.i.d. graphs, plus the between-instance
-variance where graphs share a random instance, as PATTERN's pattern graphs). The published means (paper
-Table 2: TSP 275.76 / 6,894, CSL 41 / 164, CYCLES 48.96 / 87.84; SBM from spec benchmarking-gnns.md §3.1, §3.2:
-PATTERN ~118.9 / ~6,098.9, CLUSTER ~117.2 / ~4,303.9; GraphTheoryProp: generators.md §2, reproduced exactly at
-seed 1234) are checked twice: the published mean must lie within the sampling band of the generator's
-expectation at the published dataset size (the distributions agree), and the generated mean must agree with the
-published one within the two samples' combined sampling error. MNIST / CIFAR10 are tested with the superpixels.
+back from its ``meta.json``. Means are compared with the expectation implied by the generator's parameters within ``Z``
+= 4 standard errors (sampling error of a mean of i.i.d. graphs, plus the between-instance variance where graphs share a
+random instance, as PATTERN's pattern graphs). The published means (paper Table 2: TSP 275.76 / 6,894, CSL 41 / 164,
+CYCLES 48.96 / 87.84; SBM from PyTorch Geometric's statistics of the released graphs: PATTERN ~118.9 / ~6,098.9, CLUSTER
+~117.2 / ~4,303.9; GraphTheoryProp: PNA's released graphs, reproduced exactly at seed 1234; all in
+docs/datasets.md#generated-datasets-of-benchmarking-gnns) are checked twice: the published mean must lie within the
+sampling band of the generator's expectation at the published dataset size (the distributions agree), and the generated
+mean must agree with the published one within the two samples' combined sampling error. MNIST / CIFAR10 are tested with
+the superpixels.
 
 Sizes are cut down where generation is slow (SBM at a tenth, CYCLES 2,000 graphs, TSP labelled on 100 small
 instances); the TSP paper comparison samples the node counts of all 12,000 graphs with the generator's own
@@ -343,8 +344,8 @@ def test_tsp_paper_size_node_counts_match_the_paper():
 def test_graph_theory_prop_matches_the_original_at_seed_1234(tmp_path):
     meta, out = _generate(tmp_path, "graph_theory_prop", None, 1234)
     expected_nodes = {"train": (19.5, 15, 24), "val": (17.0, 15, 19), "test": (17.0, 15, 19)}
-    # Undirected edges per split of PNA's original code at seed 1234 (generators.md §2.7 says 259,047 for train;
-    # the original code gives 259,048 — see tests/test_graph_theory_prop.py, whose digest covers every edge).
+    # Undirected edges per split of PNA's original code at seed 1234 (train 259,048: a count of 259,047 found
+    # elsewhere is one short — see tests/test_graph_theory_prop.py, whose digest covers every edge).
     undirected = {"train": 259048, "val": 24742, "test": 51218}
     for split in SPLITS:
         stats = meta.statistics[split]
@@ -355,7 +356,7 @@ def test_graph_theory_prop_matches_the_original_at_seed_1234(tmp_path):
         assert stats["nodes_per_graph"]["std"] == pytest.approx(math.sqrt(_uniform_var(low, high)))
         assert (stats["nodes_per_graph"]["min"], stats["nodes_per_graph"]["max"]) == (low, high)
         assert stats["edges_per_graph"]["mean"] * stats["graphs"] == pytest.approx(2 * undirected[split])
-    # is_connected (1 iff connected and not bipartite) fractions of the original (generators.md §2.5).
+    # is_connected (1 iff connected and not bipartite) fractions of PNA's original code at seed 1234.
     _, columns = read_dataset(out)
     connected = columns.graph["y_raw"][:, 0]
     bounds = np.cumsum([0] + [meta.split_sizes[s] for s in SPLITS])

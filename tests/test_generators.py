@@ -1,4 +1,4 @@
-"""Dataset generators (SBM PATTERN / CLUSTER, CSL; spec benchmarking-gnns.md §3.1, §3.2, §3.4).
+"""Dataset generators (SBM PATTERN / CLUSTER, CSL; docs/datasets.md#sbm-pattern-and-cluster, #csl).
 
 Every dataset is made through ``gnnbench.pipeline.generate_dataset`` and read back from its files, so the
 tests cover generator, store and metadata together. Sizes are reduced through the parameters; statistical

@@ -1,10 +1,11 @@
-"""GraphTheoryProp generator (spec generators.md §2, benchmarking-gnns.md §3.6).
+"""GraphTheoryProp generator (Corso et al.'s PNA multitask benchmark; docs/datasets.md#graphtheoryprop).
 
 * Targets: every target of every graph of a small dataset against an independent networkx / numpy
   computation, with the original's conventions for unreachable nodes and disconnected graphs.
 * RNG reproduction: the graph builders against networkx 3 where it kept networkx 2.4's behaviour (Erdős–Rényi,
   power-law tree, grid, caveman, ladder), and whole datasets against digests of the graphs that PNA's original
-  code (networkx 2.4, numpy 1.26.4, Python 3.11, seed 1234) produced, plus the spec's published summary numbers.
+  code (networkx 2.4, numpy 1.26.4, Python 3.11, seed 1234) produced, plus the summary numbers the released
+  benchmark prints (graphdeeplearning/benchmarking-gnns, ``data/graphtheoryprop/prepare_graphtheoryprop.ipynb``).
 * Graph-type proportions, node counts per split, determinism, train-max normalisation, metadata.
 """
 
@@ -174,8 +175,8 @@ def test_normalisation_by_train_maxima(full):
     train_nodes = np.repeat(np.arange(cols.num_graphs) < meta.split_sizes["train"], cols.num_nodes)
     node_max = cols.node["y_raw"][train_nodes].max(axis=0)
     graph_max = cols.graph["y_raw"][ids["train"]].max(axis=0)
-    # spec §2.5/§2.6: train maxima SSSP 23, eccentricity 23, Laplacian 13.565785; is_connected 1, diameter 23,
-    # spectral radius 22.6758.
+    # train maxima of the released data (the benchmark's prepare_graphtheoryprop.ipynb): SSSP 23, eccentricity 23,
+    # Laplacian 13.565785; is_connected 1, diameter 23, spectral radius 22.6758.
     np.testing.assert_allclose(node_max, [23, 23, 13.565785], rtol=1e-7)
     np.testing.assert_allclose(graph_max, [1, 23, 22.6758], rtol=1e-5)
     # Every split (val and test too) is divided by the train maxima, in float32; no shift, sign kept.
@@ -315,15 +316,15 @@ def test_reproduces_the_original_dataset(full):
         assert np.array_equal(np.bincount(sizes)[low:], np.full(high - low + 1, len(sizes) // (high - low + 1)))
     for split, digest in ORIGINAL_DIGESTS.items():  # every graph, feature and raw target, bit for bit
         assert _digest(cols, ids[split]) == digest, split
-    # Spec §2.1 / §2.5 / §2.7 numbers of the reproduced dataset.
+    # Seed counters, edge totals and is_connected fractions of PNA's original code at seed 1234.
     seeds = cols.graph["seed"]
     assert [seeds[ids[s]][-1] for s in SPLITS] == [7168, 7885, 9346] and seeds[ids["val"][0]] >= 7169
-    assert [int(cols.num_edges[ids[s]].sum() // 2) for s in SPLITS] == [259048, 24742, 51218]  # spec: 259 047*
+    assert [int(cols.num_edges[ids[s]].sum() // 2) for s in SPLITS] == [259048, 24742, 51218]  # *
     assert [round(float(cols.graph["y_raw"][ids[s], 0].mean()), 3) for s in SPLITS] == [0.414, 0.402, 0.405]
     first = cols.graph["y_raw"][0]
     assert first[0] == 0 and first[1] == 4 and first[2] == pytest.approx(2.857, abs=5e-4)
-    # *The spec's train edge total is one less than what the original code gives here; the digest, which covers
-    # every adjacency entry, is the authority.
+    # *A train edge total of 259,047 found elsewhere is one less than what the original code gives here; the
+    # digest, which covers every adjacency entry, is the authority.
 
 
 # ------------------------------------------------------------------------------------------ determinism / files

@@ -1,10 +1,10 @@
-"""ZINC and AQSOL generators (spec benchmarking-gnns.md §3.8, §3.9, §3.14) and the allow-list's torch tensors.
+"""ZINC and AQSOL generators (docs/datasets.md#zinc, docs/datasets.md#aqsol) and the allow-list's torch tensors.
 
 AQSOL: the real ``val.pickle`` / ``test.pickle`` (../shared/data/real/aqsol) packed into an ``aqsol_graph_raw.zip``
 (train = a copy of val: the real train pickle is not available) are served from a local HTTP server and fetched
 through ``mirror`` — the real download → SHA-256 record → zip → allow-list unpickling → conversion path. Expected
-values: the spec's counts and target means, and PyTorch Geometric's own ``AQSOL`` processing the same files
-offline, plus the benchmark's second filter written here on PyG's graphs.
+values: the benchmark's counts and the target means of the released pickles, and PyTorch Geometric's own ``AQSOL``
+processing the same files offline, plus the benchmark's second filter written here on PyG's graphs.
 
 ZINC: ``molecules.zip`` is not available, so the tests write one in the released format (lists of dicts of torch
 tensors, ``pickle.dump``) with 97 distinct molecules repeated by reference (pickle memoises them: the files stay
@@ -48,7 +48,7 @@ needs_aqsol = pytest.mark.skipif(not (REAL / "aqsol").is_dir(), reason="real AQS
 needs_index = pytest.mark.skipif(not (REAL / "zinc").is_dir(), reason="real ZINC index files not available "
                                                                       "(../shared/data/real/zinc is absent)")
 SPLITS = ("train", "val", "test")
-FULL_SIZES = {"train": 220011, "val": 24445, "test": 5000}  # ZINC-full (spec §3.8)
+FULL_SIZES = {"train": 220011, "val": 24445, "test": 5000}  # ZINC-full (the released molecules.zip)
 DISTINCT = 97
 
 
@@ -82,7 +82,7 @@ def zinc_molecules(count: int = DISTINCT, seed: int = 0) -> list[dict]:
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(count):
-        n = int(rng.integers(9, 38))  # ZINC's node counts (spec §3.8)
+        n = int(rng.integers(9, 38))  # ZINC's node counts (9–37)
         bond = np.zeros((n, n), dtype=np.int64)
         for k in range(1, n):
             p = int(rng.integers(0, k))
@@ -162,7 +162,7 @@ def pyg_flat(dataset) -> dict[str, np.ndarray]:
 def test_aqsol_real_files_through_the_download_path(server, tmp_path):
     archive = aqsol_zip()
     meta, columns = run_aqsol(server, tmp_path, archive)
-    # spec §3.9: 998 / 999 raw val / test molecules → 996 / 996 after the benchmark's filter
+    # 998 / 999 raw val / test molecules → 996 / 996 after the benchmark's filter (its data/molecules.py)
     assert meta.split_sizes == {"train": 996, "val": 996, "test": 996} and columns.num_graphs == 2988
     assert columns.graph["split"].tolist() == [0] * 996 + [1] * 996 + [2] * 996
     assert (meta.task, meta.loss, meta.metric, meta.num_outputs) == ("graph_regression", "l1", "mae", 1)
@@ -328,7 +328,7 @@ def test_describe_matches_the_catalog_and_published_names():
             assert getattr(meta, key) == getattr(catalog, key), (name, key)
         assert published_name(generator, "x") == name and gen.default_split == {"scheme": "given"}
     full = get_generator("zinc").describe("ZINC-full", {"subset": False, "mirror": ""}, 0)
-    assert full.split_sizes == FULL_SIZES  # spec §3.8 / §6
+    assert full.split_sizes == FULL_SIZES
 
 
 # --------------------------------------------------------------------------------------------------- unhappy paths
@@ -548,7 +548,7 @@ def test_workflow_zinc_and_aqsol(tmp_path, distinct, full_zip):
     finally:
         server.stop()
     published = {name: all_presets()[gated.format(name)]["total_params"] for name in ("ZINC", "AQSOL")}
-    assert published == {"ZINC": 105735, "AQSOL": 108325}  # spec §6 / the presets
+    assert published == {"ZINC": 105735, "AQSOL": 108325}  # the presets (the released code's printed counts)
     for name, sizes in (("ZINC", [10000, 1000, 1000]), ("AQSOL", [996, 996, 996])):
         meta = read_meta(tmp_path / f"results/datasets/{name}")
         assert [meta.split_sizes[s] for s in SPLITS] == sizes

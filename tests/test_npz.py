@@ -1,9 +1,10 @@
-"""gnn-benchmark npz generator and the shared §1.3 standardisation (gnnbench.data.transductive).
+"""gnn-benchmark npz generator and the shared Pitfalls standardisation (gnnbench.data.transductive).
 
-No real npz file is available offline, so the tests write small files in the format of spec §1.2 (directed,
+No real npz file is available offline, so the tests write small files in gnn-benchmark's npz format (directed,
 weighted, with self loops, several components, a TF-IDF-like feature matrix with a stored zero, classes too small
 to keep) and serve them from a local HTTP server through ``mirror``. The expected graphs are recomputed here
-independently with networkx following the spec's steps.
+independently with networkx following Shchur et al.'s preprocessing
+(docs/datasets.md#datasets-of-pitfalls-of-gnn-evaluation).
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ def npz_bytes(adjacency, features, labels, dense_attr: bool = False, drop: str |
 
 
 def reference(adjacency, features, labels, drop_up_to: int = 0):
-    """Spec §1.3 with networkx: (kept original node ids ascending, edge set over kept ids, binary features,
-    re-indexed labels)."""
+    """Shchur et al.'s preprocessing with networkx: (kept original node ids ascending, edge set over kept ids,
+    binary features, re-indexed labels)."""
     coo = adjacency.tocoo()
     g = nx.Graph()
     g.add_nodes_from(range(adjacency.shape[0]))
@@ -164,7 +165,7 @@ def test_class_filter_repeats_the_lcc_and_reindexes(server, tmp_path):
     assert set(labels[kept]) == {0, 1, 2} and not np.isin(np.arange(240, 252), kept).any()
     assert meta.num_outputs == 3
     assert "drop classes with <= 42 nodes" in " ".join(meta.source["preprocessing"])
-    # the boundary: a class of exactly m nodes is dropped, one with m + 1 kept (spec step 5: "≤ 50")
+    # the boundary: a class of exactly m nodes is dropped, one with m + 1 kept (the released code: "≤ 50")
     graph = RawGraph(adjacency, features, labels, np.arange(300), np.arange(5))
     assert 3 in standardize(graph, 41).classes and 3 not in standardize(graph, 42).classes
 

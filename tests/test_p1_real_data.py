@@ -1,5 +1,6 @@
 """The benchmark's TU sets on its released 10-fold index files, and WikiCS (one graph, 20 published splits, full-batch
-training) — benchmarking-gnns.md §3.10, §3.11, §1.4.
+training) — docs/datasets.md#tu-dortmund-datasets, docs/datasets.md#wikics and the released code's
+``main_TUs_graph_classification.py`` / ``main_WikiCS_node_classification.py`` time budgets.
 
 Expected values come from the real ENZYMES zip and index files (read here with ``zipfile`` / plain text parsing),
 from a WikiCS fixture written here in the release's ``data.json`` format (edges counted from its adjacency lists),
@@ -80,7 +81,7 @@ def test_enzymes_benchmark_variant_has_the_attributes_and_the_released_folds(enz
     rows = {part: index_rows("TUs_ENZYMES", part) for part in ("train", "val", "test")}
     for i in range(10):
         assert [splits.folds[i][p] for p in ("train", "val", "test")] == [rows[p][i] for p in ("train", "val", "test")]
-        assert [len(splits.folds[i][p]) for p in ("train", "val", "test")] == [480, 60, 60]  # spec §3.10
+        assert [len(splits.folds[i][p]) for p in ("train", "val", "test")] == [480, 60, 60]  # released folds
 
 
 @needs_real
@@ -88,7 +89,7 @@ def test_a_fold_run_gets_a_tenth_of_max_time_and_scores_its_test_fold(enzymes, t
     config = {**run_config("TUs_graph_classification_GCN_ENZYMES_100k"), "epochs": 1, "seed": 41}
     metrics = train(dataset_dir=enzymes / "ds", splits_path=enzymes / "splits.json", fold=3, config=config,
                     out_dir=tmp_path, device="cpu", threads=1)
-    assert metrics["time_limit_hours"] == pytest.approx(config["max_time"] / 10)  # §1.4: per fold max_time / 10
+    assert metrics["time_limit_hours"] == pytest.approx(config["max_time"] / 10)  # per fold: max_time / 10
     assert metrics["data"]["split_scheme"] == "published"
     # a global accuracy over the 60 graphs of test fold 3: a multiple of 100 / 60
     assert metrics["test"]["metric"] * 60 / 100 == pytest.approx(round(metrics["test"]["metric"] * 60 / 100))
@@ -256,7 +257,7 @@ def test_wikics_runs_train_full_batch_and_score_each_part_on_its_nodes(wikics_da
     fold = 7
     metrics = train(dataset_dir=wikics_dataset / "ds", splits_path=wikics_dataset / "splits.json", fold=fold,
                     config=config, out_dir=tmp_path, device="cpu", threads=1)
-    assert metrics["time_limit_hours"] == pytest.approx(config["max_time"] / 20)  # §1.4: WikiCS max_time / 20
+    assert metrics["time_limit_hours"] == pytest.approx(config["max_time"] / 20)  # per split: max_time / 20
     meta, _ = read_dataset(wikics_dataset / "ds")
     model = build_model(config, meta)
     model.load_state_dict(torch.load(tmp_path / "checkpoint.pt", weights_only=True)["model"])
@@ -266,7 +267,8 @@ def test_wikics_runs_train_full_batch_and_score_each_part_on_its_nodes(wikics_da
         expected_acc = (scores[nodes].argmax(1) == y[nodes]).double().mean().item() * 100
         assert metrics[part]["metric"] == pytest.approx(expected_acc)
         counts = torch.bincount(y[nodes], minlength=10).double()
-        # GAT: the class-weighted CE of the SBM loss over the part's nodes (spec §2.4), w_c = (V - n_c) / V
+        # GAT: the class-weighted CE of the SBM loss over the part's nodes (main_WikiCS_node_classification.py),
+        # w_c = (V - n_c) / V
         weight = ((nodes.numel() - counts) / nodes.numel()).float() if weighted else None
         expected_loss = F.cross_entropy(scores[nodes], y[nodes], weight=weight).item()
         assert metrics[part]["loss"] == pytest.approx(expected_loss, rel=1e-5)

@@ -1,11 +1,11 @@
-"""Planetoid generator (spec p2-pitfalls.md §1.3, §1.4 Table 3, §2.3) on the real Cora / CiteSeer files.
+"""Planetoid generator (Shchur et al.'s preprocessing, Table 3 and Table 2b) on the real Cora / CiteSeer files.
 
-The eight original files per dataset (../shared/data/real/planetoid, the published bytes whose SHA-256 gnnbench
-pins) are served from a local HTTP server and fetched through ``mirror``: the real download → checksum → allow-list
-unpickling → conversion path. Expected values come from the paper (Table 3: nodes, undirected edges, features,
-classes; min class sizes 131 / 115 from the spec's recomputation) and from an independent recomputation written here
-with networkx and a plain ``pickle.load`` of the trusted files (and PyG's ``read_planetoid_data`` when installed).
-PubMed has no real ``allx`` here: its test writes small files in the same format.
+The eight original files per dataset (../shared/data/real/planetoid, the published bytes whose SHA-256 gnnbench pins)
+are served from a local HTTP server and fetched through ``mirror``: the real download → checksum → allow-list unpickling
+→ conversion path. Expected values come from the paper (Table 3: nodes, undirected edges, features, classes; min class
+sizes 131 / 115 recomputed from gnn-benchmark's npz files) and from an independent recomputation written here with
+networkx and a plain ``pickle.load`` of the trusted files (and PyG's ``read_planetoid_data`` when installed). PubMed has
+no real ``allx`` here: its test writes small files in the same format.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real Planetoid files 
                                                           "(../shared/data/real/planetoid is absent)")
 EXTS = planetoid.EXTENSIONS
 CANONICAL_URL = planetoid.URL  # before the autouse fixture points it at a closed port
-# paper Table 3 (nodes, undirected edges, features, classes) and the smallest class (spec §1.4, recomputed)
+# paper Table 3 (nodes, undirected edges, features, classes) and the smallest class (recomputed from the npz files)
 TABLE3 = {"cora": (2485, 5069, 1433, 7, 131), "citeseer": (2110, 3668, 3703, 6, 115)}
 
 
@@ -180,7 +180,7 @@ def test_public_split_real_data(server, tmp_path, name, train):
     for part, code in (("train", 0), ("val", 1), ("test", 2)):
         assert np.flatnonzero(cols.node["split"] == code).tolist() == split[part]
     assert (cols.node["split"] >= 0).sum() == train + 1500
-    if name == "cora":  # PyG (spec §1.1): 2,708 nodes, 5,278 undirected edges
+    if name == "cora":  # PyG's Planetoid("Cora"): 2,708 nodes, 5,278 undirected edges
         assert (n, stats["edges"]) == (2708, 5278)
 
 

@@ -41,7 +41,7 @@ from gnnbench.protocols.benchmarking_gnns import train
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "csl"
 needs_real = pytest.mark.skipif(not (REAL / "CSL.zip").is_file(),
                                 reason="real CSL.zip not available (../shared/data/real/csl is absent)")
-SKIPS = (2, 3, 4, 5, 6, 9, 11, 12, 13, 16)  # CSL class c: circulant C_41(1, SKIPS[c]) (spec §3.4)
+SKIPS = (2, 3, 4, 5, 6, 9, 11, 12, 13, 16)  # CSL class c: circulant C_41(1, SKIPS[c]) (docs/datasets.md#csl)
 SIZES = {"num_train": 5, "num_val": 3, "num_test": 4}  # fixture parts
 
 
@@ -325,8 +325,8 @@ def test_preset_trains_on_the_converted_data_with_the_published_parameter_count(
     config = run_config(GATED_GCN[name], {"epochs": 1, "batch_size": 4})
     metrics = train(dataset_dir=tmp_path / "ds", splits_path=tmp_path / "splits.json", fold=0, config=config,
                     out_dir=tmp_path / "run", threads=1)
-    # published total where the spec keeps it (PATTERN), else the count on the catalog's description of the
-    # benchmark's dataset (its input and output sizes, spec §2.4)
+    # the published total where the preset records it (PATTERN), else the count on the catalog's description of
+    # the benchmark's dataset (its input and output sizes, gnnbench.data.catalog)
     expected = preset.get("total_params") or count_parameters(build_model(config, describe_dataset(preset["dataset"])))
     assert metrics["num_params"] == expected
     if name == "PATTERN":

@@ -1,4 +1,4 @@
-"""Superpixel datasets (spec generators.md §3, benchmarking-gnns.md §3.7): parsers, SLIC loop, features, graphs.
+"""Superpixel datasets (docs/datasets.md#superpixels-mnist-cifar-10-and-digits): parsers, SLIC loop, features, graphs.
 
 Reference values are computed independently: IDX/CIFAR contents from the arrays the fixtures were written from
 (CIFAR pixel (r, c, ch) = data[ch·1024 + 32r + c]), per-superpixel features with scipy.ndimage, the SLIC loop

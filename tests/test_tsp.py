@@ -1,4 +1,4 @@
-"""TSP dataset generator and solvers (spec benchmarking-gnns.md §3.3).
+"""TSP dataset generator and solvers (docs/datasets.md#tsp).
 
 The reference answers are computed here independently of the implementation: k nearest neighbours and tour
 labels with explicit loops, optimal tours by brute force (n ≤ 8) and by Held–Karp (checked against brute

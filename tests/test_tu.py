@@ -1,10 +1,10 @@
-"""TU generator (spec p3-fair-comparison.md §1) on the real TU zips and on small fixture zips.
+"""TU generator (docs/datasets.md#tu-dortmund-datasets) on the real TU zips and on small fixture zips.
 
 The real zips (../shared/data/real/tu: ENZYMES, PROTEINS_full, PROTEINS, IMDB-BINARY) are served from a local HTTP
 server and fetched through ``mirror``: the real download → SHA-256 record → zip → conversion path. Expected values
-are the published counts (spec §1.2: graphs, classes, feature widths; TU collection: nodes) and an independent parse
-of the zip's text files written here with plain Python (``str.split``) and networkx for degrees. Bad input is
-tested on fixture zips written by the tests.
+are the published counts (Errica et al.'s split files and released code: graphs, classes, feature widths; TU collection:
+nodes) and an independent parse of the zip's text files written here with plain Python (``str.split``) and networkx for
+degrees. Bad input is tested on fixture zips written by the tests.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from gnnbench.splits import make_splits
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "tu"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real TU zips not available "
                                                           "(../shared/data/real/tu is absent)")
-# published counts: graphs, nodes, classes (TU collection; spec §1.2 for graphs and classes)
+# published counts: graphs, nodes, classes (TU collection; graphs and classes also Errica et al.'s)
 PUBLISHED = {"ENZYMES": (600, 19580, 6), "PROTEINS_full": (1113, 43471, 2), "PROTEINS": (1113, 43471, 2),
              "IMDB-BINARY": (1000, 19773, 2)}
 
@@ -95,7 +95,7 @@ def stored_edges(columns, k: int) -> list[tuple[int, int]]:
 @needs_real
 def test_enzymes_labels_and_attributes_real_download(server, tmp_path):
     data = (REAL / "ENZYMES.zip").read_bytes()
-    meta, columns = run(server, tmp_path, "ENZYMES", data)  # no features: the spec's choice for ENZYMES
+    meta, columns = run(server, tmp_path, "ENZYMES", data)  # no features: Errica et al.'s choice for ENZYMES
     ref = plain_read(data, "ENZYMES")
     graphs, nodes, classes = PUBLISHED["ENZYMES"]
     assert (columns.num_graphs, int(columns.num_nodes.sum()), meta.num_outputs) == (graphs, nodes, classes)
@@ -158,7 +158,7 @@ def test_default_split_is_stratified_10_fold(server, tmp_path):
 @needs_real
 def test_proteins_full_default_equals_plain_proteins_labels(server, tmp_path):
     full = (REAL / "PROTEINS_full.zip").read_bytes()
-    meta, columns = run(server, tmp_path, "PROTEINS_full", full)  # spec §1.2: one-hot labels, attributes not used
+    meta, columns = run(server, tmp_path, "PROTEINS_full", full)  # Errica et al.: one-hot labels, attributes unused
     graphs, nodes, classes = PUBLISHED["PROTEINS_full"]
     assert (columns.num_graphs, int(columns.num_nodes.sum()), meta.num_outputs) == (graphs, nodes, classes)
     assert meta.source["features"] == "labels" and columns.node["x"].shape == (nodes, 3)
@@ -168,7 +168,7 @@ def test_proteins_full_default_equals_plain_proteins_labels(server, tmp_path):
     assert np.bincount(columns.graph["y"]).tolist() == [663, 450]
     for k in (0, 1112):
         assert stored_edges(columns, k) == sorted(file_edges(ref, k))
-    # spec §1.2: PROTEINS_full with attributes off has exactly the plain PROTEINS input
+    # Errica et al.'s PROTEINS (PROTEINS_full with attributes off) has exactly the plain PROTEINS input
     meta_p, plain = run(server, tmp_path, "PROTEINS", (REAL / "PROTEINS.zip").read_bytes(), out="plain")
     assert (plain.num_graphs, int(plain.num_nodes.sum()), meta_p.num_outputs) == PUBLISHED["PROTEINS"]
     np.testing.assert_array_equal(plain.node["x"], columns.node["x"])
@@ -322,10 +322,10 @@ def test_describe_widths_and_spec_defaults():
             meta = gen.describe(name, params, 0)
             assert (meta.num_graphs, meta.num_outputs) == (graphs, classes)
             widths[name, features] = meta.node_features.size
-    # spec §1.2 column "node features used (dim)"
+    # the node features Errica et al.'s released code uses (width)
     assert widths["DD", ""] == 89 and widths["NCI1", ""] == 37 and widths["PROTEINS_full", ""] == 3
     assert widths["ENZYMES", ""] == 21 and widths["ENZYMES", "attributes"] == 18
-    assert widths["PROTEINS_full", "attributes"] == 29  # benchmarking-gnns' input (its §3.10)
+    assert widths["PROTEINS_full", "attributes"] == 29  # Dwivedi et al.'s input (DGL's LegacyTUDataset)
     assert all(widths[name, f] == 1 for name in ("IMDB-BINARY", "IMDB-MULTI", "REDDIT-BINARY", "REDDIT-MULTI-5K",
                                                  "COLLAB") for f in ("constant", "degree"))
     assert ("COLLAB", "") not in widths and ("COLLAB", "labels") not in widths

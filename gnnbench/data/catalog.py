@@ -2,7 +2,8 @@
 
 Used to count a preset's parameters (``gnnbench params``) and to fit parameter budgets. Generated datasets
 describe themselves through their generator (default parameters: SBM PATTERN/CLUSTER, CSL, TSP,
-GraphTheoryProp, CYCLES); the others are listed with the input and output sizes the spec states (§1.1, §2.4):
+GraphTheoryProp, CYCLES); the others are listed with the input and output sizes of the benchmark's released code
+(graphdeeplearning/benchmarking-gnns: its data loaders and ``nets/``; the datasets: docs/datasets.md):
 
 =================  ====================  ==========================  ==========================  =========
 dataset            task                  node input                  edge input                  outputs
@@ -90,6 +91,8 @@ _EXTERNAL.update(_PITFALLS)
 
 
 def describe_dataset(name: str) -> DatasetMeta:
+    """The description of dataset ``name`` (a preset's dataset): from its generator's defaults for the generated
+    datasets, else from the table above; a ConfigError naming the known datasets otherwise."""
     if name in _GENERATED:
         generator = get_generator(_GENERATED[name])
         return generator.describe(name, dict(generator.defaults), 0)
@@ -114,4 +117,5 @@ def published_name(generator: str, default: str, params: dict | None = None) -> 
 
 
 def known_datasets() -> list[str]:
+    """Every dataset name :func:`describe_dataset` knows, sorted."""
     return sorted([*_GENERATED, *_EXTERNAL])

@@ -64,6 +64,7 @@ class RawFile:
 
     @property
     def name(self) -> str:
+        """The file's name (the last part of ``relative_path``)."""
         return PurePosixPath(self.relative_path).name
 
     def __post_init__(self) -> None:

@@ -82,8 +82,8 @@ LOSS_METRIC = {"node_classification": ("cross_entropy", "accuracy"),
 PT_SUFFIXES = (".pt", ".pth")
 PARQUET_SUFFIXES = (".parquet",)
 MASKS = ("train_mask", "val_mask", "test_mask")
-FILE_FIX = ("fix the file (formats: README, \"Your own dataset\"; gnnbench.data.graph_files.write_graphs writes a "
-            "valid one)")
+FILE_FIX = ("fix the file (formats: docs/datasets.md#graphs-you-already-have; gnnbench.data.graph_files.write_graphs "
+            "writes a valid one)")
 _MAX_CLASSES = np.iinfo(np.int16).max
 _LOAD_LOCK = threading.Lock()  # torch's allow-list is process-wide: one restricted load at a time
 
@@ -102,6 +102,8 @@ class GraphSummary:
     notes: list[str] = field(default_factory=list)  # the conversion's steps and what it ignored
 
     def meta(self, name: str, source: dict) -> DatasetMeta:
+        """The :class:`DatasetMeta` of this summary for dataset ``name`` (the task's loss and metric; the
+        conversion's notes as ``source.preprocessing``)."""
         loss, metric = LOSS_METRIC[self.task]
         return DatasetMeta(name=name, task=self.task, loss=loss, metric=metric, num_outputs=self.num_outputs,
                            num_graphs=self.num_graphs, node_features=self.node_features,
@@ -633,7 +635,7 @@ def write_graphs(path: str | os.PathLike, graphs: Any, task: str = "") -> GraphS
     """Write ``graphs`` — a list of PyG ``Data``, one ``Data``, or :class:`GraphColumns` in the store's conventions —
     as a Parquet graph file (a gnnbench graph store, written atomically) that generator ``graph_file`` reads back to
     the same columns. Checked like any graph file: a problem raises a DataError and writes nothing."""
-    src = _Source(f"graphs for {path}", "fix the graphs (README, \"Your own dataset\")")
+    src = _Source(f"graphs for {path}", "fix the graphs (docs/datasets.md#graphs-you-already-have)")
     if isinstance(graphs, GraphColumns):
         raw, notes = graphs, []
     else:

@@ -57,6 +57,7 @@ class LinkPairs:
 
     @property
     def num_pairs(self) -> int:
+        """Number of node pairs over all parts."""
         return int(self.src.shape[0])
 
     def counts(self) -> dict[str, dict[str, int]]:

@@ -66,6 +66,7 @@ class FeatureSpec:
     sparse: bool = False
 
     def to_json(self) -> dict:
+        """The feature description as ``meta.json`` stores it: ``kind``, ``size`` and, only when true, ``sparse``."""
         out = {"kind": self.kind, "size": self.size}
         if self.sparse:  # omitted when false: meta.json of dense datasets stays as it was
             out["sparse"] = True
@@ -79,6 +80,10 @@ class FeatureSpec:
 
 @dataclass
 class DatasetMeta:
+    """What ``meta.json`` says about a dataset: how to read ``graphs.parquet`` (task, loss, metric, feature kinds and
+    sizes, PE usage, split sizes), where the data came from (``source``) and its ``statistics``; see the module
+    docstring."""
+
     name: str
     task: str
     loss: str
@@ -131,6 +136,8 @@ class DatasetMeta:
         return self.task == "node_classification" and self.num_graphs == 1
 
     def to_json(self) -> dict:
+        """The content of ``meta.json``: every field plus the format version; optional fields at their default
+        are left out."""
         out = {"format": META_FORMAT, **asdict(self)}
         for key in ("node_features", "edge_features"):
             spec = getattr(self, key)
@@ -147,6 +154,8 @@ class DatasetMeta:
 
     @classmethod
     def from_json(cls, data: dict, path: Path) -> DatasetMeta:
+        """The metadata stored in ``data`` (the parsed ``meta.json`` at ``path``); a DataError naming the file when
+        its format version or content is not what this gnnbench writes."""
         if data.get("format") != META_FORMAT:
             raise DataError(f"dataset metadata {path} has format {data.get('format')}, expected "
                             f"{META_FORMAT}; delete the dataset folder and rerun snakemake")
@@ -162,6 +171,7 @@ class DatasetMeta:
 
 
 def read_meta(dataset_dir: str | os.PathLike) -> DatasetMeta:
+    """The metadata of the dataset in ``dataset_dir`` (its ``meta.json``)."""
     path = Path(dataset_dir) / META_FILE
     return DatasetMeta.from_json(read_json(path, "dataset metadata"), path)
 

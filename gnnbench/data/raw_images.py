@@ -1,6 +1,7 @@
 """Raw image sets for the superpixel datasets: MNIST (IDX files), CIFAR-10 (python tarball), sklearn digits.
 
-Parsed here without torchvision (spec generators.md §3.6):
+Parsed here without torchvision, in the formats torchvision's ``datasets/mnist.py`` and ``datasets/cifar.py`` read
+(docs/datasets.md#superpixels-mnist-cifar-10-and-digits):
 
 * IDX (MNIST): 4-byte big-endian magic ``0x0000TTDD`` (TT = type code, DD = number of dimensions), one 4-byte
   big-endian size per dimension, then the data in row-major order. Gzipped or plain files are accepted (by the

@@ -1,7 +1,9 @@
 """Single-graph node-classification data: the "Pitfalls" standardisation and conversion to graph columns.
 
-Shared by the Planetoid and the gnn-benchmark npz generators (spec p2-pitfalls.md §1.3). All steps are SciPy sparse
-operations on the whole graph (no per-node Python loops).
+Shared by the Planetoid and the gnn-benchmark npz generators: Shchur et al.'s preprocessing
+(docs/datasets.md#datasets-of-pitfalls-of-gnn-evaluation; the released code shchur/gnn-benchmark,
+``gnnbench/data/make_dataset.py`` and ``gnnbench/data/io.py``). All steps are SciPy sparse operations on the whole
+graph (no per-node Python loops).
 
 :func:`standardize` applies, in this order:
 
@@ -20,7 +22,7 @@ operations on the whole graph (no per-node Python loops).
    normalisation.
 
 :func:`symmetric_unweighted` alone (steps 1–2, self loops kept once) is the adjacency of the "Planetoid split"
-experiment (§2.3), which applies none of the other steps.
+experiment (Shchur et al., Table 2b), which applies none of the other steps.
 
 :func:`to_graph_columns` stores one graph: ``src``/``dst`` = every nonzero (i, j) of the symmetric adjacency, i.e.
 both directions of each undirected edge (a self loop once), sorted by (src, dst); node ``y`` int16 (−1 = no label);
@@ -53,6 +55,7 @@ class RawGraph:
 
     @property
     def num_nodes(self) -> int:
+        """Number of nodes N (rows of the adjacency)."""
         return int(self.adjacency.shape[0])
 
 
@@ -131,7 +134,7 @@ def _steps_1_to_4(graph: RawGraph) -> RawGraph:
 
 
 def standardize(graph: RawGraph, drop_classes_up_to: int = 0) -> RawGraph:
-    """Spec §1.3 steps 1–7 (module docstring). ``graph.labels`` use −1 for "no label"."""
+    """Shchur et al.'s preprocessing, steps 1–7 of the module docstring. ``graph.labels`` use −1 for "no label"."""
     graph = _steps_1_to_4(graph)
     if drop_classes_up_to > 0:
         labelled = graph.labels >= 0

@@ -1,4 +1,4 @@
-"""Travelling-salesman tours for the TSP dataset (spec benchmarking-gnns.md §3.3): LKH-3 and Held–Karp.
+"""Travelling-salesman tours for the TSP dataset (docs/datasets.md#tsp): LKH-3, Concorde and Held–Karp.
 
 Distances. A tour is computed on the integer matrix ``round(‖p_i − p_j‖₂ × 10⁶)`` (:data:`SCALE`; the norm in
 float64 from the float32 coordinates, ``np.rint`` rounding). LKH stores costs as C ``int`` and multiplies them

@@ -40,6 +40,7 @@ class TsplibInstance:
 
     @property
     def dimension(self) -> int:
+        """Number of cities (points) of the instance."""
         return len(self.coords)
 
 
@@ -107,26 +108,26 @@ def read_tsplib(path: str | os.PathLike) -> TsplibInstance:
     return TsplibInstance(name=spec.get("NAME", path.stem), coords=coords, comment=spec.get("COMMENT", ""))
 
 
-def _check_spec(spec: dict[str, str], where: str) -> int:
+def _check_spec(header: dict[str, str], where: str) -> int:
     """Validate the specification part; return DIMENSION."""
-    kind = (spec.get("TYPE") or "TSP").split()[0].upper()  # e.g. "TSP (M.~Hofmeister)" in some files
+    kind = (header.get("TYPE") or "TSP").split()[0].upper()  # e.g. "TSP (M.~Hofmeister)" in some files
     if kind != "TSP":
-        raise DataError(f"{where}: TYPE {spec['TYPE']!r} is not supported (only TSP, symmetric)")
-    weight = spec.get("EDGE_WEIGHT_TYPE")
+        raise DataError(f"{where}: TYPE {header['TYPE']!r} is not supported (only TSP, symmetric)")
+    weight = header.get("EDGE_WEIGHT_TYPE")
     if weight is None:
         raise DataError(f"{where}: EDGE_WEIGHT_TYPE is missing (supported: {SUPPORTED_EDGE_WEIGHT_TYPE})")
     if weight.upper() != SUPPORTED_EDGE_WEIGHT_TYPE:
         raise DataError(f"{where}: EDGE_WEIGHT_TYPE {weight!r} is not supported (supported: "
                         f"{SUPPORTED_EDGE_WEIGHT_TYPE})")
-    coord_type = spec.get("NODE_COORD_TYPE", "TWOD_COORDS").upper()
+    coord_type = header.get("NODE_COORD_TYPE", "TWOD_COORDS").upper()
     if coord_type != "TWOD_COORDS":
         raise DataError(f"{where}: NODE_COORD_TYPE {coord_type!r} is not supported (only TWOD_COORDS)")
-    if "DIMENSION" not in spec:
+    if "DIMENSION" not in header:
         raise DataError(f"{where}: DIMENSION is missing")
     try:
-        n = int(spec["DIMENSION"])
+        n = int(header["DIMENSION"])
     except ValueError:
-        raise DataError(f"{where}: DIMENSION {spec['DIMENSION']!r} is not an integer") from None
+        raise DataError(f"{where}: DIMENSION {header['DIMENSION']!r} is not an integer") from None
     if n < 1:
         raise DataError(f"{where}: DIMENSION {n} must be at least 1")
     return n

@@ -31,6 +31,9 @@ class NonNegative(float):
 
 @dataclass(frozen=True)
 class Generator:
+    """A dataset generator: its parameters with their defaults, its default split, and the functions that describe
+    the dataset (without making it), build its graph columns and name the raw files it needs."""
+
     name: str
     description: str
     defaults: dict[str, Any]  # every parameter with its default; the default's type is the expected type (int:
@@ -90,10 +93,12 @@ def _registry() -> dict[str, Generator]:
 
 
 def generator_names() -> list[str]:
+    """Names of every registered generator, sorted."""
     return sorted(_registry())
 
 
 def get_generator(name: str, where: str = "generator") -> Generator:
+    """The generator registered as ``name``; a ConfigError at ``where`` listing the known names otherwise."""
     registry = _registry()
     if name not in registry:
         raise ConfigError(f"{where}: unknown generator {name!r}; choose one of {', '.join(sorted(registry))}")

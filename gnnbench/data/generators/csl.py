@@ -1,4 +1,4 @@
-"""CSL: circular skip-link graphs (spec benchmarking-gnns.md §3.4).
+"""CSL: circular skip-link graphs (Murphy et al., ICML 2019, as Dwivedi et al. use them; docs/datasets.md#csl).
 
 Class c is the 4-regular circulant graph on 41 nodes with cycle edges i–(i+1) and skip links i–(i+s),
 s = (2, 3, 4, 5, 6, 9, 11, 12, 13, 16)[c]. Each class has 15 copies: the first in canonical node order,
@@ -12,8 +12,8 @@ Decision: the released CSL.zip fixes its relabellings without a seed; gnnbench d
 Isomorphism classes, sizes and labels are identical to the released set (generator ``released`` reads the
 released graphs themselves).
 
-Released splits (split scheme ``published``, ``source: dwivedi2020``): the benchmark's
-``data/CSL/CSL_{train,val,test}.index`` — 5 folds of 90 / 30 / 30 graphs (§3.4), indices into the class-sorted
+Released splits (split scheme ``published``, ``source: dwivedi2020``): the released code's
+``data/CSL/CSL_{train,val,test}.index`` — 5 folds of 90 / 30 / 30 graphs, indices into the class-sorted
 order that both the released and the regenerated sets have.
 """
 

@@ -1,10 +1,11 @@
-"""CYCLES: does a graph contain a simple cycle of length 6? (spec benchmarking-gnns.md §3.5, generators.md §1).
+"""CYCLES: does a graph contain a simple cycle of length 6? (Loukas, ICLR 2020; docs/datasets.md#cycles).
 
 The original generator (Loukas / Vignac, the ``datasets_kcycle_k=6_nsamples=10000.pickle`` used through cvignac/SMP)
-is not public, nor is its generative model or seed (generators.md §1.1). This is **our own generator**, built to
-match what is known of the released k = 6, n = 56 set: 37–65 nodes, 48.96 nodes and 87.84 directed edges per
-graph on average (paper Table 2), maximum degree 7, sparse and mostly disconnected graphs, exactly balanced
-classes, splits 9,000 / 1,000 / 10,000 (train / val / test, stored in that order, ``default_split`` "given").
+is not public (cvignac/SMP only splits the downloaded pickle), nor is its generative model or seed. This is **our
+own generator**, built to match what is known of the released k = 6, n = 56 set: 37–65 nodes, 48.96 nodes and
+87.84 directed edges per graph on average (Dwivedi et al., Table 2), maximum degree 7, sparse and mostly
+disconnected graphs, exactly balanced classes, splits 9,000 / 1,000 / 10,000 (train / val / test, stored in that
+order, ``default_split`` "given").
 
 Generative model, per graph:
 

@@ -1,12 +1,14 @@
 """The original CYCLES pickle (k = 6, n = 56) as graph columns, for exact comparisons with the released data.
 
 The benchmark does not generate CYCLES: it downloads ``datasets_kcycle_k=6_nsamples=10000.pickle`` (from cvignac/SMP,
-through the Dropbox link in :data:`URL`; spec generators.md §1.1) and converts it (benchmarking-gnns.md §3.5). This
+through the Dropbox link in :data:`URL`) and converts it (the released code's ``data/cycles/prepare_cycles.ipynb`` and
+``data/cycles.py``; docs/datasets.md#cycles-as-released). This
 module reads that file into exactly the columns :mod:`gnnbench.data.generators.cycles` produces, so the released
 graphs and ours go through the same store, loaders and models:
 
 * the file unpickles to ``(datasets_params, datasets)``: aligned lists, one entry per graph-size setting; each params
-  entry is a dict with key ``'n'`` (the *average* node count); the entry with ``n`` = 56 is used (generators.md §1.2);
+  entry is a dict with key ``'n'`` (the *average* node count; cvignac/SMP ``cycles_main.py``); the entry with
+  ``n`` = 56 is used;
 * its samples are ``(networkx_graph, y, label)``; ``y`` is ignored (as by SMP and the benchmark); the class is 1 iff
   ``label == 'has-kcycle'``;
 * split by position: train = samples [0, 9000), val = [9000, 10000), test = [10000, 20000) (the benchmark's test is
@@ -16,14 +18,14 @@ graphs and ours go through the same store, loaders and models:
   order instead, which changes no model output); node ``x`` = 1.0 float32 (n, 1); edge ``edge_attr`` = 1.0 float32
   (E, 1); graph ``y`` int16.
 
-Decisions beyond the spec:
+Decisions where neither the paper nor the released code says (docs/datasets.md#cycles-as-released):
 
 * Node ids: when a graph's nodes are the integers 0..n−1 they are used as they are (as DGL's conversion does);
   any other node labels are numbered in the graph's node order.
 * Self-loops (none expected) give one edge u → u, and a repeated edge (a multigraph) is stored once.
-* The negative label string is not documented anywhere (generators.md §1.2). Labels must be strings, and at most
-  one string other than ``'has-kcycle'`` may occur (it is taken as the negative class); anything else is an error
-  rather than a silent 0.
+* The negative label string is not documented anywhere (SMP's and the benchmark's code only test for
+  ``'has-kcycle'``). Labels must be strings, and at most one string other than ``'has-kcycle'`` may occur (it is
+  taken as the negative class); anything else is an error rather than a silent 0.
 * With more samples than the requested split sizes, test takes the first ``num_test`` after train and val.
 * The file's MD5 is not published (:data:`MD5` is None): the download records its SHA-256
   (:mod:`gnnbench.data.download`), and :func:`describe_release` writes the SHA-256 of the file actually read into
@@ -41,11 +43,7 @@ available, so it is not pinned: the download records it and every reuse checks t
 
 Speed: one Python pass over the graphs collects node ids, degrees and neighbour lists with C-level list operations
 (the pickled dicts leave no alternative); sources, ordering and features are then built with NumPy over all edges at
-once. Measured on a 30 MB pickle of 20,000 paper-sized graphs (the generator's, written in this structure), on 2
-busy cores: ``pickle.load`` 5.5 s, conversion 2.5 s more, and the result identical to the generator's columns. The
-allow-list reading costs nothing extra: 20,000 such graphs (some with cached views) read in 3.6 s (protocol 4, 20 MB)
-and 5.2 s (protocol 0, 59 MB), against 4.0 s and 4.9 s through ``pickle.load`` and live networkx graphs before,
-with identical columns.
+once. The allow-list reading costs about what ``pickle.load`` does (figures: docs/performance.md).
 """
 
 from __future__ import annotations

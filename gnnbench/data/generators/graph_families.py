@@ -108,6 +108,7 @@ def _describe(name: str, params: dict, seed: int) -> DatasetMeta:
 
 
 def family_list(params: dict) -> list[str]:
+    """The graph families of ``params["families"]`` (comma-separated), in class order."""
     return [f.strip() for f in params["families"].split(",")]
 
 

@@ -57,6 +57,7 @@ def _build(params: dict, seed: int) -> GraphColumns:
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The dataset's description, from the converted file (read once per process while it is unchanged)."""
     found = _SUMMARIES.get(_state(params))
     if found is None:
         convert(params)
@@ -80,7 +81,7 @@ def _check(params: dict, where: str) -> None:
                           "the suite file)")
     if os.path.splitext(path)[1].lower() not in PT_SUFFIXES + PARQUET_SUFFIXES:
         raise ConfigError(f"{where}.path: {path!r} is neither a .pt file (a list of PyG Data) nor a .parquet file "
-                          "(graph store columns); see README, \"Your own dataset\"")
+                          "(graph store columns); see docs/datasets.md#graphs-you-already-have")
     if params["task"] and params["task"] not in TASKS:
         raise ConfigError(f"{where}.task: {params['task']!r} is not a task gnnbench infers; choose one of "
                           f"{', '.join(TASKS)} (or leave it empty to infer it from y)")

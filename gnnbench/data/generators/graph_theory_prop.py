@@ -1,9 +1,10 @@
-"""GraphTheoryProp: the PNA multitask benchmark (spec generators.md §2, benchmarking-gnns.md §3.6).
+"""GraphTheoryProp: the PNA multitask benchmark (Corso et al., NeurIPS 2020; docs/datasets.md#graphtheoryprop).
 
 Graphs. Split ``s`` has ``{s}_graphs_per_size`` graphs for every node count in ``{s}_num_nodes`` (defaults:
 train 512 × n = 15..24, val 128 × n = 15..19, test 256 × n = 15..19 → 5,120 / 640 / 1,280), stored in the
 original order: train, val, test; inside a split, sizes ascending, the graphs of one size consecutively.
-Each graph comes from PNA's ``generate_graph(n, RANDOM, seed)``, reproduced draw for draw:
+Each graph comes from PNA's ``generate_graph(n, RANDOM, seed)`` (lukecavabarrett/pna,
+``multitask_benchmark/datasets_generation/``), reproduced draw for draw:
 
 * one seed counter starts at the dataset ``seed`` (PNA: 1234) and is shared by all splits; it is incremented
   before every graph, and again before every regeneration: a graph with an isolated node is redrawn, with
@@ -27,9 +28,9 @@ Each graph comes from PNA's ``generate_graph(n, RANDOM, seed)``, reproduced draw
 The networkx generators are re-implemented here with the same calls on ``random.Random`` / ``RandomState``
 in the same order (networkx 2.4 source), so networkx is not needed and its version cannot change the data.
 With ``seed`` = 1234 and the default sizes this reproduces the released ``multitask_dataset.pkl`` (train uses
-counters 1235–7168, val 7169–7885, test 7886–9346; spec §2.1). Generation is a sequential per-attempt Python
-loop by necessity (every graph's RNG state depends on how many attempts came before); all targets are then
-computed vectorised per node-count group.
+counters 1235–7168, val 7169–7885, test 7886–9346, as PNA's code run with networkx 2.4). Generation is a
+sequential per-attempt Python loop by necessity (every graph's RNG state depends on how many attempts came before);
+all targets are then computed vectorised per node-count group.
 
 Columns. Edges: both directions of every undirected edge, row-major per graph (as ``dgl.from_scipy(coo(A))``).
 Node ``x`` (n, 2) float32 = [one-hot SSSP source, node value]. No edge features (the benchmark's constant 0

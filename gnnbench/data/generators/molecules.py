@@ -1,4 +1,4 @@
-"""ZINC (12k subset or ZINC-full) and AQSOL molecular graph regression (spec benchmarking-gnns.md §3.8, §3.9, §3.14).
+"""ZINC (12k subset or ZINC-full) and AQSOL molecular graph regression (docs/datasets.md#zinc, #aqsol).
 
 Both read the raw files the benchmark's preparation notebooks (and PyTorch Geometric's ``ZINC`` / ``AQSOL``)
 download; archives are read in memory with :mod:`zipfile` (nothing is extracted; members through
@@ -22,13 +22,13 @@ every file read. ``seed`` is not used (the conversion is deterministic).
 * an index file is one CSV line of positions into its split's pickle (the original reads the first row with
   ``csv.reader``; PyG splits the text at commas); the order of the positions is the dataset's order. A position
   outside the pickle is a one-line :class:`DataError` (the original and PyG would wrap negative positions around);
-* graph: node ``x`` = atom type id (categorical, vocabulary 28, int16), edges = the nonzero entries of
-  ``bond_type`` in row-major order (the original's ``(adj != 0).nonzero()`` and PyG's ``adj.nonzero()``: both
-  directions, as the matrix is symmetric), edge ``edge_attr`` = the bond type at that entry (1 single, 2 double,
-  3 triple; categorical, vocabulary 4, int16), graph ``y`` = ``logP_SA_cycle_normalized`` as float32, not
-  normalised (§3.8). ``num_atom`` must equal the number of atom types (the original builds its graphs with
-  ``num_atom`` nodes, PyG with ``len(atom_type)``; they agree on the published data, and a file where they differ
-  is refused);
+* graph: node ``x`` = atom type id (categorical, vocabulary 28, int16), edges = the nonzero entries of ``bond_type`` in
+  row-major order (the original's ``(adj != 0).nonzero()`` and PyG's ``adj.nonzero()``: both directions, as the matrix
+  is symmetric), edge ``edge_attr`` = the bond type at that entry (1 single, 2 double, 3 triple; categorical, vocabulary
+  4, int16), graph ``y`` = ``logP_SA_cycle_normalized`` as float32, not normalised (as the released code's
+  ``data/molecules.py``). ``num_atom`` must equal the number of atom types (the original builds its graphs with
+  ``num_atom`` nodes, PyG with ``len(atom_type)``; they agree on the published data, and a file where they differ is
+  refused);
 * ``subset: false`` gives ZINC-full (every molecule, pickle order).
 
 **AQSOL** (generator ``aqsol``; PyG's ``AQSOL`` plus the benchmark's second filter):
@@ -43,7 +43,8 @@ every file read. ``seed`` is not used (the conversion is deterministic).
   of 7,985 / 998 / 999 molecules. **Decision**: both filters are applied, as in the benchmark whose numbers
   gnnbench reproduces; PyG's ``AQSOL`` applies only the first (9,833 graphs instead of 9,823);
 * node ``x`` = atom type id (vocabulary 65), edge ``edge_attr`` = bond type id (vocabulary 5: NONE 0, SINGLE 1,
-  DOUBLE 2, AROMATIC 3, TRIPLE 4), both int16; graph ``y`` = log solubility as float32, not normalised (§3.9).
+  DOUBLE 2, AROMATIC 3, TRIPLE 4), both int16; graph ``y`` = log solubility as float32, not normalised (as the released
+  code).
 
 Both: graphs are stored train, then val, then test, so the split scheme ``given`` is the published split; the
 int8 graph column ``split`` (0/1/2) records each graph's part and ``meta.json``'s ``split_sizes`` is counted from
@@ -52,13 +53,12 @@ Type ids outside the vocabulary, malformed molecules, a missing member, an unrea
 wants a global outside the allow-list are one-line :class:`DataError`\\ s naming the file (and member) and the fix;
 nothing is written.
 
-Speed (``python benchmarks/molecules_speed.py --pyg``, 2 shared cores): converting the kept molecules is
-vectorised — per molecule only the pickled arrays are collected; nonzero bonds, local indices, vocabulary checks
-and the AQSOL filter run on concatenated arrays, in chunks of :data:`CHUNK` molecules to bound memory — 3.9 s for
-250,000 ZINC-sized molecules (16 µs each; PyG's per-molecule loop: 20 s). Decoding a storage with
-``torch.load(weights_only=True)`` (PyTorch's Python unpickler) costs 0.1–0.23 ms, three per molecule: the 12k
-subset decodes 36,000 storages (4–8 s), ZINC-full about 750,000 (1.5–3 min, once; PyG's unrestricted
-``pickle.load`` of the same file decodes all 750,000 even for the subset).
+Speed (``python benchmarks/molecules_speed.py --pyg``; figures: docs/performance.md): converting the kept molecules
+is vectorised — per molecule only the pickled arrays are collected; nonzero bonds, local indices, vocabulary checks
+and the AQSOL filter run on concatenated arrays, in chunks of :data:`CHUNK` molecules to bound memory. Decoding the
+tensor storages with ``torch.load(weights_only=True)`` (PyTorch's Python unpickler, three storages per molecule)
+dominates, and only the molecules kept are decoded: the 12k subset decodes 36,000 storages, ZINC-full about
+750,000 (PyG's unrestricted ``pickle.load`` of the same file decodes all of them even for the subset).
 """
 
 from __future__ import annotations
@@ -347,6 +347,7 @@ def _columns(parts: dict[str, _Part]) -> GraphColumns:
 
 
 def zinc_raw_files(params: dict) -> list[RawFile]:
+    """``molecules.zip`` and, for the 12k subset, the benchmark's three index files (SHA-256 pinned)."""
     files = [RawFile("zinc/molecules.zip", None, (ZINC_URL,))]
     if params["subset"]:
         files += [RawFile(f"zinc/{split}.index", None, (ZINC_INDEX_URL.format(split=split),),
@@ -355,6 +356,7 @@ def zinc_raw_files(params: dict) -> list[RawFile]:
 
 
 def aqsol_raw_files(params: dict) -> list[RawFile]:
+    """The raw files AQSOL needs: ``aqsol_graph_raw.zip``."""
     return [RawFile("aqsol/aqsol_graph_raw.zip", None, (AQSOL_URL,))]
 
 
@@ -378,6 +380,7 @@ def _meta(name: str, atoms: int, bonds: int, sizes: dict[str, int], source: dict
 
 
 def describe_zinc(name: str, params: dict, seed: int) -> DatasetMeta:
+    """ZINC's description: 28 atom and 4 bond types, L1 regression; subset or ZINC-full split sizes."""
     subset = params["subset"]
     source = {"generator": "zinc", "seed": seed, "params": {k: v for k, v in params.items() if k != "mirror"},
               "url": ZINC_URL, "preprocessing": [
@@ -390,6 +393,7 @@ def describe_zinc(name: str, params: dict, seed: int) -> DatasetMeta:
 
 
 def describe_aqsol(name: str, params: dict, seed: int) -> DatasetMeta:
+    """AQSOL's description: 65 atom and 5 bond types, L1 regression, the filtered split sizes."""
     source = {"generator": "aqsol", "seed": seed, "params": {k: v for k, v in params.items() if k != "mirror"},
               "url": AQSOL_URL, "preprocessing": [
                   "dropped: molecules without edges, and molecules with max(edge_index) + 1 != atoms (the "

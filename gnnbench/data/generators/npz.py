@@ -1,4 +1,4 @@
-"""Shchur et al.'s gnn-benchmark graphs from their ``.npz`` files (spec p2-pitfalls.md §1.1–1.3).
+"""Shchur et al.'s gnn-benchmark graphs from their ``.npz`` files (docs/datasets.md#gnn-benchmark-npz-graphs).
 
 Raw file: ``data/npz/{file}`` of shchur/gnn-benchmark (the URL PyG's ``Amazon`` and ``Coauthor`` download), fetched
 into ``raw_dir/gnn-benchmark/``. No checksum is published: the SHA-256 is recorded at first download and verified
@@ -18,18 +18,19 @@ amazon_photo       amazon_electronics_photo.npz
 =================  =====================================
 
 Reading (``np.load(allow_pickle=False)``, so no object arrays and no code; every member first checked by
-:func:`gnnbench.data.archive.check_member`, so a zip bomb is refused unread): only the keys §1.2 lists are read —
-the CSR adjacency ``adj_data/adj_indices/adj_indptr/adj_shape``; the features as CSR ``attr_data/attr_indices/
-attr_indptr/attr_shape`` or dense ``attr_matrix``; the integer ``labels`` (one per node). Names and metadata are
+:func:`gnnbench.data.archive.check_member`, so a zip bomb is refused unread): only the keys the released code's
+reader (shchur/gnn-benchmark, ``gnnbench/data/io.py``) uses are read — the CSR adjacency
+``adj_data/adj_indices/adj_indptr/adj_shape``; the features as CSR ``attr_data/attr_indices/attr_indptr/attr_shape``
+or dense ``attr_matrix``; the integer ``labels`` (one per node). Names and metadata are
 ignored. A missing key, multi-label ``labels_*`` or inconsistent arrays are a one-line :class:`DataError` naming the
 key and the file.
 
-``standardize: true`` = spec §1.3 (:func:`gnnbench.data.transductive.standardize`); ``drop_classes_up_to`` = m > 0
-additionally drops every class with ≤ m nodes in the largest component and repeats steps 1–4 once (step 5; the
-suite sets 50 for CORA-Full; the generator has no dataset-name branch). ``standardize: false`` stores the graph as
-read (adjacency made symmetric and unweighted, self loops kept once; features as stored; labels as stored, which
-must be non-negative) — for inspection, not used by the paper. Features are stored as the sparse node column ``x``.
-``seed`` is not used; ``mirror`` is tried before the canonical URL and is not recorded.
+``standardize: true`` = Shchur et al.'s preprocessing (:func:`gnnbench.data.transductive.standardize`);
+``drop_classes_up_to`` = m > 0 additionally drops every class with ≤ m nodes in the largest component and repeats steps
+1–4 once (step 5; the suite sets 50 for CORA-Full; the generator has no dataset-name branch). ``standardize: false``
+stores the graph as read (adjacency made symmetric and unweighted, self loops kept once; features as stored; labels as
+stored, which must be non-negative) — for inspection, not used by the paper. Features are stored as the sparse node
+column ``x``. ``seed`` is not used; ``mirror`` is tried before the canonical URL and is not recorded.
 """
 
 from __future__ import annotations
@@ -68,11 +69,13 @@ WHAT = "gnn-benchmark npz file"
 
 
 def raw_file(name: str) -> RawFile:
+    """The npz file of dataset ``name`` (a key of :data:`FILES`), to be fetched into ``raw_dir/gnn-benchmark/``."""
     file = FILES[name]
     return RawFile(f"gnn-benchmark/{file}", None, (URL.format(file=file),))
 
 
 def raw_files(params: dict) -> list[RawFile]:
+    """The raw files the dataset needs: its one npz file."""
     return [raw_file(params["name"])]
 
 
@@ -90,9 +93,9 @@ def read_npz(path: str | Path) -> RawGraph:
 
             def get(key: str) -> np.ndarray:
                 if key not in keys:
-                    raise DataError(f"{WHAT} {path} lacks the key {key!r} (gnn-benchmark's npz format, spec §1.2); "
-                                    "the file is not a gnn-benchmark graph or is damaged — delete it and download it "
-                                    "again")
+                    raise DataError(f"{WHAT} {path} lacks the key {key!r} (gnn-benchmark's npz format: adj_*, "
+                                    "attr_*, labels); the file is not a gnn-benchmark graph or is damaged — delete it "
+                                    "and download it again")
                 return archive[key]
 
             adjacency = _csr(get, "adj", path)
@@ -143,6 +146,8 @@ def _build(params: dict, seed: int, raw_dir: Path) -> GraphColumns:
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The dataset's description before conversion (feature width and classes of the raw file; the written
+    ``meta.json`` takes both from the converted data)."""
     width, classes = PUBLISHED[params["name"]]
     steps = []
     if params["standardize"]:

@@ -1,4 +1,5 @@
-"""OGBL-COLLAB, the benchmark's link-prediction dataset, from OGB's own zip (spec benchmarking-gnns.md §3.12).
+"""OGBL-COLLAB, the benchmark's link-prediction dataset, from OGB's own zip (Hu et al., NeurIPS 2020;
+docs/datasets.md#ogbl-collab).
 
 Raw file: ``http://snap.stanford.edu/ogb/data/linkproppred/collab.zip`` — the file ``ogb`` 1.3.6 downloads for
 ``ogbl-collab`` (``ogb/linkproppred/master.csv``) — fetched into ``raw_dir/ogb/collab.zip`` by gnnbench's downloader
@@ -80,6 +81,7 @@ PUBLISHED_SPLIT = {"train": 1_179_052, "val": 160_084, "test": 146_329}
 
 
 def raw_files(params: dict) -> list[RawFile]:
+    """The raw files the dataset needs: OGB's ``collab.zip``."""
     return [RawFile(RELATIVE_PATH, None, (URL,))]
 
 
@@ -288,6 +290,8 @@ def _build(params: dict, seed: int, raw_dir: Path) -> LinkColumns:
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The dataset's description: one graph, 128 node features, [weight, year] edge features, link
+    prediction scored by Hits@50, the published pair counts as split sizes."""
     source = {"generator": "ogbl_collab", "seed": seed, "params": {k: v for k, v in params.items() if k != "mirror"},
               "url": URL,
               "preprocessing": ["one graph: the training edges of raw/edge.csv.gz in both directions, OGB's order "

@@ -1,4 +1,5 @@
-"""Planetoid citation graphs (Cora, CiteSeer, PubMed) from the original ``ind.*`` files (spec p2-pitfalls.md §1, §2.3).
+"""Planetoid citation graphs (Cora, CiteSeer, PubMed) from the original ``ind.*`` files
+(docs/datasets.md#planetoid-cora-citeseer-pubmed).
 
 Raw files: the eight ``ind.{name}.{x,y,tx,ty,allx,ally,graph,test.index}`` of kimiyoung/planetoid (what PyTorch
 Geometric's ``Planetoid`` downloads), fetched into ``raw_dir/planetoid/{name}/``. The SHA-256 of the Cora and
@@ -16,18 +17,19 @@ Parsing (the semantics of PyG's ``read_planetoid_data``, written without dataset
 * Edges: every (key, neighbour) of the ``graph`` dict of lists.
 * Public split: train = nodes 0..|y|−1, val = the next 500, test = the ``test.index`` nodes.
 
-``standardize: true`` (the random-split experiments, Table 1): **Decision** — nodes without a label (CiteSeer's 15
-phantom test nodes) are removed first; then spec §1.3 (:func:`gnnbench.data.transductive.standardize`: unweighted,
-undirected, no self loops, largest connected component with nodes in ascending original order, labels re-indexed
-over the classes present, binary features, no normalisation). Removing the phantom nodes first gives exactly
-gnn-benchmark's ``citeseer.npz`` graph (3,312 nodes) and the paper's 2,110 nodes / 3,668 edges after the LCC
-(keeping them: 2,120 / 3,679). Cora: 2,485 nodes, 5,069 edges, 1,433 features, 7 classes. No ``split`` column:
-splits are drawn per class later.
+``standardize: true`` (the random-split experiments, Shchur et al., Table 1): **Decision**
+(docs/datasets.md#planetoid-cora-citeseer-pubmed) — nodes without a label (CiteSeer's 15 phantom test nodes) are removed
+first; then Shchur et al.'s preprocessing (:func:`gnnbench.data.transductive.standardize`: unweighted, undirected, no
+self loops, largest connected component with nodes in ascending original order, labels re-indexed over the classes
+present, binary features, no normalisation). Removing the phantom nodes first gives exactly gnn-benchmark's
+``citeseer.npz`` graph (3,312 nodes) and the paper's 2,110 nodes / 3,668 edges after the LCC (keeping them: 2,120 /
+3,679). Cora: 2,485 nodes, 5,069 edges, 1,433 features, 7 classes. No ``split`` column: splits are drawn per class
+later.
 
-``standardize: false`` (the "Planetoid split" experiment, §2.3, Table 2b): no LCC, no self-loop removal, no
+``standardize: false`` (the "Planetoid split" experiment, Shchur et al., Table 2b): no LCC, no self-loop removal, no
 binarisation (PubMed keeps its TF-IDF values); adjacency = the symmetric, unweighted graph (duplicate edges merged,
-existing self loops kept once); phantom nodes kept (zero features, label −1); node column ``split`` = the public
-split and ``split_sizes`` its sizes (Cora 140 / 500 / 1,000).
+existing self loops kept once); phantom nodes kept (zero features, label −1); node column ``split`` = the public split
+and ``split_sizes`` its sizes (Cora 140 / 500 / 1,000).
 
 Graph columns as :func:`gnnbench.data.transductive.to_graph_columns` writes them; ``seed`` is not used (the
 conversion is deterministic). ``mirror`` (string) is tried before the canonical URL and is not recorded in
@@ -90,6 +92,7 @@ WHAT = "Planetoid file"
 
 
 def raw_files(params: dict) -> list[RawFile]:
+    """The eight ``ind.{name}.*`` files of the dataset (Cora's and CiteSeer's with their pinned SHA-256)."""
     name = params["name"]
     pins = PINNED_SHA256.get(name, {})
     return [RawFile(f"planetoid/{name}/ind.{name}.{ext}", None, (URL.format(name=name, ext=ext),),
@@ -203,6 +206,8 @@ PLANETOID_SPLIT_STEPS = ["symmetric unweighted adjacency (duplicates merged, sel
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The dataset's description before conversion (feature width and classes of the raw files; the written
+    ``meta.json`` takes both from the converted data)."""
     width, classes = PUBLISHED[params["name"]]
     standard = params["standardize"]
     sizes = None if standard else {"train": 20 * classes, "val": VAL_SIZE, "test": 1000}

@@ -158,8 +158,8 @@ def convert(params: dict, seed: int, raw_dir: str | Path | None = None) -> tuple
     """Construct the dataset (each part of ``splits``) and convert it; the summary is kept for :func:`describe`."""
     cls = dataset_class(params["class"], "params.class")
     root = Path(RAW_DIR if raw_dir is None else raw_dir) / "pyg" / cls.__name__
-    src = _Source(_describe_source(params), "its data does not fit gnnbench's graph store (README, \"Your own "
-                  "dataset\"); set task, or use a subclass that prepares the data")
+    src = _Source(_describe_source(params), "its data does not fit gnnbench's graph store "
+                  "(docs/datasets.md#your-own-dataset); set task, or use a subclass that prepares the data")
     if not params["splits"]:
         raw, notes = raw_columns(construct(cls, params["args"], seed, root, src), src)
     else:
@@ -202,6 +202,7 @@ def _build(params: dict, seed: int, raw_dir: Path) -> GraphColumns:
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The dataset's description, from the converted data (the class is constructed once per process)."""
     import torch_geometric
 
     module, attr = class_path(params["class"])

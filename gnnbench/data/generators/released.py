@@ -1,5 +1,5 @@
-"""The published graphs of PATTERN, CLUSTER, MNIST, CIFAR10, TSP and CSL (spec benchmarking-gnns.md §3.1–3.4, §3.7,
-§3.14), converted into the columns of the generators that regenerate them.
+"""The published graphs of PATTERN, CLUSTER, MNIST, CIFAR10, TSP and CSL (Dwivedi et al.), converted into the
+columns of the generators that regenerate them (docs/datasets.md#the-released-graphs).
 
 gnnbench regenerates these datasets from their recipes (``sbm_pattern``, ``sbm_cluster``, ``superpixels_mnist``,
 ``superpixels_cifar10``, ``tsp``, ``csl``); generator ``released`` instead reads the exact graphs the benchmark
@@ -60,16 +60,15 @@ Decisions:
 * **Float16.** The benchmark stores superpixel features as float16; gnnbench's generators store float32. The
   release's values are kept exactly as released (float16 values converted exactly to float32), not re-rounded and
   not "un-rounded": all columns are float32 as the generators write them.
-* **TSP val/test.** The benchmark's pickle is ``[train, val, test]``, but its loader reads test = f[1] and
-  val = f[2] (spec §3.3). PyG's ``TSP_v2.pt`` holds the benchmark's graphs (converted by PyG; no script is
-  published) and PyG uses ``inputs[1]`` as val and ``inputs[2]`` as test. Whether the conversion went through the
-  loader (the swap already applied: PyG's val/test = the benchmark's effective val/test) or straight from the
-  pickle (PyG's val/test = the pickle's names) is not documented and cannot be checked offline (spec §3.14: "not
-  checked"). gnnbench takes
-  PyG's val as val and PyG's test as test — no second swap: (1) it is what every PyG-based result on TSP (e.g.
-  GraphGPS-style pipelines) selects and scores on, so numbers stay comparable with them; (2) the two parts are
-  i.i.d. samples of 1,000 graphs from one distribution, so either reading gives the same expected score. The
-  ``tsp`` generator likewise uses its val/test as named.
+* **TSP val/test.** The benchmark's pickle is ``[train, val, test]``, but its loader reads test = f[1] and val = f[2]
+  (the released code's ``data/TSP.py``). PyG's ``TSP_v2.pt`` holds the benchmark's graphs (converted by PyG; no script
+  is published) and PyG uses ``inputs[1]`` as val and ``inputs[2]`` as test. Whether the conversion went through the
+  loader (the swap already applied: PyG's val/test = the benchmark's effective val/test) or straight from the pickle
+  (PyG's val/test = the pickle's names) is not documented and cannot be checked offline. gnnbench takes PyG's val as val
+  and PyG's test as test — no second swap: (1) it is what every PyG-based result on TSP (e.g. GraphGPS-style pipelines)
+  selects and scores on, so numbers stay comparable with them; (2) the two parts are i.i.d. samples of 1,000 graphs from
+  one distribution, so either reading gives the same expected score. The ``tsp`` generator likewise uses its val/test as
+  named.
 * **Sizes.** ``num_train`` / ``num_val`` / ``num_test`` = 0 (default) takes the whole published part, and the
   release must hold exactly the published count (PATTERN 10,000/2,000/2,000, CLUSTER 10,000/1,000/1,000, MNIST
   55,000/5,000/10,000, CIFAR10 45,000/5,000/10,000, TSP 10,000/1,000/1,000) — otherwise it is not the published
@@ -80,11 +79,8 @@ Decisions:
 
 Speed: the unavoidable Python pass over the loaded dicts only collects tensor references and sizes; features,
 edges and labels are concatenated with one ``torch.cat`` per key and checked with NumPy over all graphs at once.
-Measured with ``python benchmarks/released_speed.py`` on a synthetic MNIST-sized ``MNIST_v2.zip`` in PyG's layout
-(70,000 graphs, 4.87 M nodes, 38.9 M edges, float16 features, int64 ``edge_index``; 202 MB) on 2 busy cores: copying
-the member out and ``torch.load(weights_only=True)`` 37 s (the restricted unpickler is about 2× slower than an
-unrestricted load — 5.3 s vs 2.7 s on a tenth of the file — the price of never running the file's code), the
-conversion 2.9 s, peak memory 3.1 GB.
+Nearly all the time goes to the restricted ``torch.load(weights_only=True)``, about twice an unrestricted load — the
+price of never running the file's code (``python benchmarks/released_speed.py``; figures: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -156,12 +152,14 @@ BENCHMARK_NAMES = {name: release.benchmark_name for name, release in RELEASES.it
 
 
 def raw_file(name: str) -> RawFile:
+    """The zip of release ``name``: PyG's ``{name}_v2.zip``, or the benchmark's ``CSL.zip`` (SHA-256 pinned)."""
     if name == "CSL":
         return RawFile(f"{RAW_FOLDER}/CSL.zip", None, (CSL_URL,), CSL_SHA256)
     return RawFile(f"{RAW_FOLDER}/{name}_v2.zip", None, (PYG_URL.format(name=name),))
 
 
 def raw_files(params: dict) -> list[RawFile]:
+    """The raw files the dataset needs: the one zip of ``params["name"]``."""
     return [raw_file(params["name"])]
 
 
@@ -460,6 +458,8 @@ def _build(params: dict, seed: int, raw_dir: Path) -> GraphColumns:
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The description of the regenerating generator's dataset (same task, features and split sizes),
+    with the release as its source."""
     release, raw = RELEASES[params["name"]], raw_file(params["name"])
     sizes = split_sizes(params)
     return DatasetMeta(

@@ -1,4 +1,4 @@
-"""SBM node-classification datasets PATTERN and CLUSTER (spec benchmarking-gnns.md §3.1, §3.2).
+"""SBM node-classification datasets PATTERN and CLUSTER (Dwivedi et al.; docs/datasets.md#sbm-pattern-and-cluster).
 
 Both are stochastic block models: node pairs are joined independently with probability ``p`` inside a
 community and ``q`` between communities, and the node order is then permuted uniformly at random.
@@ -21,10 +21,10 @@ independent of the edges, the "uniformly chosen" feature node of a CLUSTER commu
 community's first node in generation order. Chunk ``c`` of split ``s`` draws from
 ``SeedSequence(seed, spawn_key=(s, c))``: a split's graphs do not depend on the sizes of the other splits.
 
-Decision: the original notebooks set no seed and are not reproducible; gnnbench generates the same
-distribution with explicit seeds. To use the exact released graphs, load them instead (later issue).
-Edge features are not stored: the benchmark's SBM edge feature is the constant 1.0, which models that
-use edges recreate (spec §2.4).
+Decision (docs/datasets.md#sbm-pattern-and-cluster): the original notebooks
+(``data/SBMs/generate_SBM_*.ipynb``) set no seed and are not reproducible; gnnbench generates the same distribution
+with explicit seeds. The exact released graphs: generator ``released``. Edge features are not stored: the
+benchmark's SBM edge feature is the constant 1.0 (``data/SBMs.py``), which models that use edges recreate.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Superpixel graphs of MNIST / CIFAR-10 images (spec generators.md §3, benchmarking-gnns.md §3.7).
+"""Superpixel graphs of MNIST / CIFAR-10 images (Knyazev et al., NeurIPS 2019, as Dwivedi et al. use them;
+docs/datasets.md#superpixels-mnist-cifar-10-and-digits).
 
 Per image (a ``multiprocessing`` pool of ``workers`` processes — "fork" start method where available, else "spawn" —
 over chunks of :data:`CHUNK` images; the data do not depend on ``workers`` or chunking):
@@ -37,15 +38,17 @@ over chunks of :data:`CHUNK` images; the data do not depend on ``workers`` or ch
    float32**: the original stores float16 (≈ 3 significant digits) and converts back to float32; gnnbench does
    not round — a deliberate precision improvement, documented here.
 
-Graph construction (vectorised over all graphs with the same node count, benchmarking-gnns.md §3.7): D = Euclidean
-distances of the stored (float32, normalised) coordinates in float64; σ_i = (sum of the 9 smallest D_ij in row i,
-self included)/8 + 1e-8 for n ≥ 9, and 1 + 1e-8 for n < 9 (the original's fallback); W_ij = exp(−(D_ij/σ_i)²),
-W ← (W + Wᵀ)/2, diag 0. For n > 9 every node i gets 8 directed out-edges i → j to its **8 most similar other nodes**
-(largest W_ij, ties by smaller j), most similar first — the documented intention. The original keeps 8 of the 9
-most similar with the dropped one depending on numpy's selection internals (spec §3.7: the most similar one is
-dropped under numpy 2.x SIMD, an arbitrary one under numpy 1.x); gnnbench does not emulate that. For n ≤ 9: the
-complete directed graph without self-loops, targets in index order. Edge feature ``edge_attr`` = W_ij float32
-(E, 1); graph label ``y`` int16. Nodes are numbered in the permuted order of step 2.
+Graph construction (vectorised over all graphs with the same node count; the released code's
+``data/superpixels.py``): D = Euclidean distances of the stored (float32, normalised) coordinates in float64;
+σ_i = (sum of the 9 smallest D_ij in row i, self included)/8 + 1e-8 for n ≥ 9, and 1 + 1e-8 for n < 9 (the
+original's fallback); W_ij = exp(−(D_ij/σ_i)²), W ← (W + Wᵀ)/2, diag 0. For n > 9 every node i gets 8 directed out-edges
+i → j to its **8 most similar other nodes** (largest W_ij, ties by smaller j), most similar first — the documented
+intention. The original keeps 8 of the 9 most similar with the dropped one depending on numpy's selection internals (the
+most similar one under numpy 2.x's SIMD selection, an arbitrary one under numpy 1.x); gnnbench does not emulate that
+(the maintainers' intention, benchmarking-gnns issues #17 and #60;
+docs/datasets.md#superpixels-mnist-cifar-10-and-digits). For n ≤ 9: the complete directed graph without self-loops,
+targets in index order. Edge feature ``edge_attr`` = W_ij float32 (E, 1); graph label ``y`` int16. Nodes are numbered in
+the permuted order of step 2.
 
 Splits (``default_split`` scheme "given"; graphs stored train, val, test): val = the first ``num_val`` official
 training images, train = the next ``num_train``, test = the first ``num_test`` test images (defaults MNIST
@@ -338,10 +341,12 @@ def _check_digits(params: dict, where: str) -> None:
 
 
 def mnist_raw_files(params: dict) -> list[RawFile]:
+    """The four MNIST IDX files (published MD5s)."""
     return list(raw_images.MNIST_FILES.values())
 
 
 def cifar10_raw_files(params: dict) -> list[RawFile]:
+    """The CIFAR-10 python tarball (published MD5)."""
     return list(raw_images.CIFAR10_FILES.values())
 
 

@@ -1,4 +1,4 @@
-"""TSP: which k-nearest-neighbour edges belong to an optimal tour (spec benchmarking-gnns.md §3.3, §2.4 TSP).
+"""TSP: which k-nearest-neighbour edges belong to an optimal tour (Dwivedi et al.; docs/datasets.md#tsp).
 
 Instance: n ~ U{num_nodes[0] .. num_nodes[1]} (50..500), n points uniform in [0, 1)², drawn directly as float32
 (the stored coordinates are exactly the points everything below is computed from).
@@ -13,19 +13,20 @@ original).
 
 Labels: a tour computed by LKH-3 through elkai on the integer matrix round(distance × 10⁶) (see
 :mod:`gnnbench.data.tsp_solver`: scaling, integer limits, determinism, checked against Held–Karp), with
-``lkh_runs`` LKH runs. Default 1 (elkai's default is 10): measured on 35 instances of n = 275 and 500, one run
-matched the best of 10 runs in 31 (the others longer by ≤ 0.4 %, a few edges), at 1/7.5 of the CPU time —
-about 0.7 s per instance at n = 275 and ~3 CPU-hours for the default 12,000 graphs; 10 runs would take ~24.
+``lkh_runs`` LKH runs. Default 1 (elkai's default is 10): one run almost always finds the tour the best of 10 runs
+finds (otherwise one longer by a fraction of a percent) at a fraction of the CPU time (figures:
+docs/performance.md).
 
-Decisions against the original:
+Decisions against the original (released code ``data/TSP/generate_TSP.py``, ``data/TSP.py``;
+docs/datasets.md#tsp):
 
-* Solver. The original solves with Concorde via pyconcorde with ``norm="GEO"``: TSPLIB's geographic distance
-  reads each coordinate as degrees.minutes (DDD.MM) of latitude/longitude — a coordinate in [0, 1) becomes
-  5/3 of it in degrees — and returns great-circle distances in whole kilometres (at most ~260 km here, a
-  few km between neighbours, so rounding changes them by tens of percent). Its tours are optimal for that
-  distorted, coarsely rounded metric, not for the Euclidean distance the graphs and features use (spec: this
-  reading is inferred from Concorde's semantics). gnnbench labels with a Euclidean-optimal tour instead; the
-  quirk is not reproduced. Concorde proves optimality, LKH does not (see tsp_solver).
+* Solver. The original solves with Concorde via pyconcorde with ``norm="GEO"``: TSPLIB's geographic distance reads each
+  coordinate as degrees.minutes (DDD.MM) of latitude/longitude — a coordinate in [0, 1) becomes 5/3 of it in degrees —
+  and returns great-circle distances in whole kilometres (at most ~260 km here, a few km between neighbours, so rounding
+  changes them by tens of percent). Its tours are optimal for that distorted, coarsely rounded metric, not for the
+  Euclidean distance the graphs and features use (this reading follows from Concorde's definition of ``GEO``). gnnbench
+  labels with a Euclidean-optimal tour instead; the quirk is not reproduced. Concorde proves optimality, LKH does not
+  (see tsp_solver).
 * Splits. The released pickle holds [train, val, test] but the original loader reads test = f[1], val = f[2].
   Both are i.i.d. samples of 1,000 graphs from the same distribution, so the swap only renames them; gnnbench
   stores train, val, test in that order and uses them as named.
@@ -246,14 +247,17 @@ def _build(params: dict, seed: int) -> GraphColumns:
 
 
 def num_instances(params: dict) -> int:
+    """Number of TSP instances over all splits (train + val + test)."""
     return sum(_split_sizes(params).values())
 
 
 def num_shards(params: dict) -> int:
+    """Number of labelling shards of ``instances_per_shard`` instances (the last may be smaller)."""
     return -(-num_instances(params) // params["instances_per_shard"])
 
 
 def shard_range(params: dict, shard: int) -> range:
+    """Indices (over all splits, stored order) of the instances in labelling shard ``shard``."""
     size = params["instances_per_shard"]
     return range(shard * size, min((shard + 1) * size, num_instances(params)))
 

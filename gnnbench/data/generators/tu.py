@@ -1,4 +1,5 @@
-"""TU Dortmund graph-classification datasets from their zip files (spec p3-fair-comparison.md §1).
+"""TU Dortmund graph-classification datasets from their zip files (Morris et al., TUDataset;
+docs/datasets.md#tu-dortmund-datasets).
 
 Raw file: ``https://www.chrsmrrs.com/graphkerneldatasets/{name}.zip`` (the URL PyTorch Geometric's ``TUDataset``
 and DGL's ``LegacyTUDataset`` download), fetched into ``raw_dir/tu/{name}.zip``. No checksum is published: the
@@ -8,21 +9,24 @@ SHA-256 is recorded at first download and verified on every reuse (:mod:`gnnbenc
 
 Reading (:func:`read_tu_zip`): the archive is read in memory with :mod:`zipfile` (nothing is extracted; each member
 through :func:`gnnbench.data.archive.read_member`, which refuses a member declaring more than it may expand to). Members
-are found by file name in any folder (the published zips store ``NAME//NAME_A.txt``): ``NAME_A.txt`` (edge list,
-1-based global node ids, ``u, v`` per line), ``NAME_graph_indicator.txt`` (graph id of node i, 1-based),
-``NAME_graph_labels.txt`` (one label per graph) are required; ``NAME_node_labels.txt`` and
-``NAME_node_attributes.txt`` are read when present. Edge labels/attributes are not read (no model of the protocol
-uses them, §1.1). Every file is parsed by ``np.loadtxt`` in one call; grouping into graphs is vectorised.
+are found by file name in any folder (the published zips store ``NAME//NAME_A.txt``): ``NAME_A.txt`` (edge list, 1-based
+global node ids, ``u, v`` per line), ``NAME_graph_indicator.txt`` (graph id of node i, 1-based),
+``NAME_graph_labels.txt`` (one label per graph) are required; ``NAME_node_labels.txt`` and ``NAME_node_attributes.txt``
+are read when present. Edge labels/attributes are not read (no model of the protocol uses them: Errica et al.'s released
+code parses them and never reads them). Every file is parsed by ``np.loadtxt`` in one call; grouping into graphs is
+vectorised.
 
 Conversion (the semantics of PyG's ``read_tu_data``):
 
-* graph k (0-based) = TU graph id k + 1, TU order kept (§1.1); nodes of a graph are its rows of the indicator,
-  which must be non-decreasing (nodes stored graph by graph, as PyG assumes) with every graph 1..G present;
-* edges: undirected and simple — every listed edge in both directions, duplicates merged (IMDB-BINARY lists each
-  edge twice per direction), **self loops dropped** (PyG's reader drops them; §1.4; the four checked zips have
-  none). Stored row-major per graph with local node indices (sorted by source, then destination);
+* graph k (0-based) = TU graph id k + 1, TU order kept (as the released code's ``datasets/manager.py``); nodes of a
+  graph are its rows of the indicator, which must be non-decreasing (nodes stored graph by graph, as PyG assumes) with
+  every graph 1..G present;
+* edges: undirected and simple — every listed edge in both directions, duplicates merged (IMDB-BINARY lists each edge
+  twice per direction), **self loops dropped** (PyG's reader drops them; the four checked zips have none). Stored
+  row-major per graph with local node indices (sorted by source, then destination);
 * graph labels re-indexed to 0..C−1 in ascending order of the label value (PyG: ``unique(return_inverse)``); on
-  the nine datasets this equals the released code's rule (−1 → 0, labels starting at 1 shifted down by 1, §1.1);
+  the nine datasets this equals the released code's rule (−1 → 0, labels starting at 1 shifted down by 1,
+  ``datasets/tu_utils.py``);
 * node features (node column ``x``, float32, (N, d)), by ``features``:
 
   =========================  ===================================================================================
@@ -30,17 +34,18 @@ Conversion (the semantics of PyG's ``read_tu_data``):
                              max − min + 1 (PyG; several label columns: one block per column). The released code
                              uses width = max label (+1 when labels start at 0) with label v at slot v−1 — the
                              same width and a column permutation for labels starting at 0 or 1, as on every
-                             dataset here (§1.1, §1.4)
-  ``labels_and_attributes``  the one-hot labels, then the continuous node attributes (§1.1 order; ENZYMES 3 + 18)
-  ``attributes``             the node attributes only (benchmarking-gnns' TU input, benchmarking-gnns.md §3.10:
+                             dataset here
+  ``labels_and_attributes``  the one-hot labels, then the continuous node attributes (the released code's order;
+                             ENZYMES 3 + 18)
+  ``attributes``             the node attributes only (Dwivedi et al.'s TU input, DGL's ``LegacyTUDataset``:
                              ENZYMES 18, PROTEINS_full 29)
-  ``constant``               the scalar 1 per node ("SOCIAL_1", §1.3)
-  ``degree``                 the scalar degree per node ("SOCIAL_DEGREE", §1.3): the raw number of distinct
+  ``constant``               the scalar 1 per node (Errica et al.'s "SOCIAL_1")
+  ``degree``                 the scalar degree per node (Errica et al.'s "SOCIAL_DEGREE"): the raw number of distinct
                              neighbours (networkx degree of the simple graph without self loops), not one-hot,
                              not normalised, no constant column
-  ``""`` (default)           the spec's choice for the dataset (§1.2): ``labels`` for DD, NCI1, PROTEINS,
-                             PROTEINS_full; ``labels_and_attributes`` for ENZYMES. The social sets have two
-                             variants (§1.3) and no default: ``constant`` or ``degree`` must be given. With
+  ``""`` (default)           Errica et al.'s choice for the dataset (their ``datasets/manager.py``): ``labels`` for
+                             DD, NCI1, PROTEINS, PROTEINS_full; ``labels_and_attributes`` for ENZYMES. The social
+                             sets have two variants and no default: ``constant`` or ``degree`` must be given. With
                              ``variant: dwivedi2020``: DGL's ``LegacyTUDataset`` rule the benchmark used —
                              ``attributes`` when the dataset has them (ENZYMES 18, PROTEINS_full 29), else
                              ``labels`` (DD 89), else ``constant``
@@ -48,17 +53,18 @@ Conversion (the semantics of PyG's ``read_tu_data``):
 
 * graph column ``y`` int16; no edge features. ``variant: dwivedi2020`` marks the dataset with the net
   convention ``edge_ones_node_width``: the benchmark's loader gives every edge ``ones(E, in_dim)``, which its
-  GatedGCN projects with ``Linear(in_dim, hidden)`` (benchmarking-gnns.md §2.4, TU).
+  GatedGCN projects with ``Linear(in_dim, hidden)`` (the released code's ``data/TUs.py`` and
+  ``nets/TUs_graph_classification/gated_gcn_net.py``).
 
 Released splits (split scheme ``published``, :func:`published_splits`): Errica et al.'s ``NAME_splits.json``
 (``source: errica2020``) and Dwivedi et al.'s ``NAME_{train,val,test}.index`` (``source: dwivedi2020``: DD,
 ENZYMES, PROTEINS_full, COLLAB, 10 folds of 80 / 10 / 10 %). ``variant`` and ``source`` take the paper keys of
 :mod:`gnnbench.models.registry`.
 
-Decision: the released code's cleaning (keep graphs with > 1 node and ≥ 1 edge) is not applied — it removes no graph
-of the nine datasets (§1.1) and the official split files index the full TU graph counts. ``name`` must be one of
-:data:`PUBLISHED` (graphs, classes, node label width, attribute width from the TU collection); the converted data
-must match that row, otherwise the file is not the published dataset (a one-line :class:`DataError`).
+Decision: the released code's cleaning (keep graphs with > 1 node and ≥ 1 edge) is not applied — it removes no graph of
+the nine datasets and the official split files index the full TU graph counts (docs/datasets.md#tu-dortmund-datasets).
+``name`` must be one of :data:`PUBLISHED` (graphs, classes, node label width, attribute width from the TU collection);
+the converted data must match that row, otherwise the file is not the published dataset (a one-line :class:`DataError`).
 
 Bad input — an unreadable zip, a missing member, a malformed line, counts that do not fit (indicator vs graph
 labels, node labels/attributes vs nodes, an edge naming a node outside 1..N or joining two graphs), ``labels`` for
@@ -105,9 +111,10 @@ PUBLISHED = {
     "COLLAB": (5000, 3, 0, 0),
 }
 SPEC_FEATURES = {"DD": "labels", "NCI1": "labels", "PROTEINS": "labels", "PROTEINS_full": "labels",
-                 "ENZYMES": "labels_and_attributes"}  # spec §1.2; the social sets: constant or degree (§1.3)
+                 "ENZYMES": "labels_and_attributes"}  # Errica et al.'s choice; the social sets: constant or degree
 FEATURES = ("labels", "labels_and_attributes", "attributes", "constant", "degree")
-# Errica et al.'s released splits (spec §2.6): one file per dataset and, for the social sets, per feature variant
+# Errica et al.'s released splits (diningphil/gnn-comparison ``data_splits/``): one file per dataset and, for the
+# social sets, per feature variant
 SPLITS_URL = "https://raw.githubusercontent.com/diningphil/gnn-comparison/master/data_splits/{group}/{name}_splits.json"
 SPLITS_SHA256 = {
     "CHEMICAL/DD": "3acb1dbb1c7d52d019be2996ba52b9e1e7e9410eb5a84aad2eff766392aba8a8",
@@ -125,7 +132,7 @@ SPLITS_SHA256 = {
     "COLLABORATIVE_DEGREE/REDDIT-BINARY": "1584c163a9b452ff105169fb08e485f95c0f3a51ee238cecbaf9a0572c8597e4",
     "COLLABORATIVE_DEGREE/REDDIT-MULTI-5K": "b59b740df2acd7e8518ee56a8c298810ae0bfca7a8da04077bc549b8ba7ba583",
 }
-# Dwivedi et al.'s released 10-fold splits (benchmarking-gnns.md §3.10): data/TUs/{name}_{part}.index
+# Dwivedi et al.'s released 10-fold splits (graphdeeplearning/benchmarking-gnns): data/TUs/{name}_{part}.index
 INDEX_URL = "https://raw.githubusercontent.com/graphdeeplearning/benchmarking-gnns/master/data/TUs/{name}_{part}.index"
 INDEX_SHA256 = {
     ("COLLAB", "train"): "040c5721105d964712aa5e833ca2193771e58b8239938596f6069f32e95ea6c7",
@@ -169,10 +176,12 @@ class TUGraphs:
 
 
 def raw_file(name: str) -> RawFile:
+    """The zip of TU dataset ``name``, fetched into ``raw_dir/tu/`` (SHA-256 recorded at first download)."""
     return RawFile(f"tu/{name}.zip", None, (URL.format(name=name),))
 
 
 def raw_files(params: dict) -> list[RawFile]:
+    """The raw files the dataset needs: its one zip."""
     return [raw_file(params["name"])]
 
 
@@ -181,7 +190,7 @@ def published_splits(params: dict, source: str) -> PublishedSplit | None:
 
     ``errica2020`` — Errica et al.'s split file: CHEMICAL files serve DD, NCI1, ENZYMES and PROTEINS (their
     PROTEINS is PROTEINS_full: same graphs and order); the social sets have one file per feature variant —
-    COLLABORATIVE_1 for ``constant``, COLLABORATIVE_DEGREE for ``degree`` (§1.3: the two variants were split
+    COLLABORATIVE_1 for ``constant``, COLLABORATIVE_DEGREE for ``degree`` (the two variants were split
     separately). ``dwivedi2020`` — Dwivedi et al.'s ``{name}_{train,val,test}.index`` (DD, ENZYMES,
     PROTEINS_full and COLLAB; 10 folds). SHA-256 pinned from the released files; the split's ``mirror`` (a folder
     URL holding the files by name) is tried first."""
@@ -356,7 +365,7 @@ def node_features(graphs: TUGraphs, features: str, path: Path, name: str) -> np.
     if features in ("labels", "labels_and_attributes"):
         if graphs.node_labels is None:
             raise DataError(f"{WHAT} {path} has no {name}_node_labels.txt, so features: {features} is impossible; "
-                            "use features: constant or degree (the social datasets, spec §1.3)")
+                            "use features: constant or degree (the social datasets)")
         parts.append(one_hot_labels(graphs.node_labels))
     if features in ("labels_and_attributes", "attributes"):
         if graphs.node_attributes is None:
@@ -399,6 +408,7 @@ def _build(params: dict, seed: int, raw_dir: Path) -> GraphColumns:
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The dataset's description: published graph and class counts, the width of the resolved ``features``."""
     dataset, features = params["name"], resolved_features(params)
     graphs, classes, _, _ = PUBLISHED[dataset]
     source = {"generator": "tu", "seed": seed, "params": {k: v for k, v in params.items() if k != "mirror"},
@@ -408,7 +418,7 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
                                 "graph labels re-indexed to 0..C-1 in ascending label order",
                                 f"node features: {features}"],
               "raw_files": {raw_file(dataset).relative_path: None}}
-    # the benchmark's TU loader gives every edge ones(in_dim) (benchmarking-gnns.md §3.10)
+    # the benchmark's TU loader gives every edge ones(in_dim) (the released code's data/TUs.py)
     conventions = ["edge_ones_node_width"] if params.get("variant") == DWIVEDI2020 else []
     return DatasetMeta(name=name, task="graph_classification", loss="cross_entropy", metric="accuracy",
                        num_outputs=classes, num_graphs=graphs,
@@ -423,13 +433,13 @@ def _check(params: dict, where: str) -> None:
                           f"{', '.join(PUBLISHED)}")
     if features and features not in FEATURES:
         raise ConfigError(f"{where}.features: {features!r} is unknown; choose one of {', '.join(FEATURES)} (or leave "
-                          "it empty for the spec's choice)")
+                          "it empty for Errica et al.'s choice for the dataset)")
     if params["variant"] not in VARIANTS:
         raise (renamed_error(f"{where}.variant", "variant", params["variant"], VARIANTS)
                or ConfigError(f"{where}.variant: {params['variant']!r} is unknown; use {DWIVEDI2020} (the benchmark's "
                               "TU loader: DGL's feature rule, edge input ones of the node width) or leave it empty"))
     if not features and name not in SPEC_FEATURES and not params["variant"]:
-        raise ConfigError(f"{where}.features: {name} has no node labels and two feature variants (spec §1.3); set "
+        raise ConfigError(f"{where}.features: {name} has no node labels and two feature variants (Errica et al.); set "
                           "features: constant or features: degree")
     _, _, label_width, attribute_width = PUBLISHED[name]
     resolved = resolved_features(params)

@@ -1,4 +1,5 @@
-"""WikiCS: one Wikipedia graph, node classification with 20 published train/val splits (benchmarking-gnns.md §3.11).
+"""WikiCS: one Wikipedia graph, node classification with 20 published train/val splits (Mernyei & Cangea 2020;
+docs/datasets.md#wikics).
 
 Raw file: ``data.json`` of pmernyei/wiki-cs-dataset (``https://github.com/pmernyei/wiki-cs-dataset/raw/master/
 dataset/data.json``, the file the benchmark's ``data/WikiCS.py`` and PyG's ``WikiCS`` read), fetched into
@@ -15,7 +16,7 @@ Conversion, as the benchmark's loader:
 * node column ``x`` (float32, 300 dims), ``y`` int16;
 * node column ``split`` (int8, (N, 20)): column k is split k — 0 train (``train_masks[k]``), 1 val
   (``val_masks[k]``), 2 test (``test_mask``), −1 none; the split scheme ``given`` makes one fold per column.
-  ``stopping_masks`` are unused by the benchmark (§3.11) and not stored.
+  ``stopping_masks`` are unused by the benchmark (its ``data/WikiCS.py``) and not stored.
 
 Bad input — unreadable JSON, missing keys, lengths that do not fit, a link to a node outside the graph, a node in
 two parts of one split — is a one-line :class:`DataError` naming the file and the fix; nothing is written.
@@ -102,6 +103,7 @@ def _build(params: dict, seed: int, raw_dir: Path) -> GraphColumns:
 
 
 def describe(name: str, params: dict, seed: int) -> DatasetMeta:
+    """The dataset's description: one graph, 300 features, 10 classes, 20 given splits."""
     source = {"generator": "wikics", "seed": seed, "params": {k: v for k, v in params.items() if k != "mirror"},
               "url": URL, "raw_files": {RAW.relative_path: None},
               "preprocessing": ["edges i->j from links[i], then all reversed, not deduplicated (multigraph)",
