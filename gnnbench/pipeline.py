@@ -86,6 +86,8 @@ def merge_tsp_shards(name: str, params: dict | None, seed: int, shard_files: lis
 
 def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
                  out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> None:
+    """Score TSP's k-nearest-neighbour heuristic (Dwivedi et al.'s baseline, k = 2) on a dataset's split like a
+    run: its scores to ``out`` (the runs' metrics format) and its run record to ``record_out``."""
     from gnnbench.baselines import write_knn_baseline
 
     record = write_knn_baseline(dataset_dir, splits_path, batch_size, out, k, record_out)

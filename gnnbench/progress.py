@@ -15,6 +15,9 @@ log = logging.getLogger("gnnbench.progress")
 
 
 class Progress:
+    """Progress of a loop of ``total`` steps called ``what``: a bar on a terminal, a log line at most every
+    ``interval`` seconds (and at the end) otherwise."""
+
     def __init__(self, total: int, what: str, interval: float = 10.0) -> None:
         self.total, self.what, self.interval = total, what, interval
         self.done = 0
@@ -22,6 +25,7 @@ class Progress:
         self._tty = sys.stderr.isatty()
 
     def update(self, count: int = 1) -> None:
+        """Count ``count`` more steps done and redraw the bar (or log, when due)."""
         self.done += count
         now = time.perf_counter()
         finished = self.done >= self.total

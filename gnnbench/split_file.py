@@ -36,7 +36,7 @@ LEVELS = ("graph", "node")
 _COUNTS: dict[tuple, int] = {}  # folds per file state (count_folds)
 
 
-def _error(path: Path, message: str, fix: str = "fix the file (format: README, \"Your own dataset\")") -> DataError:
+def _error(path: Path, message: str, fix: str = "fix the file (format: docs/datasets.md#your-own-split)") -> DataError:
     return DataError(f"split file {path}: {message}; {fix}")
 
 

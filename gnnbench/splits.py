@@ -35,8 +35,8 @@ Schemes
                           ``dwivedi2020`` — Dwivedi et al.'s ``{NAME}_{train,val,test}.index`` of the TU sets
                           (10 folds) and CSL (5 folds), see :func:`read_index_folds`). The dataset's generator
                           names the files and the number of folds (raw downloads, checksummed); the workflow
-                          fetches them before the split stage. Sources were once named by the protocol of their
-                          paper; such a value is refused with the paper key to use (:func:`check_source`).
+                          fetches them before the split stage. A source spelled as the protocol of its paper
+                          (the older spelling) is refused with the paper key to use (:func:`check_source`).
     ``file``              the user's own folds from a JSON file (``path``; in a suite relative to the suite file):
                           graph or node indices per fold, format and checks in :mod:`gnnbench.split_file`.
 
@@ -46,8 +46,8 @@ generator's list; seed 2018 in the paper's configs); training nodes are drawn cl
 of a class in ascending index, ``choice(..., replace=False)``), then validation nodes the same way among the rest.
 Decision: the original took ``s_k`` from Sacred, which derives a captured function's ``_seed`` from the config
 seed in a way we do not reproduce, so the exact published index sets are out of reach; ours are as random and
-every model sees the same ones. Unlabelled nodes (label -1, e.g. CiteSeer's phantom test rows in the Planetoid
-files) are never drawn.
+every model sees the same ones (docs/protocols/pitfalls.md#where-gnnbench-departs). Unlabelled nodes (label -1,
+e.g. CiteSeer's phantom test rows in the Planetoid files) are never drawn.
 
 Reading checks the file's own checksum (no silent hand edits), that it belongs to the dataset (name and checksum)
 and, on every read, each fold's structure: integer indices inside the dataset, none twice, train, val and test
@@ -85,6 +85,8 @@ FORMAT = 2
 
 @dataclass
 class Splits:
+    """The splits of one dataset as saved in a split file (module docstring): its folds and what produced them."""
+
     dataset: str
     dataset_checksum: str
     scheme: str
@@ -94,15 +96,18 @@ class Splits:
 
     @property
     def num_folds(self) -> int:
+        """The number of folds (random splits, cross-validation folds)."""
         return len(self.folds)
 
     def fold(self, i: int) -> dict[str, np.ndarray]:
+        """Fold ``i`` as train / val / test index arrays (int64); a ConfigError names the folds there are."""
         if not 0 <= i < len(self.folds):
             raise ConfigError(f"fold {i} does not exist: the {self.scheme} split of {self.dataset} has "
                               f"{len(self.folds)} fold(s), numbered from 0")
         return {part: np.asarray(self.folds[i][part], dtype=np.int64) for part in PARTS}
 
     def to_json(self) -> dict:
+        """The split file's JSON content (format 2, with the checksum of the folds)."""
         return {"format": FORMAT, "dataset": self.dataset, "dataset_checksum": self.dataset_checksum,
                 "scheme": self.scheme, "level": self.level, "params": self.params, "folds": self.folds,
                 "checksum": sha256_json(self.folds)}
@@ -127,7 +132,7 @@ def resolve_split(split: dict, where: str) -> dict:
         check_source(resolved["source"], f"{where}.source")
     if scheme == "file" and not (isinstance(resolved["path"], str) and resolved["path"]):
         raise ConfigError(f"{where}.path: split scheme file needs the JSON file of folds, e.g. path: my_splits.json "
-                          "(README, \"Your own dataset\")")
+                          "(docs/datasets.md#your-own-split)")
     return resolved
 
 
@@ -329,8 +334,9 @@ def _check_partition(folds: list[dict], num_graphs: int, bad) -> None:
 
 def read_index_folds(train: str | os.PathLike, val: str | os.PathLike, test: str | os.PathLike, *,
                      num_graphs: int) -> list[dict[str, list[int]]]:
-    """The folds of Dwivedi et al.'s split files ``{NAME}_{train,val,test}.index`` (benchmarking-gnns.md
-    §3.4, §3.10): CSV text, one line per fold (CRLF or LF), each a comma-separated list of graph indices; line i
+    """The folds of Dwivedi et al.'s split files ``{NAME}_{train,val,test}.index`` (the released code,
+    graphdeeplearning/benchmarking-gnns ``data/CSL/`` and ``data/TUs/``): CSV text, one line per fold (CRLF or LF),
+    each a comma-separated list of graph indices; line i
     of the three files is fold i, index order kept. Checked like :func:`read_fair_comparison_folds`: the three
     files have the same number of lines; every fold's parts are disjoint and cover the dataset; the test lines
     partition it."""
@@ -359,7 +365,7 @@ def read_index_folds(train: str | os.PathLike, val: str | os.PathLike, test: str
 
 def read_fair_comparison_folds(path: str | os.PathLike, num_graphs: int) -> list[dict[str, list[int]]]:
     """The folds of an Errica et al. split file (``data_splits/{CHEMICAL,COLLABORATIVE_1,COLLABORATIVE_DEGREE}/
-    NAME_splits.json``, spec p3-fair-comparison.md §2.6) as gnnbench folds.
+    NAME_splits.json`` of the released code, diningphil/gnn-comparison) as gnnbench folds.
 
     The file is a JSON list of outer folds ``{"test": [...], "model_selection": [{"train": [...], "validation":
     [...]}]}`` (one hold-out per fold); fold i becomes ``{"train": train, "val": validation, "test": test}`` with
@@ -391,6 +397,7 @@ def read_fair_comparison_folds(path: str | os.PathLike, num_graphs: int) -> list
 
 
 def write_splits(path: str | os.PathLike, splits: Splits) -> None:
+    """Write ``splits`` as a split file (atomically)."""
     write_json(path, splits.to_json())
 
 

@@ -46,7 +46,8 @@ def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_direc
     assert result.returncode == 0 and result.stdout.strip() == "92231", result.stderr
     listed = gnnbench("presets").stdout
     assert "pitfalls_GAT\tpitfalls\tGAT\tCORA" in listed and len(listed.splitlines()) == 219
-    assert "fair_GIN\tfair-comparison\tGIN\tany\t\t128 configurations" in listed  # spec §4: GIN's HEAD grid
+    # GIN's grid: diningphil/gnn-comparison config_GIN.yml
+    assert "fair_GIN\tfair-comparison\tGIN\tany\t\t128 configurations" in listed
     paper = subprocess.run([sys.executable, "-c", "from gnnbench.reporting.published import fair_comparison; "
                             "print(fair_comparison()['ENZYMES']['GIN'])"], cwd=elsewhere, env=env, capture_output=True,
                            text=True)

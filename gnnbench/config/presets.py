@@ -28,6 +28,7 @@ PACKAGE_PRESETS = Path(__file__).resolve().parent / "presets"
 
 
 def presets_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """The folder presets are read from: ``explicit``, else ``$GNNBENCH_PRESETS``, else the package's own."""
     if explicit is not None:
         return Path(explicit)
     if os.environ.get("GNNBENCH_PRESETS"):
@@ -51,10 +52,14 @@ def _load(directory: Path) -> dict[str, dict]:
 
 
 def all_presets(directory: str | os.PathLike | None = None) -> dict[str, dict]:
+    """Every preset of the folder (:func:`presets_dir`), name -> entry, read once per folder; a name defined
+    twice is a ConfigError."""
     return _load(presets_dir(directory).resolve())
 
 
 def get_preset(name: str, directory: str | os.PathLike | None = None, where: str = "preset") -> dict:
+    """The preset called ``name``; an unknown name is a one-line ConfigError at ``where`` suggesting close
+    names."""
     presets = all_presets(directory)
     if name not in presets:
         close = difflib.get_close_matches(name, presets, n=3, cutoff=0.6)
@@ -64,6 +69,7 @@ def get_preset(name: str, directory: str | os.PathLike | None = None, where: str
 
 
 def preset_protocol(entry: dict) -> str:
+    """The protocol a preset belongs to (its ``protocol:``, by default benchmarking-gnns)."""
     return entry.get("protocol", DEFAULT_PROTOCOL)
 
 

@@ -67,6 +67,9 @@ TRAIN_SHORTHANDS = {"threads_per_run": "cpus", "mem_mb_per_run": "mem_mb", "runt
 
 @dataclass
 class DatasetSpec:
+    """One dataset of a suite, resolved: its generator, seed and parameters (defaults filled in), its split and its
+    description (:class:`~gnnbench.data.meta.DatasetMeta`, made from the parameters without generating anything)."""
+
     name: str
     generator: str
     seed: int
@@ -92,6 +95,9 @@ class DatasetSpec:
 
 @dataclass
 class Suite:
+    """A loaded suite (:func:`load_suite`): its settings, datasets and benchmarks, and the lists of files the
+    workflow's rules produce from them."""
+
     device: str
     threads_per_run: int
     mem_mb_per_run: int
@@ -118,12 +124,18 @@ class Suite:
 
     # single runs (benchmarking-gnns: model × seed × fold; the benchmark's own methods)
     def run_config(self, dataset: str, model: str, seed: int) -> dict:
+        """The resolved config of the model labelled ``model`` on ``dataset`` with ``seed``: what one training job
+        receives."""
         return self.benchmarks[dataset].run_config(model, seed)
 
     def pe_dim(self, dataset: str, model: str) -> int | None:
+        """The number of Laplacian eigenvectors the model uses on ``dataset`` (``pos_enc_dim``); None without
+        positional encodings."""
         return self.benchmarks[dataset].pe_dim(model)
 
     def runs(self, dataset: str | None = None) -> list[dict]:
+        """The single runs (dataset, model, seed, fold) planned one per job, of one benchmark or of all; protocols
+        whose jobs group runs plan none here."""
         return [run for name, b in self.benchmarks.items() if dataset in (None, name) for run in b.runs()]
 
     def record_files(self) -> list[str]:
@@ -131,10 +143,13 @@ class Suite:
         return [f for b in self.benchmarks.values() for f in b.record_files()]
 
     def metrics_files(self, dataset: str) -> list[str]:
+        """The training outputs a benchmark's tables are made from (benchmarking-gnns: every run's
+        ``metrics.json``)."""
         return self.benchmarks[dataset].run_files()
 
     @property
     def sharded_datasets(self) -> list[str]:
+        """Datasets whose labelling runs as one job per shard (TSP)."""
         return [name for name, d in self.datasets.items() if d.generator in SHARDED_GENERATORS]
 
     def label_shard_files(self, dataset: str) -> list[str]:
@@ -182,6 +197,7 @@ class Suite:
 
     @property
     def all_raw_files(self) -> list[str]:
+        """Every download of the suite (datasets' raw files and released split files), under ``resources/raw``."""
         return sorted({f"{RAW_DIR}/{raw.relative_path}" for spec in self.datasets.values()
                        for raw, _ in self._downloads(spec)})
 
@@ -435,6 +451,8 @@ def _absolute_paths(config: dict, base_dir: Path) -> dict:
 
 
 def load_suite_file(path: str | os.PathLike) -> Suite:
+    """Read a suite file (a key given twice is refused) and load it (:func:`load_suite`); relative paths in it are
+    read from the file's folder."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist; pass an existing --configfile")
@@ -538,15 +556,15 @@ def _check_schema(config: object, schema_path: Path) -> None:
         raise ConfigError(f"{where}: {message}; fix it (schema: workflow/schemas/config.schema.yaml)")
 
 
-def published_split(spec: DatasetSpec):
+def published_split(dataset: DatasetSpec):
     """The released split (:class:`~gnnbench.data.generators.PublishedSplit`) a dataset imports (split scheme
     ``published``), or None."""
-    if spec.split["scheme"] != "published":
+    if dataset.split["scheme"] != "published":
         return None
-    generator = get_generator(spec.generator)
+    generator = get_generator(dataset.generator)
     if generator.published_splits is None:
         return None
-    return generator.published_splits(spec.params, spec.split["source"])
+    return generator.published_splits(dataset.params, dataset.split["source"])
 
 
 def _dataset(name: str, entry: dict, protocol, base_dir: str | os.PathLike | None = None) -> DatasetSpec:

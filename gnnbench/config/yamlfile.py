@@ -30,6 +30,7 @@ class UniqueKeyLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that raises on a key written twice in one mapping."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        """The mapping of ``node``, after checking that no key (merge keys aside) appears twice in it."""
         seen: dict[object, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):

@@ -1,1 +1,2 @@
-"""Reporting: per-dataset result tables from the runs' metrics files."""
+"""Reporting: tables, figures, paired significance tests and the comparison with the papers' numbers, made from the
+runs' records and outputs (``docs/results.md``)."""

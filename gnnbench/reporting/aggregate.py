@@ -166,6 +166,8 @@ def to_markdown(table: pd.DataFrame) -> str:
 
 def write_tables(table: pd.DataFrame, csv: str | os.PathLike, markdown: str | os.PathLike,
                  parquet: str | os.PathLike) -> None:
+    """Write the table as CSV and Parquet (numbers) and Markdown (:func:`to_markdown`, under a heading naming the
+    dataset), each atomically."""
     dataset = table["dataset"].iloc[0]
     with atomic_path(csv) as tmp:
         table.to_csv(tmp, index=False)

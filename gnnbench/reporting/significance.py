@@ -90,7 +90,8 @@ def wilcoxon_p(differences: np.ndarray) -> float:
 
 
 # With ties or zeros among at most 13 differences scipy's wilcoxon runs an exact test over all 2^n sign flips
-# (permutation_test), computing the statistic one flip at a time (≈ 1 s for n = 12); sign_flip_p is that test at once.
+# (permutation_test), computing the statistic one flip at a time, which is slow; sign_flip_p is the same test with
+# all 2^n patterns at once (one matrix product).
 SIGN_FLIPS_UP_TO = 13
 
 
