@@ -42,7 +42,7 @@ def test_the_benchmarks_tu_variant_is_matched_to_its_tu_table():
 
 
 def test_published_numbers_are_the_papers():
-    # P2 spec §5.2 Table 1 and §5.4 Table 2b, copied by hand
+    # Shchur et al., Table 1 and Table 2b, copied by hand
     table1 = pub.load(SHCHUR2018)["table1"]["rows"]
     assert table1["GCN"]["CORA"] == [81.5, 1.3] and table1["GAT"]["Amazon-Photo"] == [85.7, 20.3]
     assert table1["GS-mean"]["Coauthor-CS"] == [91.3, 2.8] and table1["LogReg"]["PubMed"] == [64.1, 3.1]
@@ -50,11 +50,11 @@ def test_published_numbers_are_the_papers():
     assert "Coauthor-CS" not in table1["LabelProp"] and table1["LabelProp NL"]["CORA-Full"] == [51.0, 1.0]  # lost
     assert pub.load(SHCHUR2018)["planetoid_split"]["rows"]["GAT"]["CORA"] == [82.8, 0.5]
     assert pub.load(SHCHUR2018)["another_random_split"]["rows"]["MoNet"]["PubMed"] == [70.7, 0.5]
-    # P3 spec §5: Table 3 GIN on ENZYMES and NCI1, Table 4 ECC out of resources on REDDIT-B
+    # Errica et al., Table 3: GIN on ENZYMES and NCI1; Table 4: ECC out of resources on REDDIT-B
     assert pub.fair_comparison()["ENZYMES"]["GIN"] == [59.6, 4.5]
     assert pub.fair_comparison()["NCI1"]["GIN"] == [80.0, 1.4]
     assert pub.fair_comparison()["REDDIT-BINARY/degree"]["ECC"] == "OOR"
-    # P1 spec §1.1's fidelity counts: ZINC GatedGCN 105,735 and GatedGCN-E 105,875 are Table 3 rows
+    # Dwivedi et al., Table 3 (ZINC): GatedGCN with 105,735 and GatedGCN-E with 105,875 parameters
     zinc = {(r["model"], r["params"]): r["test"] for r in pub.load(DWIVEDI2020)["tables"]["ZINC"]["rows"]
             if "test" in r}
     assert zinc[("GatedGCN", 105735)] == [0.435, 0.011] and zinc[("GatedGCN-E", 105875)] == [0.375, 0.003]
@@ -200,7 +200,7 @@ def test_aggregate_tables_put_the_paper_beside_ours(tmp_path):
                 "total_seconds": 3.6, "total_hours": 0.001, "stop_reason": "epochs",
                 "config": {**config, "seed": seed}}))
             files.append(path)
-    csv, md, parquet = tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.parquet"
+    csv, md, parquet = (tmp_path.joinpath("t").with_suffix(ext) for ext in (".csv", ".md", ".parquet"))
     aggregate_tables(files, csv, md, parquet, dataset_dir=dataset, presets=presets)
     table = pd.read_parquet(parquet).set_index("model")
     assert list(table.columns[-8:]) == list(pub.COLUMNS)
@@ -219,6 +219,24 @@ def test_aggregate_tables_put_the_paper_beside_ours(tmp_path):
     assert "| Paper | vs paper |" in text and "85.498 ± 0.045" in text and "z = -5.4: ours 5.4σ lower (worse) †" in text
     assert "† not like-for-like — GCN: reduced: 100 of 14,000 graphs" in text
     assert pd.read_csv(csv)["verdict"].tolist() == table["verdict"].tolist()
+
+
+def test_a_consistent_verdict_keeps_the_table_row_whole():
+    """The verdict "consistent (|z| ≤ 2)" holds pipes: in a Markdown pipe table they are escaped, so the row keeps
+    its cells — counted here by GFM's rule (a pipe not after a backslash separates) — and the report's HTML page of
+    the table shows the verdict as written, in one cell."""
+    import re
+
+    from gnnbench.reporting.report import markdown_to_html
+
+    row = pd.Series({"paper_mean": 10.0, "paper_std": 0.0, "diff_vs_paper": 0.0, "z_vs_paper": 0.0,
+                     "verdict": "consistent (|z| ≤ 2)", "setting": "reduced: epochs 30 (paper 1000)"})
+    paper, versus = pub.markdown_cells(row, 3)
+    line = f"| GCN | {paper} | {versus} | 10.000 |"
+    assert len(re.split(r"(?<!\\)\|", line)) - 2 == 4
+    page = markdown_to_html(f"| Model | Paper | vs paper | Test |\n|---|---|---|---|\n{line}\n", "CSL")
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", page)
+    assert len(cells) == 4 and cells[2] == "+0.000, z = +0.0: consistent (|z| ≤ 2) †"
 
 
 def test_a_paper_number_sits_beside_that_papers_network_only():

@@ -144,7 +144,8 @@ def markdown_cells(row, decimals: int) -> tuple[str, str]:
         return paper, "–"
     versus = f"{row['diff_vs_paper']:+.{decimals}f}"
     if not pd.isna(row["z_vs_paper"]):
-        versus += f", z = {row['z_vs_paper']:+.1f}: {row['verdict']}"
+        verdict = row["verdict"].replace("|", "\\|")  # "|z| ≤ 2" inside a pipe-table cell: Markdown's escape
+        versus += f", z = {row['z_vs_paper']:+.1f}: {verdict}"
     if row["setting"] != PUBLISHED:
         versus += " †"
     return paper, versus
@@ -162,6 +163,7 @@ def markdown_note(table: pd.DataFrame, label_column: str = "model") -> str:
 
 
 def setting_text(differences: list[str]) -> str:
+    """The ``setting`` cell: "published" without differences, else "reduced: " and the differences."""
     return PUBLISHED if not differences else "reduced: " + ", ".join(differences)
 
 
@@ -210,6 +212,7 @@ def data_differences(meta, allowed: dict | None = None) -> list[str]:
 
 
 def runs_difference(n_ours: int, n_paper: int | None, what: str = "runs") -> list[str]:
+    """["N of M runs"] when we have fewer runs than the paper (``what`` names them), else []."""
     return [f"{n_ours:,} of {n_paper:,} {what}"] if n_paper and n_ours < n_paper else []
 
 
@@ -361,6 +364,9 @@ def match_benchmarking_gnns(meta, architecture: str, config: dict, num_params: i
 
 def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int, paper: Paper,
                               num_params: int | None = None) -> str:
+    """The setting cell of a benchmarking-gnns row: the data's generator parameters against the paper's (every
+    training size of the CYCLES table counts as the paper's), the run config against the preset's, a parameter
+    count other than the printed one, and fewer runs than the paper's."""
     key = benchmarking_gnns_key(meta)
     allowed = {}
     if key == "CYCLES":  # every training size of Table 11 is the paper's
@@ -384,8 +390,13 @@ P2_NAMES = {"cora": "CORA", "citeseer": "CiteSeer", "pubmed": "PubMed", "cora_fu
             "coauthor_cs": "Coauthor-CS", "coauthor_physics": "Coauthor-Physics",
             "amazon_computers": "Amazon-Computers", "amazon_photo": "Amazon-Photo"}
 P2_TABLE2B = {"given": "planetoid_split", "random_sizes": "another_random_split"}
-P2_SPLIT = {"train_per_class": 20, "val_per_class": 30}  # spec §2.1
-P2_DROP_CLASSES = {"cora_full": 50}  # spec §1.3 step 5: the suites' drop_classes_up_to per dataset
+# 20 training and 30 validation nodes per class (Shchur et al.; the released code (shchur/gnn-benchmark)
+# config/train.conf.yaml: train_examples_per_class, val_examples_per_class)
+P2_SPLIT = {"train_per_class": 20, "val_per_class": 30}
+# the suites' drop_classes_up_to per dataset: CORA-Full drops its classes of at most 50 nodes (the released code
+# (shchur/gnn-benchmark) gnnbench/data/make_dataset.py, get_dataset; the paper ignores "3 classes with less than
+# 50 nodes")
+P2_DROP_CLASSES = {"cora_full": 50}
 
 
 def pitfalls_key(meta, split_scheme: str) -> tuple[str, str] | None:
@@ -414,6 +425,8 @@ def pitfalls_family(config: dict) -> str:
 
 
 def match_pitfalls(meta, split_scheme: str, config: dict) -> Paper | None:
+    """The published P2 number (Table 1 or 2b) of a model on a dataset and split scheme (module docstring), or
+    None (not the paper's dataset or network, or a cell printed as N/A)."""
     key = pitfalls_key(meta, split_scheme)
     if key is None or not same_network(config, SHCHUR2018):
         return None
@@ -475,7 +488,8 @@ def fair_comparison_key(meta) -> str | None:
     name = "PROTEINS" if name == "PROTEINS_full" else name
     features = source.get("features")
     key = f"{name}/{features}" if features in P3_SOCIAL_VARIANTS else name
-    # the chemical sets were run with their spec features only (one-hot labels; ENZYMES with attributes)
+    # Errica et al. ran the chemical sets with one-hot node labels only (ENZYMES: labels and its 18 attributes;
+    # diningphil/gnn-comparison PrepareDatasets.py): other feature variants are not the paper's experiment
     chemical_ok = features == ("labels_and_attributes" if name == "ENZYMES" else "labels")
     return key if key in fair_comparison() and ("/" in key or chemical_ok) else None
 
@@ -489,6 +503,8 @@ def fair_comparison_value(meta, architecture: str):
 
 
 def match_fair_comparison(meta, architecture: str, config: dict | None = None) -> Paper | None:
+    """The published P3 number (Table 3 or 4, over 10 outer folds) of a model family on a dataset, or None (not
+    the paper's dataset or network, or out of resources)."""
     value = fair_comparison_value(meta, architecture)
     if not isinstance(value, list) or not same_network(config, ERRICA2020):
         return None

@@ -131,6 +131,11 @@ def _cell(text: str) -> str:
     return f"<td class=\"num\">{_inline(text)}</td>" if numeric else f"<td>{_inline(text)}</td>"
 
 
+def _cells(row: str) -> list[str]:
+    """The cells of a pipe-table row; ``\\|`` is a pipe inside a cell (Markdown's escape), not a separator."""
+    return re.split(r"(?<!\\)\|", row)[1:-1]  # a row starts and ends with a separator
+
+
 def markdown_to_html(markdown: str, title: str) -> str:
     """The Markdown of a gnnbench table file as an HTML page: ``#``-headings, pipe tables (header row, separator
     row, body rows; number cells right-aligned), ``**bold**`` and paragraphs. Nothing else is interpreted."""
@@ -146,7 +151,7 @@ def markdown_to_html(markdown: str, title: str) -> str:
         elif line.startswith("|"):
             block = []
             while i < len(lines) and lines[i].strip().startswith("|"):
-                block.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                block.append([c.strip().replace("\\|", "|") for c in _cells(lines[i].strip())])
                 i += 1
             header, rows = block[0], [r for r in block[1:] if not all(set(c) <= set("-: ") for c in r)]
             body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
