@@ -72,6 +72,12 @@ def test_the_paper_suite_plans_every_script_run_once(paper):
         assert paper.datasets[name].num_folds == folds
 
 
+def test_the_paper_suite_generates_pnas_graph_theory_graphs(paper):
+    """GraphTheoryProp is PNA's generated dataset: with PNA's seed, 1234, the generator reproduces the released
+    graphs (tests/test_graph_theory_prop.py checks their digest); any other seed is another sample."""
+    assert paper.datasets["GraphTheoryProp"].seed == 1234
+
+
 @pytest.mark.parametrize(("name", "marker"), [("benchmarking-gnns-pe", "_PE_"), ("benchmarking-gnns-500k", "_500k")])
 def test_table_suites_are_parts_of_the_paper_suite(paper, name, marker):
     part = load_suite(yaml.safe_load((ROOT / "config" / "suites" / f"{name}.yaml").read_text()))
