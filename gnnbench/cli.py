@@ -82,7 +82,7 @@ def _generators_epilog() -> str:
     names = generator_names()
     width = max(map(len, names))
     lines = [f"  {name:<{width}}  {' '.join(get_generator(name).description.split())}" for name in names]
-    return "generators (parameters and defaults: README, \"Changing the suite\"):\n" + "\n".join(lines)
+    return "generators (parameters and defaults: docs/datasets.md):\n" + "\n".join(lines)
 
 
 def _run_epilog() -> str:
@@ -95,7 +95,7 @@ def _run_epilog() -> str:
             "examples:\n  gnnbench run suite.yaml --cores 2\n"
             "  gnnbench run suite.yaml --cores 2 -n                      (what would run)\n"
             "  gnnbench run suite.yaml --report report.html              (after the run: its HTML report)\n"
-            "  gnnbench run suite.yaml --cores 2 results/tables/CSL.md   (one table and what it needs)")
+            "  gnnbench run suite.yaml --cores 2 results/tables/CSL.csv  (one table and what it needs)")
 
 
 def _train_parsers(train: argparse.ArgumentParser) -> None:
@@ -152,8 +152,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                    "ENZYMES_val.index ENZYMES_test.index, in this order)")
     p.add_argument("--source", choices=PUBLISHED_SOURCES, help="scheme published: whose release, by paper "
                    f"key (default {SCHEME_DEFAULTS['published']['source']})")
-    p.add_argument("--path", metavar="FILE", help="scheme file: your JSON list of folds (README, \"Your own "
-                   "dataset\")")
+    p.add_argument("--path", metavar="FILE", help="scheme file: your JSON list of folds (docs/datasets.md, "
+                   "\"Your own dataset\")")
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("train", help="train one job of a protocol: gnnbench train PROTOCOL ... (gnnbench train "
@@ -179,7 +179,9 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--layers", type=int, help="number of layers L (default: the base config's)")
     p.add_argument("--budget", type=int, required=True, help="target number of trainable parameters")
     p.add_argument("--preset", help="base config (default: the model's published config for the dataset)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override of the base config")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override of the base config; for a model of your own (--model my_gnn.py:MyGNN) its "
+                        "constructor arguments, and width=ARG to name the argument fitted (default hidden_channels)")
 
     sub.add_parser("presets", help="list the published configs")
 

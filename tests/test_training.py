@@ -240,9 +240,10 @@ def test_cli_reports_a_corrupt_dataset_in_one_line(datasets, tmp_path):
 
 
 def test_original_dense_schedule_steps_on_multiples_of_the_batch_size_with_summed_gradients():
-    """Spec §1.4: zero_grad once per epoch, backward every graph, step (then zero) when the 0-based graph counter
-    is a multiple of B: the first update uses graph 0 alone, the next ones the sum of graphs 1..B, B+1..2B, ...;
-    the leftover graphs' gradients are never applied."""
+    """The released dense-model loop (benchmarking-gnns ``train_epoch_dense`` in ``train/train_*.py``): zero_grad
+    once per epoch, backward every graph, step (then zero) when the 0-based graph counter is a multiple of B: the
+    first update uses graph 0 alone, the next ones the sum of graphs 1..B, B+1..2B, ...; the leftover graphs'
+    gradients are never applied."""
     from conftest import labelled, meta_for, random_graphs
 
     from gnnbench.data.batching import GraphLoader, model_dtypes

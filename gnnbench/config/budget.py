@@ -34,6 +34,9 @@ MAX_WIDTH = 1 << 14
 
 @dataclass(frozen=True)
 class Fit:
+    """The result of a fit: the width found (``hidden_dim``; a plugin's width argument), the tuned ``out_dim``
+    (None where not tuned), the parameter count, the fitted config and the budget."""
+
     hidden_dim: int
     out_dim: int | None
     total_params: int
@@ -42,6 +45,7 @@ class Fit:
 
     @property
     def relative_error(self) -> float:
+        """|count − budget| / budget."""
         return abs(self.total_params - self.budget) / self.budget
 
 
@@ -174,6 +178,19 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
 
 def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: DatasetMeta,
                preset: str | None = None, overrides: dict | None = None) -> Fit:
+    """``gnnbench fit-budget``: :func:`fit_budget` of ``preset`` (default: :func:`base_preset` of the dataset and
+    model) with ``overrides``; a preset of another model is a ConfigError. A model of your own (a file, module or
+    class path) without a preset is fitted by :func:`fit_width` on ``overrides`` (``width`` names its width
+    argument), as a suite's ``budget`` fits it."""
+    from gnnbench.models.plugins import is_plugin_spec
+
+    if is_plugin_spec(model) and preset is None:  # a model of your own: its width argument, at most the budget
+        overrides = dict(overrides or {})
+        if layers is not None:
+            raise ConfigError("fit-budget: --layers sets the zoo's L; give a model of your own its layer count as a "
+                              "constructor argument (--set num_layers=4)")
+        width = overrides.pop("width", None)
+        return fit_width({**overrides, "model": model}, meta, budget, width)
     name = preset or base_preset(dataset, model)
     config = run_config(name, overrides or {}, where="fit-budget")
     if config["model"] != model:
