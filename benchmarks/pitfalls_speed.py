@@ -4,8 +4,8 @@
         --split-ids 0 1 --inits 20 --single 3 [--models pitfalls_GCN pitfalls_GAT ...] [--threads 1] \\
         [--suite-runs 2000] [--cores 2]
 
-Builds the standardised dataset (spec §1.3) from a folder holding the original Planetoid files
-(``{name}/raw/ind.{name}.*``) and its 100 random splits, then for every model preset:
+Builds the standardised dataset (docs/protocols/pitfalls.md#datasets-and-preprocessing) from a folder holding the
+original Planetoid files (``{name}/raw/ind.{name}.*``) and its 100 random splits, then for every model preset:
 
 (a) **stacked**: one in-process job (:func:`gnnbench.protocols.pitfalls.run_chunk`, exactly what a workflow job
     runs) trains ``--inits`` initialisations of every split in ``--split-ids`` at once; its runs per minute include
@@ -22,7 +22,7 @@ assumes the cores do not slow each other down).
 
 The initial weights are identical; the dropout draws are not (the stack shares one random stream), so the
 accuracies agree in distribution, not bit for bit (``tests/test_pitfalls.py`` checks bitwise equality without
-dropout). Timings on a shared 2-core machine vary by ±20 %.
+dropout). Timings on a shared machine vary from run to run (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ ALL_MODELS = ["pitfalls_GCN", "pitfalls_GAT", "pitfalls_MoNet", "pitfalls_GS-mea
 
 
 def prepare(planetoid: Path, name: str, work: Path) -> tuple[Path, Path]:
+    """(dataset folder, split file) of the standardised Planetoid graph ``name`` and its 100 random splits, built in
+    ``work`` from the raw files under ``planetoid``."""
     from gnnbench.pipeline import generate_dataset, make_split_file
 
     raw = work / "raw" / "planetoid" / name
@@ -57,6 +59,7 @@ def prepare(planetoid: Path, name: str, work: Path) -> tuple[Path, Path]:
 
 
 def main() -> None:
+    """Time every model both ways and print the table and the suite estimate (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--planetoid", type=Path, required=True, help="folder with {name}/raw/ind.{name}.* files")
     parser.add_argument("--name", default="cora")

@@ -7,7 +7,7 @@ One step = forward with dropout at the training nodes (20 per class), mean cross
 its L2 term, summed over the initialisations, backward; then one evaluation forward (dropout off) at the
 validation nodes (30 per class) under ``torch.no_grad`` with its loss — what one epoch of the protocol costs
 besides the optimizer. The Adam update (``torch.optim.Adam``, foreach) is timed separately. Median over ``--steps``
-steps after 5 warm-up steps; configs are the paper's Table 4 (spec p2-pitfalls.md §4.3). The process keeps freed
+steps after 5 warm-up steps; configs are the paper's Table 4 (Shchur et al.). The process keeps freed
 memory (:func:`gnnbench.allocator.keep_freed_memory`, as a training job should) unless ``--default-malloc``.
 
 Data: CORA's largest connected component (2,485 nodes, 10,138 directed edges, 45,487 binary feature entries, 7
@@ -51,7 +51,8 @@ CONFIGS = {  # paper Table 4 / config/optimized/*.conf.yaml of the original
 
 
 def cora_lcc() -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
-    """CORA standardised as in spec §1.3: unweighted, symmetric, no self loops, largest component, binary features."""
+    """CORA standardised as the released code does: unweighted, symmetric, no self loops, largest component, binary
+    features (docs/protocols/pitfalls.md#datasets-and-preprocessing)."""
     from torch_geometric.datasets import Planetoid
 
     with tempfile.TemporaryDirectory() as root:
@@ -88,6 +89,7 @@ def synthetic(seed: int = 0) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
 
 
 def node_graph(adj: sp.csr_matrix, x: sp.csr_matrix, y: np.ndarray):
+    """The stacked models' :class:`~gnnbench.models.stacked.NodeGraph` of an adjacency, CSR features and labels."""
     from gnnbench.models.stacked import NodeGraph
 
     coo = adj.tocoo()
@@ -101,7 +103,7 @@ def node_graph(adj: sp.csr_matrix, x: sp.csr_matrix, y: np.ndarray):
 
 
 def split(y: np.ndarray, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """20 training and 30 validation nodes per class (spec §2.1)."""
+    """20 training and 30 validation nodes per class (Shchur et al.'s split sizes)."""
     rs = np.random.RandomState(seed)
     train, val = [], []
     for c in range(int(y.max()) + 1):
@@ -113,6 +115,8 @@ def split(y: np.ndarray, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 def measure(name: str, graph, y: torch.Tensor, train: torch.Tensor, val: torch.Tensor, inits: int,
             steps: int) -> dict:
+    """Median milliseconds of one training step, one evaluation pass and one Adam update of model ``name`` with
+    ``inits`` stacked initialisations, over ``steps`` steps after 5 warm-up steps."""
     from gnnbench.models.stacked import build_stacked_model, count_stacked_parameters
 
     config = CONFIGS[name]
@@ -153,6 +157,7 @@ def measure(name: str, graph, y: torch.Tensor, train: torch.Tensor, val: torch.T
 
 
 def main() -> None:
+    """Parse the command line, build the graph and print one row per model (or a profile of one)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--inits", type=int, default=20)

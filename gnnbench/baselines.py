@@ -1,7 +1,8 @@
-"""Non-learnt baselines reported next to the models (spec protocols.md P1).
+"""Non-learnt baselines reported next to the models (the benchmarking-gnns protocol, Dwivedi et al.).
 
-TSP k-nearest-neighbour heuristic (paper: F1 0.693 for k = 2): predict an edge i → j to be a tour edge iff j
-is among the k nearest neighbours of i (by the edge feature, the Euclidean distance; ties by stored order).
+TSP k-nearest-neighbour heuristic (Dwivedi et al.'s TSP results: test F1 0.693 for k = 2): predict an edge i → j
+to be a tour edge iff j is among the k nearest neighbours of i (by the edge feature, the Euclidean distance; ties by
+stored order).
 It is scored exactly like a model — :class:`~gnnbench.training.metrics.F1` over the same evaluation loader
 (split order, the benchmark's batch size), so its number is comparable with the models' rows — and written as
 a run's ``metrics.json`` (0 parameters, 0 epochs, no loss) and as its run record (:mod:`gnnbench.records`), which

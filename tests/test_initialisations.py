@@ -44,8 +44,8 @@ def problem(seed=0, nodes=120, features=6, classes=3):
 
 
 def reference_run(x, labels, parts, seed, lr, l2, patience, max_epochs, l2_bias=False):
-    """One run, written from the spec (§4.1) with plain tensors: TF1 Adam, KDD early stopping, restore (``l2_bias``:
-    the L2 term covers the bias too)."""
+    """One run, written from the released code's procedure (shchur/gnn-benchmark ``gnnbench/train.py``) with plain
+    tensors: TF1 Adam, KDD early stopping, restore (``l2_bias``: the L2 term covers the bias too)."""
     w = (torch.randn(x.shape[1], 3, generator=torch.Generator().manual_seed(seed)) * 0.1).double()
     b = torch.zeros(1, 3, dtype=torch.float64)
     x = x.double()

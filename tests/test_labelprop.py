@@ -1,5 +1,6 @@
-"""Label propagation (spec p2-pitfalls.md §3.7): both variants against a dense numpy reference over several steps,
-clamping of the training rows, the state as logits, and configuration errors."""
+"""Label propagation (Shchur et al.; the released code's ``gnnbench/models/labelprop.py``): both variants against a
+dense numpy reference over several steps, clamping of the training rows, the state as logits, and configuration
+errors."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Pitfalls reporting (spec p2-pitfalls.md §5): statistics against hand counts and direct computation, the
-paper's tables rebuilt from constructed runs, and the box plot's files against the numbers drawn."""
+"""Pitfalls reporting (Shchur et al., Tables 1, 2a, 2b, Figure 1; docs/protocols/pitfalls.md#reporting-decisions):
+statistics against hand counts and direct computation, the paper's tables rebuilt from constructed runs, and the box
+plot's files against the numbers drawn."""
 
 from __future__ import annotations
 
@@ -209,12 +210,13 @@ def test_dataset_table_statistics():
 def test_write_table_round_trip(tmp_path):
     table = P.summary_table(hand_example())
     text = P.summary_markdown(table)
-    P.write_table(table, text, tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.parquet")
+    md = (tmp_path / "t").with_suffix(".md")  # (a path built, not written out: the docs check reads "*.md" as links)
+    P.write_table(table, text, tmp_path / "t.csv", md, tmp_path / "t.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "t.parquet"), table)
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "t.csv", keep_default_na=False, na_values=[""]), table,
                                   check_dtype=False)
-    assert (tmp_path / "t.md").read_text() == text
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.md", "t.parquet"]  # no temporaries left
+    assert md.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", md.name, "t.parquet"]  # no temporaries left
 
 
 # ------------------------------------------------------------------------------------------------ Table 2b

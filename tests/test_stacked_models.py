@@ -1,8 +1,8 @@
 """Stacked "Pitfalls" models (R initialisations at once): every model against a dense single-initialisation
-reference written here from the spec's equations (p2-pitfalls.md §3), GCN against PyG's GCNConv, gradients,
-initialisation per seed, L2 terms, parameter counts on CORA's dimensions (Table 4), dropout statistics, the
-max-pool padding bug against the original's padded gather (numpy), logits at node subsets, and dropping
-initialisations the way the trainer does."""
+reference written here from the released code's equations (shchur/gnn-benchmark ``gnnbench/models/``), GCN against
+PyG's GCNConv, gradients, initialisation per seed, L2 terms, parameter counts on CORA's dimensions (Shchur et al.,
+Table 4), dropout statistics, the max-pool padding bug against the original's padded gather (numpy), logits at node
+subsets, and dropping initialisations the way the trainer does."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def with_diagonal(a: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Dense single-initialisation references (spec §3), reading the model's parameters at index r
+# Dense single-initialisation references (the released code's layers), reading the model's parameters at index r
 
 
 def gcn_reference(model, graph: NodeGraph, r: int, self_loops: bool) -> torch.Tensor:
@@ -298,7 +298,7 @@ def test_initialisation_glorot_zero_biases_and_monet_kernels():
     assert torch.count_nonzero(gat.att_bias_target1) == 0 and torch.count_nonzero(gat.bias1) == 0
 
 
-L2_TENSORS = {  # spec §3: which weights each model regularises
+L2_TENSORS = {  # the released code's L2 terms: which weights each model regularises
     "GCN": ["weight1"],
     "GAT": ["weight1", "att_target1", "att_source1", "weight2", "att_target2", "att_source2"],
     "MoNet": ["weight1"],
@@ -476,7 +476,8 @@ def test_dropout_keeps_the_expectation_of_a_linear_model():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The max-pool padding bug of the released code (spec §3.4)
+# The max-pool padding bug of the released code (shchur/gnn-benchmark gnnbench/models/graphsage.py; see
+# docs/protocols/pitfalls.md#reproduced-as-released)
 
 
 def _original_padded_maxpool(model, graph: NodeGraph, r: int) -> np.ndarray:
@@ -601,7 +602,7 @@ class _Recorder:
 
 
 def gat_training_reference(model, graph: NodeGraph, r: int, draws: dict) -> torch.Tensor:
-    """The spec's GAT with dropout (§3.2) for initialisation r, dense, given the draws: ``input`` (R·H1, nnz) bool
+    """The released code's GAT with dropout for initialisation r, dense, given the draws: ``input`` (R·H1, nnz) bool
     over X's stored entries (CSR order), ``coef1``/``coef2`` (E, R·H) over the edges of A + I (CSR order), ``z1``/
     ``z2`` (R·H, N, F') and ``h`` (R·H2, N, H1·F') inverted-dropout masks."""
     a = with_diagonal(dense_adjacency(graph))

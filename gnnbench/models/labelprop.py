@@ -1,4 +1,5 @@
-"""Label propagation, the structure-only baseline of "Pitfalls of GNN Evaluation" (spec p2-pitfalls.md §3.7).
+"""Label propagation, the structure-only baseline of "Pitfalls of GNN Evaluation" (Shchur et al., Table 1: LabelProp
+and LabelProp NL; the released code's ``gnnbench/models/labelprop.py``).
 
 No weights: the state is a label matrix Y (N, C), Y⁰ = one-hot labels on the training nodes and zeros elsewhere
 (validation nodes are unlabelled). One "epoch" is one propagation step:
@@ -9,7 +10,8 @@ No weights: the state is a label matrix Y (N, C), Y⁰ = one-hot labels on the t
 A is the adjacency as stored (both directions of every edge). As in the released code, the vanilla variant uses
 A as given (a stored self loop counts; standardised data have none) and the smoothed one removes self loops
 first (``normalize_adj``). Decision: degree 0 is clamped to 1 in both (the original divides by zero in the vanilla
-variant, which only unstandardised data with isolated nodes can reach; their rows stay 0 either way). The rows of
+variant, which only unstandardised data with isolated nodes can reach; their rows stay 0 either way;
+docs/protocols/pitfalls.md#where-gnnbench-departs). The rows of
 Y are the logits: softmax cross-entropy of Y is the original's loss, argmax its prediction (an all-zero row →
 class 0). ``alpha`` is ``return_prob`` of the original's config (0.05 for LabelProp NL; unused by vanilla).
 """

@@ -1,13 +1,14 @@
 """R random initialisations of one node-classification network trained at once ("stacked" models), for the
-"Pitfalls of GNN Evaluation" protocol (spec p2-pitfalls.md §3): every parameter has a leading dimension R, and
-one forward pass computes the logits of all R initialisations with the same sparse products.
+"Pitfalls of GNN Evaluation" protocol (Shchur et al.; the networks of the released code, shchur/gnn-benchmark
+``gnnbench/models/``; docs/protocols/pitfalls.md): every parameter has a leading dimension R, and one forward pass
+computes the logits of all R initialisations with the same sparse products.
 
 Contract (the trainer relies on exactly this):
 
 * :class:`NodeGraph` — the one graph of a transductive dataset.
 * :class:`StackedModel` — ``forward(nodes, training)`` → logits (R, M, C) at ``nodes`` (M,) (None = all N nodes),
-  dropout only when ``training``; ``l2_penalty()`` → (R,) = Σ λ/2·‖w‖² over exactly the tensors spec §3 lists
-  per model; ``inits`` = R.
+  dropout only when ``training``; ``l2_penalty()`` → (R,) = Σ λ/2·‖w‖² over exactly the tensors the released code
+  regularises in that model; ``inits`` = R.
 * :func:`build_stacked_model` (config keys as in the original's configs), :func:`count_stacked_parameters`
   (trainable weights of one initialisation).
 
@@ -25,7 +26,8 @@ Rules every stacked model follows:
   U(±√(6/(fan_in + fan_out))) for a matrix (fan_in, fan_out)), biases zero, except MoNet's μ and σ.
 * Dropout draws from the global torch RNG (the trainer seeds it), independently for every initialisation (and
   for every GAT head). On sparse input features it drops stored nonzeros, which equals dense dropout on binary
-  features (spec §3); on dense features (generated datasets) it is ordinary dropout.
+  features (as the released code's ``dropout_supporting_sparse_tensors`` does); on dense features (generated
+  datasets) it is ordinary dropout.
 * Receptive fields: a 2-layer model's logits at nodes T need the first layer at S1 = N⁺(T) (the columns of
   T's rows of the propagation matrix) and the input at S2 = N⁺(S1). :class:`Hops` computes these sets and the
   renumbered blocks of the propagation matrix once per node set (cached), so a training step computes the
@@ -37,8 +39,8 @@ Rules every stacked model follows:
   L2 term has a one-pass backward, and the input dropout on sparse features uses a plan of the kept entries at
   low keep rates and a mask over all entries otherwise (:class:`DroppedInput`). A training process should keep
   freed memory (:func:`gnnbench.allocator.keep_freed_memory`): a step's temporaries then reuse the pages
-  of the step before (GAT on CORA: ~15–30 % less time per epoch; models whose temporaries stay below glibc's
-  adaptive mmap threshold gain nothing).
+  of the step before, which saves time on models with large temporaries such as GAT (models whose temporaries stay
+  below glibc's adaptive mmap threshold gain nothing; figures in docs/performance.md).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class NodeGraph:
 
     @property
     def num_features(self) -> int:
+        """F, the width of the node features."""
         return int(self.features.shape[1])
 
 
@@ -128,6 +131,7 @@ class Hops:
         return column_map
 
     def size(self, level: int) -> int:
+        """The number of nodes in ``sets[level]`` (N where that set is all nodes)."""
         nodes = self.sets[level]
         return self.num_nodes if nodes is None else nodes.numel()
 
@@ -143,6 +147,7 @@ class Hops:
         return found
 
     def global_ids(self, level: int) -> torch.Tensor:
+        """The node ids of ``sets[level]`` (0 .. N − 1 where that set is all nodes)."""
         nodes = self.sets[level]
         return torch.arange(self.num_nodes, device=self.device) if nodes is None else nodes
 
@@ -156,6 +161,8 @@ class HopsCache:
         self._cache: OrderedDict[Any, Hops] = OrderedDict()
 
     def get(self, nodes: torch.Tensor | None) -> Hops:
+        """The :class:`Hops` of ``nodes`` (None = all nodes), built on first use; IndexError for ids outside the
+        graph."""
         if nodes is not None:
             nodes = nodes.reshape(-1).to(torch.int64)
         key = None if nodes is None else (nodes.numel(), nodes.cpu().numpy().tobytes())
@@ -232,7 +239,7 @@ class DroppedInput:
     """Feature rows X (M × F) with one dropout draw per block; ``matmul(W)`` (B, F, D) → (B, M, D) = X_b·W_b, where
     X_b is block b's dropped-out copy. Several products may share the draw (GraphSAGE's pooled and self terms).
 
-    Sparse features, two equivalent ways to apply the draw (chosen for speed, measured on one CPU core): at keep
+    Sparse features, two equivalent ways to apply the draw (whichever is faster on a CPU core): at keep
     rates 1 − p ≤ ``KEPT_ONLY_BELOW`` a bag plan of the kept entries only (:meth:`CSRPattern.dropout_plan`; the
     backward needs one sort of them), otherwise the replicated plan of all entries with the mask as entry weights
     (:class:`~gnnbench.models.sparse.MaskedPlan`: a :func:`~gnnbench.models.sparse.bernoulli_mask` per entry; no
@@ -287,7 +294,7 @@ class DroppedInput:
 
 def stacked_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """x_b · W_b for every block: x (B, M, H), W (B, H, C) → (B, M, C). Narrow outputs are computed transposed,
-    (W_bᵀ x_bᵀ)ᵀ, which MKL runs ~4× faster for C ≪ H (e.g. 64 → 7 class logits)."""
+    (W_bᵀ x_bᵀ)ᵀ, which MKL runs much faster for C ≪ H (e.g. 64 → 7 class logits; docs/performance.md)."""
     if 4 * weight.shape[2] <= weight.shape[1]:
         return torch.bmm(weight.transpose(1, 2), x.transpose(1, 2)).transpose(1, 2)
     return torch.bmm(x, weight)
@@ -334,7 +341,8 @@ def stacked_parameter(inits: int, *shape: int) -> nn.Parameter:
 class StackedModel(nn.Module):
     """R independent initialisations of one network; every parameter has a leading dimension R (dim 0).
 
-    Subclasses set ``l2_parameters`` (names of the parameters the L2 term covers, spec §3), create their
+    Subclasses set ``l2_parameters`` (names of the parameters the L2 term covers, the released code's choice per
+    model; docs/protocols/pitfalls.md#models-table-4), create their
     parameters with :func:`stacked_parameter` and fill initialisation r in :meth:`init_weights` from the
     generator of ``seeds[r]``."""
 
@@ -354,6 +362,7 @@ class StackedModel(nn.Module):
         self.to(self.device)
 
     def init_weights(self, r: int, generator: torch.Generator) -> None:
+        """Fill initialisation r of every parameter from ``generator`` (each subclass implements it)."""
         raise NotImplementedError
 
     def forward(self, nodes: torch.Tensor | None, training: bool) -> torch.Tensor:
@@ -372,12 +381,13 @@ class StackedModel(nn.Module):
 
     @property
     def inits(self) -> int:
+        """R, the number of initialisations in the stack."""
         return next(self.parameters()).shape[0]
 
 
 class _SquaredNorms(torch.autograd.Function):
-    """‖w_r‖² for every r of w (R, …): one pass forward (``vector_norm``) and one backward (2·g_r·w_r); autograd's
-    square → sum takes ~6× longer on a (20, 1433, 64) weight."""
+    """‖w_r‖² for every r of w (R, …): one pass forward (``vector_norm``) and one backward (2·g_r·w_r), much faster
+    than autograd's square → sum on a large weight (docs/performance.md)."""
 
     @staticmethod
     def forward(ctx, weight: torch.Tensor) -> torch.Tensor:
@@ -416,38 +426,44 @@ class ModelConfig:
         self.config, self.model = config, config.get("model")
 
     def get(self, key: str, default: Any = ...) -> Any:
+        """The value of ``key``; ``default`` if it is missing or null, a ConfigError if there is no default."""
         if key not in self.config or self.config[key] is None:
             if default is ...:
-                raise ConfigError(f"model {self.model}: config key {key!r} is missing; add it (spec p2-pitfalls.md §3 "
-                                  f"and config/optimized/*.conf.yaml of the original give the values)")
+                raise ConfigError(f"model {self.model}: config key {key!r} is missing; add it (the presets in "
+                                  f"gnnbench/config/presets/pitfalls.yaml give the published values)")
             return default
         return self.config[key]
 
     def positive_int(self, key: str, default: Any = ...) -> int:
+        """``key`` as an integer ≥ 1."""
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"model {self.model}: {key} must be a positive integer, got {value!r}; fix the config")
         return value
 
     def probability(self, key: str, default: Any = ...) -> float:
+        """``key`` as a number in [0, 1) (a dropout rate)."""
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise ConfigError(f"model {self.model}: {key} must be a number in [0, 1), got {value!r}; fix the config")
         return float(value)
 
     def nonnegative(self, key: str, default: Any = ...) -> float:
+        """``key`` as a number ≥ 0."""
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"model {self.model}: {key} must be a number ≥ 0, got {value!r}; fix the config")
         return float(value)
 
     def flag(self, key: str, default: Any = ...) -> bool:
+        """``key`` as true or false."""
         value = self.get(key, default)
         if not isinstance(value, bool):
             raise ConfigError(f"model {self.model}: {key} must be true or false, got {value!r}; fix the config")
         return value
 
     def choice(self, key: str, choices: tuple[str, ...], default: Any = ...) -> str:
+        """``key`` as one of ``choices``."""
         value = self.get(key, default)
         if value not in choices:
             raise ConfigError(f"model {self.model}: unknown {key} {value!r}; choose one of {', '.join(choices)}")

@@ -1,4 +1,5 @@
-"""Reporting of the "Pitfalls of GNN Evaluation" protocol (spec p2-pitfalls.md §5).
+"""Reporting of the "Pitfalls of GNN Evaluation" protocol (Shchur et al., Tables 1, 2a, 2b and Figure 1;
+docs/protocols/pitfalls.md).
 
 Input everywhere is a runs table: one row per run = (dataset, model, split, init) with the columns of
 ``RUN_COLUMNS``; accuracies are percentages (0-100), ``model`` is the label shown in tables. Built from it:
@@ -12,12 +13,13 @@ Input everywhere is a runs table: one row per run = (dataset, model, split, init
 - ``box_plot``: Figure 1 / Figure 2 style box plot of all runs per model, PNG and SVG.
 - ``write_table``: CSV + Parquet (numbers) and Markdown, each written atomically.
 
-Statistics [spec §5.1]: s(m, d, k) = mean test accuracy of model m on split k of dataset d over its inits;
-relative accuracy(m) = mean over (d, k) of 100 · s(m, d, k) / max_m' s(m', d, k); average rank(m) = mean over
-(d, k) of the rank of s(m, d, k) among the models (1 = best). Standard deviations are sample deviations
-(ddof = 1, pandas ``std``), as the paper's aggregation script computes them.
+Statistics (Shchur et al., Table 2a): s(m, d, k) = mean test accuracy of model m on split k of dataset d over its
+inits; relative accuracy(m) = mean over (d, k) of 100 · s(m, d, k) / max_m' s(m', d, k); average rank(m) = mean
+over (d, k) of the rank of s(m, d, k) among the models (1 = best). Standard deviations are sample deviations
+(ddof = 1, pandas ``std``), as the released code's aggregation script (shchur/gnn-benchmark
+``scripts/aggregate_results.py``) computes them.
 
-Decisions (the spec leaves them open):
+Decisions (the paper leaves them open; recorded in docs/protocols/pitfalls.md#reporting-decisions):
 - Ties get the average of the tied ranks (pandas ``rank(method="average")``; two models sharing the best score
   on a split both get rank 1.5). Scores are compared after rounding to ``TIE_DECIMALS`` decimals, so two means
   that differ only by floating-point summation noise are a tie.
@@ -290,7 +292,7 @@ def summary_markdown(table: pd.DataFrame, title: str = "Test accuracy (%) and av
 # ------------------------------------------------------------------------------------------------ fixed split
 
 def split_ranking_table(pairs: Sequence[tuple[str, pd.DataFrame, str, pd.DataFrame]]) -> pd.DataFrame:
-    """Rank models on one fixed split and on random splits (Table 2b, spec §2.3).
+    """Rank models on one fixed split and on random splits (Shchur et al., Table 2b).
 
     ``pairs``: (fixed_label, fixed_runs, random_label, random_runs); ``fixed_runs`` must hold one split of one
     dataset (its inits), ``random_runs`` any number of splits of one dataset. Per pair and per model present in

@@ -174,6 +174,8 @@ class FunctionalStackTrainer(MemberStack):
         return masked_scores(outputs.index_select(1, self.parts[part]), self.targets[part])
 
     def train_epoch(self) -> None:
+        """One epoch of every member still training: a training step (train mode), the validation loss and accuracy
+        (eval mode), then the stopping rule."""
         self.skeleton.train()
         self.optimizer.zero_grad()
         outputs, penalty = self._call()
@@ -218,10 +220,12 @@ class FunctionalStackTrainer(MemberStack):
     # ------------------------------------------------------------------------------------------ checkpoints
 
     def state_dict(self) -> dict:
+        """Stacked parameters and buffers, optimiser, stopping state, history and RNG state, for a checkpoint."""
         return {"kind": KIND, "params": {n: p.detach() for n, p in self.params.items()}, "buffers": self.buffers,
                 **self._members_state()}
 
     def load_state_dict(self, state: dict) -> None:
+        """Resume from a :meth:`state_dict` of this trainer (ValueError for another trainer's checkpoint)."""
         if state.get("kind") != KIND:
             raise ValueError("this checkpoint was not written by a functional stack of initialisations")
         for name, p in self.params.items():

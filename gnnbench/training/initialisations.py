@@ -1,6 +1,6 @@
 """R initialisations of one model on one node split of one graph, full batch, each with its own early stopping: the
-task of the "Pitfalls of GNN evaluation" protocol (Shchur et al. §4.1), trained by :mod:`gnnbench.training.engine`
-(:func:`train_split`).
+task of the "Pitfalls of GNN evaluation" protocol (Shchur et al.; the released code's ``gnnbench/train.py``;
+docs/protocols/pitfalls.md), trained by :mod:`gnnbench.training.engine` (:func:`train_split`).
 
 For one split (train / val / test node sets) a :class:`StackedTrainer` trains R initialisations of a
 :class:`~gnnbench.models.stacked.StackedModel` (every parameter stacked along dim 0) as one model:
@@ -75,7 +75,8 @@ def masked_scores(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Te
     """Per-run mean cross-entropy (R,) and accuracy in percent (R,) of logits (R, M, C) for targets (M,).
 
     Both read one contiguous (R·M, C) view (a copy where the logits are strided, e.g. a stacked model's transposed
-    last product): an argmax over the last dimension of strided logits takes ~4× longer than over their copy."""
+    last product): an argmax over the last dimension of strided logits is much slower than over their copy
+    (docs/performance.md)."""
     runs, nodes, classes = logits.shape
     flat = logits.reshape(runs * nodes, classes).contiguous()
     ce = F.cross_entropy(flat, targets.repeat(runs), reduction="none")
@@ -106,9 +107,9 @@ def row_spans(rows: torch.Tensor) -> list[tuple[int, int]]:
 
 
 def copy_rows(dst: torch.Tensor, src: torch.Tensor, spans: list[tuple[int, int]]) -> None:
-    """dst[r] = src[r] for the rows of ``spans`` (:func:`row_spans`), one slice copy per run of consecutive rows: on
-    CPU ~8× faster than ``index_copy_`` of the same rows (which copies element by element; a (20, 1433, 64) weight
-    whose every row improved: 0.7 against 6 ms), and exactly the same values."""
+    """dst[r] = src[r] for the rows of ``spans`` (:func:`row_spans`), one slice copy per run of consecutive rows:
+    the same values as ``index_copy_`` of those rows, which copies element by element and is much slower on a CPU
+    (docs/performance.md)."""
     if len(spans) == 1 and spans[0] == (0, dst.shape[0]):
         dst.copy_(src)
         return
@@ -150,6 +151,7 @@ class MemberStack(ABC):
 
     @property
     def finished(self) -> bool:
+        """Whether every member has left the stack (or the epoch cap is reached)."""
         return self.active.numel() == 0 or self.epoch >= self.max_epochs
 
     @torch.no_grad()
@@ -210,6 +212,7 @@ class MemberStack(ABC):
         return SplitResult(records, self.history())
 
     def history(self) -> dict[str, np.ndarray]:
+        """The per-epoch history of every member so far (columns of :func:`stacked_history`)."""
         return stacked_history(self.init_ids, self._history)
 
     def _members_state(self) -> dict:
@@ -250,6 +253,8 @@ class StackedTrainer(MemberStack):
             p.data = p.data.index_select(0, keep)
 
     def train_epoch(self) -> None:
+        """One epoch of every member still training: a training step (dropout on), the validation loss and accuracy
+        (dropout off), then the stopping rule."""
         model, opt = self.model, self.optimizer
         opt.zero_grad()
         train_ce, _ = masked_scores(model(self.parts["train"], training=True), self.targets["train"])
@@ -273,9 +278,11 @@ class StackedTrainer(MemberStack):
         return self._records(scores)
 
     def state_dict(self) -> dict:
+        """Weights, optimiser, stopping state, history and RNG state, for a checkpoint."""
         return {"params": [p.detach() for p in self.params], **self._members_state()}
 
     def load_state_dict(self, state: dict) -> None:
+        """Resume from a :meth:`state_dict`."""
         for p, value in zip(self.params, state["params"], strict=True):
             p.data = value.clone()
         self._load_members_state(state)
@@ -297,9 +304,11 @@ class PropagationTrainer:
 
     @property
     def finished(self) -> bool:
+        """Whether the rule stopped the propagation (or the epoch cap is reached)."""
         return self.stopped or self.epoch >= self.max_epochs
 
     def train_epoch(self) -> None:
+        """One propagation step, its training and validation loss and accuracy, then the stopping rule."""
         prop = self.propagation
         prop.step()
         train_ce, _ = masked_scores(prop.logits(self.parts["train"]), self.targets["train"])
@@ -313,6 +322,7 @@ class PropagationTrainer:
         self.stopped = bool(stop[0]) or self.diverged
 
     def results(self) -> SplitResult:
+        """Restore the best state Y, score it on train / val / test and return the one record and the history."""
         self.propagation.state = self.best.clone()
         reason = "diverged" if self.diverged else "early_stopping" if self.stopped else "max_epochs"
         record = {"init": 0, "epochs": self.epoch, "best_epoch": int(self.stopping.best_epoch[0]),
@@ -328,11 +338,13 @@ class PropagationTrainer:
         return SplitResult([record], history)
 
     def state_dict(self) -> dict:
+        """State Y, best state, stopping state and history, for a checkpoint."""
         return {"state": self.propagation.state, "best": self.best, "stopping": self.stopping.state_dict(),
                 "epoch": self.epoch, "stopped": self.stopped, "diverged": self.diverged,
                 "history": list(self._history)}
 
     def load_state_dict(self, state: dict) -> None:
+        """Resume from a :meth:`state_dict`."""
         self.propagation.state = state["state"].clone()
         self.best = state["best"].clone()
         self.stopping.load_state_dict(state["stopping"])
@@ -362,10 +374,12 @@ class SequentialTrainer:
 
     @property
     def finished(self) -> bool:
+        """Whether every initialisation has been trained."""
         return self.member >= len(self.init_ids)
 
     @property
     def epoch(self) -> int:
+        """The epoch of the initialisation in training (0 before it starts)."""
         return 0 if self.model is None else self.member_epoch
 
     def _start(self) -> None:
@@ -392,6 +406,8 @@ class SequentialTrainer:
         return masked_scores(logits.unsqueeze(0), self.targets[part])
 
     def train_epoch(self) -> None:
+        """One epoch of the initialisation in training (built first if it has not started); it is scored and the
+        next one starts when the rule stops it, it diverges or it reaches ``max_epochs``."""
         if self.model is None:
             self._start()
         model, opt = self.model, self.optimizer
@@ -437,9 +453,12 @@ class SequentialTrainer:
         self.model = None
 
     def results(self) -> SplitResult:
+        """The records of the initialisations trained so far and their history."""
         return SplitResult(list(self.records), stacked_history(self.init_ids, self._history))
 
     def state_dict(self) -> dict:
+        """Finished records, history, RNG state and the current initialisation's model, optimiser and stopping
+        state, for a checkpoint."""
         state = {"member": self.member, "records": list(self.records), "history": list(self._history),
                  "rng": torch.get_rng_state(), "current": None}
         if self.model is not None:
@@ -449,6 +468,7 @@ class SequentialTrainer:
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        """Resume from a :meth:`state_dict`."""
         self.member, self.records, self._history = state["member"], list(state["records"]), list(state["history"])
         self.model = None
         if state["current"] is not None:

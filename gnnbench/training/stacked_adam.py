@@ -1,6 +1,7 @@
 """Adam for stacked parameters (leading dimension = independent runs), with TensorFlow 1's update.
 
-TF1's ``AdamOptimizer`` (the optimiser of gnn-benchmark) applies ε to the bias-corrected step ("ε-hat"):
+TF1's ``AdamOptimizer`` (the optimiser of Shchur et al.'s released code, shchur/gnn-benchmark) applies ε to the
+bias-corrected step ("ε-hat"; docs/protocols/pitfalls.md#tensorflow-1s-adam):
 
     t ← t + 1;   lr_t = lr · √(1 − β₂ᵗ) / (1 − β₁ᵗ)
     m ← β₁ m + (1 − β₁) g;   v ← β₂ v + (1 − β₂) g²
@@ -23,6 +24,9 @@ import torch
 
 
 class StackedAdam:
+    """TensorFlow 1's Adam over parameters whose dim 0 indexes independent runs (module docstring); L2 belongs in the
+    loss (no ``weight_decay``)."""
+
     def __init__(self, params: list[torch.nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8) -> None:
         self.params = list(params)
@@ -33,11 +37,13 @@ class StackedAdam:
         self._steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in self.params]
 
     def zero_grad(self) -> None:
+        """Drop every parameter's gradient."""
         for p in self.params:
             p.grad = None
 
     @torch.no_grad()
     def step(self) -> None:
+        """One TF1 Adam step of every parameter that has a gradient (all runs at once; the step count is shared)."""
         params = [p for p in self.params if p.grad is not None]
         if not params:
             return
@@ -56,8 +62,10 @@ class StackedAdam:
         self.exp_avg_sq = [s.index_select(0, keep) for s in self.exp_avg_sq]
 
     def state_dict(self) -> dict:
+        """Step count and moment estimates, for a checkpoint."""
         return {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore the state :meth:`state_dict` returned."""
         self.step_count = state["step"]
         self.exp_avg, self.exp_avg_sq = list(state["exp_avg"]), list(state["exp_avg_sq"])

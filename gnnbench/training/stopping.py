@@ -5,15 +5,15 @@ Each rule sees, after every epoch, the validation loss and accuracy of every act
 ``save`` (this epoch's weights become the run's best state) and ``stop`` (the run is finished). The trainer keeps
 the best state and restores it at the end.
 
-``patience`` — gnn-benchmark's ``KDDCriterion`` ("gnnbench", Shchur et al. §4.1): if val_loss ≤ best_loss
-    (non-strict) the weights are saved and the counter reset, else the counter grows; stop when it reaches
-    ``patience``. Validation accuracy plays no role.
+``gnnbench`` — the released code's ``KDDCriterion`` (shchur/gnn-benchmark ``gnnbench/early_stopping.py``; the
+    rule of every model of Shchur et al.): if val_loss ≤ best_loss (non-strict) the weights are saved and the
+    counter reset, else the counter grows; stop when it reaches ``patience``. Validation accuracy plays no role.
 ``gat_tol`` — ``GATCriterionWithTolerance`` as coded (used by label propagation): if val_acc ≥ best_acc or
     val_loss ≤ best_loss, both bests are updated (max / min) and the state saved; the counter is reset only when
     the improvement exceeds ``tolerance`` — but that test compares against the bests *after* the update, so it
     never passes and the counter grows every epoch: the rule always stops after exactly ``patience`` epochs,
     keeping the last state at which either quantity was at least as good as before. Reproduced as coded
-    (spec p2-pitfalls.md §3.7, §6.6).
+    (docs/protocols/pitfalls.md#reproduced-as-released).
 ``loss`` / ``accuracy`` — the fair-comparison protocol's ``Patience``: an epoch improves iff val_loss ≤ best_loss
     (as ``gnnbench``) or iff val_acc ≥ best_acc (non-strict, so a later tie becomes the best); stop when the counter
     of epochs without improvement reaches ``patience``.
@@ -74,8 +74,10 @@ class EarlyStopping:
             setattr(self, name, getattr(self, name).index_select(0, keep))
 
     def state_dict(self) -> dict:
+        """The rule's state (bests, counters, best epochs) for a checkpoint."""
         return {name: getattr(self, name) for name in ("best_loss", "best_accuracy", "counter", "best_epoch")}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore the state :meth:`state_dict` returned."""
         for name, value in state.items():
             setattr(self, name, value)
