@@ -19,7 +19,7 @@ ROWS = published_rows()
 
 
 def test_the_transcription_covers_every_published_count():
-    assert len(ROWS) == 165  # 142 configs with a total + 23 script-level variants (spec §1.1)
+    assert len(ROWS) == 165  # 142 configs with a total + 23 variants run by the released scripts
     assert {name for name, _, _ in ROWS} <= set(all_presets())
 
 

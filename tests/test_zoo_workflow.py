@@ -79,14 +79,14 @@ def run(tmp_path_factory):
 
 def test_every_model_trains_on_every_task_through_the_workflow(run):
     suite = load_suite(SUITE)
-    for spec in suite.runs():
-        metrics = json.loads((run / "results" / "runs" / spec["dataset"] / spec["model"] / f"seed{spec['seed']}"
-                              / f"fold{spec['fold']}" / "metrics.json").read_text())
-        assert metrics["epochs"] == 1 and math.isfinite(metrics["test"]["metric"]), spec
-        assert math.isfinite(metrics["train"]["loss"]), spec
-        config = suite.run_config(spec["dataset"], spec["model"], spec["seed"])
-        meta = suite.datasets[spec["dataset"]].meta
-        assert metrics["num_params"] == count_parameters(build_model(config, meta)), spec
+    for job in suite.runs():
+        metrics = json.loads((run / "results" / "runs" / job["dataset"] / job["model"] / f"seed{job['seed']}"
+                              / f"fold{job['fold']}" / "metrics.json").read_text())
+        assert metrics["epochs"] == 1 and math.isfinite(metrics["test"]["metric"]), job
+        assert math.isfinite(metrics["train"]["loss"]), job
+        config = suite.run_config(job["dataset"], job["model"], job["seed"])
+        meta = suite.datasets[job["dataset"]].meta
+        assert metrics["num_params"] == count_parameters(build_model(config, meta)), job
     for dataset, benchmark in suite.benchmarks.items():
         table = pd.read_csv(run / "results" / "tables" / f"{dataset}.csv")
         baselines = ["k-NN heuristic (k=2)"] if dataset == "TSP" else []
@@ -130,6 +130,6 @@ def test_graph_theory_prop_reports_each_task(run):
     assert tasks == ["sssp", "eccentricity", "graph_laplacian_features", "is_connected", "diameter", "spectral_radius"]
     scores = [score for _, score in metrics["test"]["per_task"]]  # overall = log10 of the mean of the six MSEs
     assert metrics["test"]["metric"] == pytest.approx(math.log10(sum(10**s for s in scores) / 6), rel=1e-6)
-    header = (run / "results/tables/GraphTheoryProp.md").read_text().splitlines()[2]
+    header = (run / "results/tables/GraphTheoryProp").with_suffix(".md").read_text().splitlines()[2]
     cells = [c.strip() for c in header.strip("|").split("|")]
     assert cells[4:6] == ["Paper", "vs paper"] and cells[6:12] == [f"Test {t}" for t in tasks]

@@ -6,9 +6,10 @@ re-exported here. ``ARCHITECTURES`` maps the benchmark's (``dwivedi2020``) famil
 (imported on first use, so a run loads only its own model's module). The contract a benchmark architecture
 implements inside the composition is in :mod:`gnnbench.models.base`.
 
-Decision (input dropout): ``in_feat_dropout`` is applied after the input encoders by every model on every
-dataset. The original ignores it for GatedGCN on SBM/superpixels/TU/TSP and for GIN/MoNet; all published
-configs set it to 0, so results are unaffected and a user's explicit setting is honoured.
+Input dropout: ``in_feat_dropout`` is applied after the input encoders by every model on every dataset. The
+released code of Dwivedi et al. ignores it for some networks (GatedGCN on most datasets, GIN and MoNet everywhere);
+every published config that has the key sets it to 0, so results are unaffected and a user's explicit setting is
+honoured (``docs/protocols/benchmarking-gnns.md``, departures from the released code).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ class GraphNet(nn.Module):
         return self.architecture(h, e, batch)
 
     def forward(self, batch: GraphBatch):
+        """The task head's outputs on the batch (node, graph, edge or link scores; multitask: a tuple)."""
         return self.head(self.encode(batch), batch)
 
 

@@ -1,28 +1,32 @@
 """Models from outside the package: a user's class, run under every protocol beside the zoos' networks.
 
-Naming a model (the ``model`` key of a suite's model entry or of ``--set``)
-    ``package.module:Class``   an importable module's class;
-    ``path/to/my_gnn.py:Class`` a Python file (relative paths: to the suite file's folder, or to the working folder
-                               on the command line); the file's folder is on ``sys.path`` while it is imported, so it
-                               may import modules beside it;
-    ``entrypoint:Name``        an entry point ``Name`` of group ``gnnbench.models`` (a pip-installed model package);
-                               a bare ``Name`` that no zoo family has is looked up there too (zoo families win);
-    ``package.module.Class``   a class path without a colon, e.g. ``torch_geometric.nn.models.GCN``.
-A plugin is imported only when a config names it: never when gnnbench is imported, and nothing is scanned.
-Its run configs carry ``variant: plugin`` (it is no paper's network: no published row sits beside it).
+Naming a model (the ``model`` key of a suite's model entry, or ``--set model=...``):
+
+- ``package.module:Class``: an importable module's class;
+- ``path/to/my_gnn.py:Class``: a Python file (a relative path is read from the suite file's folder, or on the
+  command line from the working folder); the file's folder is on ``sys.path`` while it is imported, so it may
+  import modules beside it;
+- ``entrypoint:Name``: an entry point ``Name`` of group ``gnnbench.models`` (a pip-installed model package); a
+  bare ``Name`` that no zoo family has is looked up there too (the zoos' families win);
+- ``package.module.Class``: a class path without a colon, e.g. ``torch_geometric.nn.models.GCN``.
+
+A plugin is imported only when a config names it: never when gnnbench is imported, and nothing is scanned. Its run
+configs carry ``variant: plugin`` (it is no paper's network: no published row sits beside it).
 
 Two kinds, told apart by the signature of ``forward``:
-    **backbone**  ``forward(x, edge_index, ...)`` → node representations (N, H), like PyTorch Geometric's
-                  ``BasicGNN`` models. gnnbench adds the dataset's input encoders and the task head of the benchmark
-                  (node, edge, link, graph and multitask heads: :func:`gnnbench.models.heads.make_head`), so the
-                  composition is the zoo's :class:`~gnnbench.models.net.GraphNet`. Forward arguments are passed
-                  by name where the signature has them: ``x`` (encoded node input), ``edge_index`` (2, E) int64,
-                  ``edge_attr`` (encoded edge features), ``edge_weight`` (a dataset's one continuous edge feature,
-                  (E,)), ``batch`` (graph of every node), ``ptr`` (node offsets of the graphs).
-    **full**      ``forward(batch)`` with one argument, the :class:`~gnnbench.data.batching.GraphBatch`, → the task's
-                  outputs as the zoo's models return them (node scores (N, C); graph scores (B, C), (B,) for one
-                  regression target; edge scores (E, C); link scores (P,) for ``batch.pairs``; multitask a tuple
-                  (node (N, C), graph (B, C'))). gnnbench adds nothing; a (B, 1) or (P, 1) output is squeezed.
+
+- **backbone**: ``forward(x, edge_index, ...)`` → node representations (N, H), like PyTorch Geometric's
+  ``BasicGNN`` models. gnnbench adds the dataset's input encoders and the benchmark's task head (node, edge,
+  link, graph and multitask heads: :func:`gnnbench.models.heads.make_head`), so the composition is the zoo's
+  :class:`~gnnbench.models.net.GraphNet`. Forward arguments are passed by name where the signature has them:
+  ``x`` (encoded node input), ``edge_index`` (2, E) int64, ``edge_attr`` (encoded edge features),
+  ``edge_weight`` (a dataset's one continuous edge feature, (E,)), ``batch`` (graph of every node), ``ptr``
+  (node offsets of the graphs).
+- **full**: ``forward(batch)`` with one argument, the :class:`~gnnbench.data.batching.GraphBatch`, → the task's
+  outputs as the zoo's models return them (node scores (N, C); graph scores (B, C), (B,) for one regression
+  target; edge scores (E, C); link scores (P,) for ``batch.pairs``; multitask a tuple (node (N, C), graph
+  (B, C'))). gnnbench adds nothing; a (B, 1) or (P, 1) output is squeezed.
+
 A class attribute ``tasks`` (a tuple of task names) restricts the tasks a plugin is offered; without it every task
 is, and the dry build below refuses what the model's output cannot serve.
 
@@ -31,9 +35,8 @@ protocol goes to the constructor (a key the signature lacks is refused in one li
 constructor takes ``**kwargs``). Arguments gnnbench knows are injected when the signature names them and the config
 leaves them out (:data:`INJECTED`). PyTorch Geometric's ``BasicGNN`` models take their layers' arguments as
 ``**kwargs``: ``edge_dim`` is injected for those whose layers read edge features (GAT, PNA) and ``deg`` for PNA.
-
-PyTorch Geometric's BasicGNN forward takes ``edge_attr`` and ``edge_weight`` whatever its layers read: they are
-passed only where its layers read them (``supports_edge_attr``, ``supports_edge_weight``).
+Their forward takes ``edge_attr`` and ``edge_weight`` whatever their layers read: these are passed only where the
+layers read them (``supports_edge_attr``, ``supports_edge_weight``).
 
 Encoders of a backbone (the benchmark's :class:`~gnnbench.models.encoders.NodeEncoder` / ``EdgeEncoder``): the node
 input reaches the model as ``in_channels`` features — continuous features raw (``in_channels`` = their width) unless
@@ -50,6 +53,7 @@ Every build runs the model once on a stand-in batch of the dataset's feature siz
 in eval mode, without gradients; on a copy unless the model has lazy parameters, which this dry forward resolves):
 it finds a backbone's output width and refuses a wrong signature or output shape in one line before any job runs.
 An optional ``prepare(store)`` (per-dataset precomputation, as the zoo's ECC) is called when the store is known.
+The user's guide is ``docs/model-contract.md``.
 """
 
 from __future__ import annotations
@@ -114,20 +118,20 @@ def located(where: str, exc: Exception) -> ConfigError:
 # Naming and loading
 
 
-def parse_spec(spec: str) -> tuple[str, str, str | None]:
-    """(source, target, attribute) of a plugin name: ``("file", path, Class)``, ``("module", module, Class)`` or
-    ``("entrypoint", name, None)`` (module docstring)."""
-    if spec.startswith(ENTRY_POINT_PREFIX):
-        return "entrypoint", spec[len(ENTRY_POINT_PREFIX):], None
-    if ":" in spec:
-        left, attribute = spec.rsplit(":", 1)
+def parse_spec(name: str) -> tuple[str, str, str | None]:
+    """(source, target, attribute) of a plugin's model name: ``("file", path, Class)``, ``("module", module,
+    Class)`` or ``("entrypoint", name, None)`` (the spellings of the module docstring)."""
+    if name.startswith(ENTRY_POINT_PREFIX):
+        return "entrypoint", name[len(ENTRY_POINT_PREFIX):], None
+    if ":" in name:
+        left, attribute = name.rsplit(":", 1)
         if left.endswith(".py") or "/" in left or "\\" in left:
             return "file", left, attribute
         return "module", left, attribute
-    if "." in spec:
-        module, attribute = spec.rsplit(".", 1)
+    if "." in name:
+        module, attribute = name.rsplit(".", 1)
         return "module", module, attribute
-    return "entrypoint", spec, None
+    return "entrypoint", name, None
 
 
 def is_plugin_spec(name: object) -> bool:
@@ -145,24 +149,25 @@ def entry_point(name: str):
 
 
 def installed_entry_points() -> list[str]:
+    """The names of every installed entry point of group ``gnnbench.models``, sorted (for error messages)."""
     from importlib.metadata import entry_points
 
     return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
 
 
-def absolute_file_spec(spec: object, base_dir: str | Path) -> object:
-    """A ``path/to/file.py:Class`` spec with its path made absolute against ``base_dir`` (a suite file's folder):
-    the training jobs may run in another working folder. Other values are returned unchanged."""
-    if not isinstance(spec, str) or not is_plugin_spec(spec):
-        return spec
-    source, target, attribute = parse_spec(spec)
+def absolute_file_spec(name: object, base_dir: str | Path) -> object:
+    """A ``path/to/file.py:Class`` model name with its path made absolute against ``base_dir`` (a suite file's
+    folder): the training jobs may run in another working folder. Other values are returned unchanged."""
+    if not isinstance(name, str) or not is_plugin_spec(name):
+        return name
+    source, target, attribute = parse_spec(name)
     if source != "file" or Path(target).expanduser().is_absolute():
-        return spec
+        return name
     return f"{(Path(base_dir) / target).resolve()}:{attribute}"
 
 
 def with_absolute_files(config: Mapping, base_dir: str | Path) -> dict:
-    """A suite config whose model entries' file specs (``model:``, and ``model`` in a ``set``) are absolute against
+    """A suite config whose model entries' file names (``model:``, and ``model`` in a ``set``) are absolute against
     ``base_dir``; the rest is unchanged (a copy: the caller's config is not modified)."""
     out = dict(config)
     benchmarks = {}
@@ -193,10 +198,11 @@ def with_absolute_files(config: Mapping, base_dir: str | Path) -> dict:
 _CLASSES: dict[tuple, type] = {}
 
 
-def load_class(spec: str) -> type:
-    """The class a plugin spec names, imported once per process (a file: once per version of the file). Import
-    errors, a missing attribute and an object that is not an ``nn.Module`` subclass are one-line PluginErrors."""
-    source, target, attribute = parse_spec(spec)
+def load_class(name: str) -> type:
+    """The class a plugin's model name names, imported once per process (a file: once per version of the file).
+    Import errors, a missing attribute and an object that is not an ``nn.Module`` subclass are one-line
+    PluginErrors."""
+    source, target, attribute = parse_spec(name)
     key: tuple = (source, target, attribute)
     if source == "file":
         path = Path(target).expanduser().resolve()
@@ -222,7 +228,7 @@ def load_class(spec: str) -> type:
                               "package that provides it") from None
         where = f"entry point {target} ({ep.value})"
     else:
-        module = _import_file(path, spec) if source == "file" else _import_module(target)
+        module = _import_file(path) if source == "file" else _import_module(target)
         obj = module
         for part in attribute.split("."):
             if not hasattr(obj, part):
@@ -231,7 +237,7 @@ def load_class(spec: str) -> type:
                 hint = f"; it defines {', '.join(classes)}" if classes else "; it defines no nn.Module subclass"
                 raise PluginError(f"{target} has no class {attribute!r}{hint}: name one of them after the colon")
             obj = getattr(obj, part)
-        where = spec
+        where = name
     if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
         what = f"a {'class' if isinstance(obj, type) else type(obj).__name__}"
         raise PluginError(f"{where} is {what}, not a torch.nn.Module subclass; point model at the model's class "
@@ -257,7 +263,7 @@ def _import_module(name: str):
         raise PluginError(f"importing module {name!r} failed: {_one_line(exc)}; fix the module") from None
 
 
-def _import_file(path: Path, spec: str):
+def _import_file(path: Path):
     name = f"gnnbench_plugin_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
@@ -295,14 +301,14 @@ class Signature:
     layer_arguments: tuple[str, ...] = ()  # injectable arguments a **kwargs constructor passes to its layers (PyG)
 
 
-def signature(cls: type, spec: str) -> Signature:
+def signature(cls: type, name: str) -> Signature:
     """The kind of a plugin class (module docstring) and its arguments; a forward that fits neither kind is a
     one-line PluginError."""
     try:
         forward = inspect.signature(cls.forward)
         init = inspect.signature(cls.__init__)
     except (TypeError, ValueError) as exc:
-        raise PluginError(f"{spec}: cannot read the signature of forward or __init__ ({exc}); define them in "
+        raise PluginError(f"{name}: cannot read the signature of forward or __init__ ({exc}); define them in "
                           "Python") from None
     fparams = [p for p in list(forward.parameters.values())[1:]
                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
@@ -312,7 +318,7 @@ def signature(cls: type, spec: str) -> Signature:
     if names[:2] == ["x", "edge_index"]:
         unknown = [n for n in required if n not in FORWARD_ARGUMENTS]
         if unknown:
-            raise PluginError(f"{spec}.{shown}: gnnbench cannot fill the required argument(s) {', '.join(unknown)}; "
+            raise PluginError(f"{name}.{shown}: gnnbench cannot fill the required argument(s) {', '.join(unknown)}; "
                               f"a backbone's forward takes x, edge_index and any of {', '.join(FORWARD_ARGUMENTS[2:])}"
                               " (give other arguments a default)")
         kind = BACKBONE
@@ -321,7 +327,7 @@ def signature(cls: type, spec: str) -> Signature:
     elif len(required) == 1 and names and names[0] == required[0]:
         kind, called = FULL, required
     else:
-        raise PluginError(f"{spec}.{shown} fits neither kind of model: a backbone's forward takes (x, edge_index, "
+        raise PluginError(f"{name}.{shown} fits neither kind of model: a backbone's forward takes (x, edge_index, "
                           "...) and returns node representations; a full model's takes one argument, the GraphBatch, "
                           "and returns the task's outputs; change the forward's arguments")
     iparams = list(init.parameters.values())[1:]
@@ -359,48 +365,53 @@ def _pyg_layer_arguments(cls: type) -> tuple[str, ...]:
     return (("edge_dim",) if cls.supports_edge_attr else ()) + (("deg",) if issubclass(cls, PNA) else ())
 
 
-def resolve_plugin(spec: str, variant: str | None = None):
-    """The :class:`~gnnbench.models.registry.Variant` (variant ``plugin``, kind ``backbone`` or ``full``) of a plugin
-    spec; its class is imported here."""
+def resolve_plugin(name: str, variant: str | None = None):
+    """The :class:`~gnnbench.models.registry.Variant` (variant ``plugin``, kind ``backbone`` or ``full``) of a
+    plugin's model name; its class is imported here."""
     if variant not in (None, PLUGIN):
-        raise PluginError(f"{spec} is a model of your own (variant {PLUGIN}), not of variant {variant!r}; drop "
+        raise PluginError(f"{name} is a model of your own (variant {PLUGIN}), not of variant {variant!r}; drop "
                           "variant", "variant")
-    cls = load_class(spec)
-    sig = signature(cls, spec)
+    cls = load_class(name)
+    sig = signature(cls, name)
     tasks = getattr(cls, "tasks", TASKS)
     if isinstance(tasks, str) or not all(t in TASKS for t in tasks):
-        raise PluginError(f"{spec}.tasks is {tasks!r}; it must be a tuple of task names from {', '.join(TASKS)}")
-    return plugin_variant(spec, cls, sig, tuple(tasks))
+        raise PluginError(f"{name}.tasks is {tasks!r}; it must be a tuple of task names from {', '.join(TASKS)}")
+    return plugin_variant(name, cls, sig, tuple(tasks))
 
 
 @dataclass(frozen=True)
 class PluginVariant(Variant):
-    """A model from outside the package, registered under variant ``plugin`` (``family`` and ``target``: the spec;
-    ``kind``: backbone or full)."""
+    """A model from outside the package, registered under variant ``plugin`` (``family`` and ``target``: the model
+    name as the config spells it; ``kind``: backbone or full)."""
 
     cls: type | None = None
     sig: Signature | None = None
     plugin_tasks: tuple[str, ...] = TASKS
 
     def load(self) -> type:
+        """The plugin's class (already imported by :func:`resolve_plugin`)."""
         return self.cls
 
     @property
     def tasks(self) -> tuple[str, ...]:
+        """The tasks the class offers: its ``tasks`` attribute, else every task."""
         return self.plugin_tasks
 
     @property
     def own_readout(self) -> bool:
+        """True for a full model (it returns the task's outputs itself); a backbone gets gnnbench's head."""
         return self.kind == FULL
 
     @property
     def architecture_keys(self) -> dict[str, Any]:
+        """The config keys that belong to the model: its constructor's arguments and gnnbench's own keys."""
         return architecture_keys(self)
 
 
-def plugin_variant(spec: str, cls: type, sig: Signature, tasks: tuple[str, ...]) -> PluginVariant:
-    note = f"{'backbone: encoders and the task head added' if sig.kind == BACKBONE else 'full model'} ({spec})"
-    return PluginVariant(spec, PLUGIN, spec, sig.kind, None, False, note, cls, sig, tasks)
+def plugin_variant(name: str, cls: type, sig: Signature, tasks: tuple[str, ...]) -> PluginVariant:
+    """The :class:`PluginVariant` of class ``cls`` named ``name``, with its read signature and tasks."""
+    note = f"{'backbone: encoders and the task head added' if sig.kind == BACKBONE else 'full model'} ({name})"
+    return PluginVariant(name, PLUGIN, name, sig.kind, None, False, note, cls, sig, tasks)
 
 
 def own_keys(kind: str) -> dict[str, type]:
@@ -527,12 +538,12 @@ def stand_in_batch(meta: DatasetMeta, pe_dim: int | None = None):
     edge_index = torch.stack([torch.cat(src), torch.cat(dst)])
     num_nodes, num_edges = int(ptr[-1]), edge_index.shape[1]
 
-    def features(spec, rows: int):
-        if spec is None:
+    def features(feature, rows: int):
+        if feature is None:
             return None
-        if spec.kind == "categorical":
-            return torch.randint(0, spec.size, (rows,), generator=generator)
-        return torch.rand(rows, spec.size, generator=generator)
+        if feature.kind == "categorical":
+            return torch.randint(0, feature.size, (rows,), generator=generator)
+        return torch.rand(rows, feature.size, generator=generator)
 
     pairs = torch.randint(0, num_nodes, (2, STAND_IN_PAIRS), generator=generator)
     return GraphBatch(edge_index=edge_index, batch=torch.repeat_interleave(torch.arange(len(STAND_IN_NODES)), counts),
@@ -611,6 +622,7 @@ class Backbone(Architecture):
         return module(**kwargs)
 
     def forward(self, h: torch.Tensor, e: torch.Tensor | None, batch) -> Representation:
+        """The user's module on the encoded inputs ``h``, ``e`` and the batch: its node representations."""
         return Representation(self.call(self.module, h, e, batch))
 
 
@@ -627,11 +639,13 @@ class FullModel(nn.Module):
         self.squeeze = squeeze
 
     def forward(self, batch):
+        """The user's model on the ``GraphBatch``; a one-target (B, 1) or (P, 1) output squeezed."""
         out = self.module(batch)
         return out.squeeze(-1) if self.squeeze else out
 
     @property
     def aux_loss(self):
+        """The model's own ``aux_loss`` after its last forward (added to the training loss), else 0.0."""
         return getattr(self.module, "aux_loss", 0.0)
 
     def __getattr__(self, name: str):
@@ -667,6 +681,7 @@ def build(v, config: Mapping, data, default_variant: str | None) -> nn.Module:
 
 
 def cannot_do(v, meta: DatasetMeta) -> str:
+    """The one-line refusal of a plugin on a dataset whose task is outside its class's ``tasks``."""
     return (f"{v.family} cannot do {meta.task} (dataset {meta.name}): its class attribute tasks lists "
             f"{', '.join(v.tasks)}; pick another dataset or model")
 

@@ -3,16 +3,15 @@
 A network is registered as a *family* (``model`` in a config: GCN, GraphSAGE, GIN, ...) and a *variant*: which
 paper's layer it is. One spelling per family across the zoos (the benchmark's ``GraphSage`` is ``GraphSAGE``).
 
-=============  ==================================================================================================
-``dwivedi2020``  Dwivedi et al., "Benchmarking GNNs": MLP GCN GraphSAGE GAT MoNet GIN GatedGCN RingGNN 3WLGNN MF —
-                 input encoders → L layers → task head (:class:`~gnnbench.models.net.GraphNet`), any task the
-                 architecture supports
-``shchur2018``   Shchur et al., "Pitfalls of GNN Evaluation": GCN GAT MoNet GraphSAGE MLP LogReg (two-layer node
-                 classifiers of one graph, with a *stacked* form that trains R initialisations at once) and
-                 LabelProp (no weights; runs only under protocol pitfalls)
-``errica2020``   Errica et al., "A Fair Comparison of GNNs for Graph Classification": GIN GraphSAGE DGCNN DiffPool ECC
-                 MolecularFingerprint DeepMultisets — complete graph classifiers with their own readout
-=============  ==================================================================================================
+- ``dwivedi2020``: Dwivedi et al., *Benchmarking Graph Neural Networks*: MLP GCN GraphSAGE GAT MoNet GIN GatedGCN
+  RingGNN 3WLGNN MF — input encoders → L layers → task head (:class:`~gnnbench.models.net.GraphNet`), any task
+  the architecture supports.
+- ``shchur2018``: Shchur et al., *Pitfalls of Graph Neural Network Evaluation*: GCN GAT MoNet GraphSAGE MLP LogReg
+  (two-layer node classifiers of one graph, with a *stacked* form that trains R initialisations at once) and
+  LabelProp (no weights; runs only under protocol pitfalls).
+- ``errica2020``: Errica et al., *A Fair Comparison of Graph Neural Networks for Graph Classification*: GIN
+  GraphSAGE DGCNN DiffPool ECC MolecularFingerprint DeepMultisets — complete graph classifiers with their own
+  readout.
 
 A model from outside the package (a class named ``package.module:Class``, ``path/to/file.py:Class``, an entry point
 of group ``gnnbench.models``, or PyTorch Geometric's models by class path) resolves to variant ``plugin``, kind
@@ -118,18 +117,23 @@ class Variant:
 
     @property
     def architecture_keys(self) -> dict[str, type | tuple]:
+        """The config keys that belong to this variant's model, with their types (:data:`ARCHITECTURE_KEYS`)."""
         return ARCHITECTURE_KEYS[self.variant]
 
     @property
     def own_readout(self) -> bool:
+        """True for a complete graph classifier (Errica et al.'s), which pools its own way."""
         return self.kind == CLASSIFIER
 
     def load(self) -> type:
+        """The model's class, importing its module under ``gnnbench.models`` on first use."""
         module, cls = self.target.split(":")
         return getattr(importlib.import_module(f"gnnbench.models.{module}"), cls)
 
     @property
     def tasks(self) -> tuple[str, ...]:
+        """The tasks the model does: a composed architecture's ``tasks``, graph classification for Errica et al.'s
+        classifiers, node classification for Shchur et al.'s models."""
         if self.kind == COMPOSED:
             return tuple(self.load().tasks)
         return GRAPH_CLASSIFICATION if self.kind == CLASSIFIER else NODE_ONLY
@@ -253,6 +257,9 @@ def resolve(config: Mapping, default_variant: str = DEFAULT_VARIANT) -> Variant:
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """What :func:`model_info` reports of a model: family, variant, kind, tasks, architecture keys, whether it has a
+    stacked form, pools its own way, and builds dense n×n tensors."""
+
     family: str
     variant: str
     kind: str
@@ -303,12 +310,14 @@ class SingleStacked(nn.Module):
         self.aux_loss: torch.Tensor | float = 0.0
 
     def forward(self, batch) -> torch.Tensor:
+        """(N, C) logits at every node of the bound graph; ``batch`` must be that graph (or None)."""
         if batch is not None and batch.num_nodes != self.stacked.num_nodes:
             raise ValueError(f"this model is bound to a graph of {self.stacked.num_nodes} nodes; got a batch of "
                              f"{batch.num_nodes}")
         return self.stacked(None, self.training)[0]
 
     def l2_penalty(self) -> torch.Tensor:
+        """The model's own L2 term, λ/2 · Σ ‖w‖² over the tensors the model lists (λ = ``weight_decay``)."""
         return self.stacked.l2_penalty()[0]
 
 
