@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from setuptools import find_packages
+from test_tutorial import tutorial_commands
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO_ROOT / "examples" / "own-model"
@@ -104,7 +106,10 @@ def test_the_example_runs_from_an_installed_wheel_in_a_folder_outside_the_reposi
     assert ("gnnbench: error: no suite given; run `gnnbench run SUITE.yaml` (or snakemake --configfile SUITE.yaml)"
             in bare.stderr.splitlines())
 
-    run = subprocess.run([str(target / "bin" / "gnnbench"), "run", "suite.yaml", "--cores", "2", "--quiet"],
+    # the commands as the tutorial gives them (docs/tutorial.md), so the page and this test cannot drift
+    commands = tutorial_commands()
+    assert "gnnbench run suite.yaml --cores 2" in commands and "gnnbench run suite-pyg-gin.yaml --cores 2" in commands
+    run = subprocess.run([str(target / "bin" / "gnnbench"), *shlex.split("run suite.yaml --cores 2"), "--quiet"],
                          cwd=project, env=env, capture_output=True, text=True, timeout=1500)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     log = next((project / ".snakemake" / "log").glob("*.log")).read_text()
@@ -128,7 +133,8 @@ def test_the_example_runs_from_an_installed_wheel_in_a_folder_outside_the_reposi
 
     # PyG's GIN with no Python file, in the same folder: the datasets, splits and the GCN / GIN runs are reused, so a
     # dry run (which builds every model once on a stand-in batch) plans only PyG-GIN's trainings and the tables
-    dry = subprocess.run([str(target / "bin" / "gnnbench"), "run", "suite-pyg-gin.yaml", "-n", "--quiet", "rules"],
+    dry = subprocess.run([str(target / "bin" / "gnnbench"), *shlex.split("run suite-pyg-gin.yaml --cores 2"), "-n",
+                          "--quiet", "rules"],
                          cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
     counts = {line.split()[0]: int(line.split()[1]) for line in dry.stdout.splitlines()
