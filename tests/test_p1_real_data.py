@@ -70,7 +70,8 @@ def test_enzymes_benchmark_variant_has_the_attributes_and_the_released_folds(enz
     with zipfile.ZipFile(SHARED / "tu" / "ENZYMES.zip") as archive:
         member = next(n for n in archive.namelist() if n.endswith("ENZYMES_node_attributes.txt"))
         attributes = np.loadtxt(io.BytesIO(archive.read(member)), delimiter=",", dtype=np.float32)
-    # DGL's LegacyTUDataset rule (§3.10): the 18 node attributes override the one-hot labels
+    # the benchmark's TU loader (DGL's LegacyTUDataset; docs/datasets.md#tu-dortmund-datasets): the 18 node
+    # attributes override the one-hot labels
     assert meta.node_features.size == 18 and np.array_equal(columns.node["x"], attributes)
     assert meta.net_conventions == ["edge_ones_node_width"] and meta.edge_features is None
     # the GatedGCN config's printed parameter total needs the edge input Linear(18, hidden) of ones(E, 18)
@@ -144,7 +145,8 @@ def test_csl_takes_the_released_five_folds(tmp_path):
     assert splits.num_folds == 5 and all(splits.folds[i][p] == rows[p][i] for i in range(5) for p in rows)
     for fold in splits.folds:
         assert [len(fold[p]) for p in ("train", "val", "test")] == [90, 30, 30]
-        # stratified (§3.4): graphs are class-sorted, 15 per class → 3 of every class in each test fold
+        # stratified (the released CSL folds, Dwivedi et al. §C.8): graphs are class-sorted, 15 per class → 3 of
+        # every class in each test fold
         assert np.bincount(np.asarray(fold["test"]) // 15, minlength=10).tolist() == [3] * 10
     with pytest.raises(DataError, match="has 5 folds, expected 10"):  # CSL's files offered as a TU split
         make_splits_expecting(tmp_path, files, 10)
