@@ -76,6 +76,29 @@ def test_fit_budget_command_prints_width_and_count():
         assert abs(worse - 100000) >= abs(total - 100000)
 
 
+def test_fit_budget_fits_a_model_of_your_own_like_a_suites_budget(tmp_path):
+    """``--model file.py:Class``: the largest width argument within the budget (the suite's rule for plugins), the
+    argument named by ``--set width=...``; ``--layers`` (the zoo's L) is refused for such a model in one line."""
+    (tmp_path / "mine.py").write_text(
+        "from torch import nn\n"
+        "class Wide(nn.Module):\n"
+        "    def __init__(self, in_channels, size=8):\n"
+        "        super().__init__()\n"
+        "        self.lin = nn.Linear(in_channels, size)\n"
+        "    def forward(self, x, edge_index):\n"
+        "        return self.lin(x)\n")
+    command = [sys.executable, "-m", "gnnbench.cli", "fit-budget", "--dataset", "ZINC", "--model", "mine.py:Wide",
+               "--budget", "20000"]
+    out = subprocess.run([*command, "--set", "width=size", "--set", "in_channels=16"], cwd=tmp_path,
+                         capture_output=True, text=True, check=True)
+    width, total = map(int, out.stdout.split())
+    counts = {w: count_parameters(build_model({"model": str(tmp_path / "mine.py") + ":Wide", "in_channels": 16,
+                                               "size": w}, describe_dataset("ZINC"))) for w in (width, width + 1)}
+    assert counts[width] == total <= 20000 < counts[width + 1]
+    refused = subprocess.run([*command, "--layers", "4"], cwd=tmp_path, capture_output=True, text=True)
+    assert refused.returncode == 1 and refused.stderr.strip().startswith("gnnbench: error: fit-budget: --layers")
+
+
 def test_base_preset_prefers_the_plain_config_of_the_dataset():
     assert base_preset("ZINC", "GatedGCN") == "molecules_graph_regression_GatedGCN_ZINC_100k"
     assert base_preset("SBM_PATTERN", "GatedGCN") == "SBMs_node_clustering_GatedGCN_PATTERN_100k"
