@@ -2,39 +2,36 @@
 
 Every job of every protocol writes the runs it trained as one Parquet file in the schema :data:`SCHEMA`, under
 ``results/records/{protocol}/{dataset}/{model}/{job}.parquet`` (:data:`gnnbench.paths.RECORD_FILE`). Every run of a
-results folder is then one call::
+results folder is then one call:
 
     import pandas as pd
     runs = pd.read_parquet("results/records")          # every protocol, dataset, model and job
 
 One row is one training run:
 
-==================  ======================================================================================
-run_id              hash of (protocol, dataset, model, stage, split, seed, init, config_id): unique per run
-protocol            the protocol that trained it (``benchmarking-gnns``, ``pitfalls``, ``fair-comparison``)
-dataset, model      the dataset and the suite's model label
-architecture        the model family (config key ``model``); ``variant`` which paper's layers (may be null)
-stage               ``run`` (a scored run), ``inner`` (a model-selection run), ``final`` (a final run)
-split               the P1 fold, the P2 random split, the P3 outer fold
-split_scheme        how the dataset was split (:mod:`gnnbench.splits`: P1 ``given``, ``stratified_kfold``,
-                    ``published``; P2 ``random_per_class``, ``random_sizes``, ``given``; P3 ``stratified_kfold``,
-                    ``published``)
-seed                the seed the run trained with
-init                the P2 initialisation, the P3 final-run index, else 0
-config_id, config   hash and JSON of the run's full config
-metric              the score's name (accuracy, MAE, F1, Hits@50, ...); ``higher_is_better`` its direction
-train/val/test      ``{part}_score`` and ``{part}_loss``: the scored epoch's values; null where the part is not
-                    scored (inner runs have no test part) or the run diverged
-epochs              epochs trained; ``scored_epoch`` the epoch whose weights were scored (P1: the last; P2, P3:
-                    the early-stopping epoch), ``stop_reason`` why training stopped
-status              ``completed`` or ``diverged`` (a NaN or infinite loss at ``diverged_epoch``)
-num_params          trainable parameters (null where the job does not count them)
-seconds             seconds of the run (P1: the whole run, setup and final scoring included); ``device`` what
-                    it ran on; ``versions`` JSON of packages
-extra               JSON of a protocol's own values (null where it has none): P1 ``seconds_per_epoch`` (seconds
-                    of the training epochs over their count, without setup and scoring) and, for multitask
-                    datasets, ``per_task`` (part -> [[task, score], ...] in the metric's order)
-==================  ======================================================================================
+- ``run_id``: hash of (protocol, dataset, model, stage, split, seed, init, config_id): unique per run
+- ``protocol``: the protocol that trained it (``benchmarking-gnns``, ``pitfalls``, ``fair-comparison``)
+- ``dataset``, ``model``: the dataset and the suite's model label
+- ``architecture``: the model family (config key ``model``); ``variant`` which paper's layers (may be null)
+- ``stage``: ``run`` (a scored run), ``inner`` (a model-selection run), ``final`` (a final run)
+- ``split``: the P1 fold, the P2 random split, the P3 outer fold
+- ``split_scheme``: how the dataset was split (:mod:`gnnbench.splits`: P1 ``given``, ``stratified_kfold``,
+  ``published``; P2 ``random_per_class``, ``random_sizes``, ``given``; P3 ``stratified_kfold``, ``published``)
+- ``seed``: the seed the run trained with
+- ``init``: the P2 initialisation, the P3 final-run index, else 0
+- ``config_id``, ``config``: hash and JSON of the run's full config
+- ``metric``: the score's name (accuracy, MAE, F1, Hits@50, ...); ``higher_is_better`` its direction
+- ``train/val/test``: ``{part}_score`` and ``{part}_loss``: the scored epoch's values; null where the part is not
+  scored (inner runs have no test part) or the run diverged
+- ``epochs``: epochs trained; ``scored_epoch`` the epoch whose weights were scored (P1: the last; P2, P3: the early-
+  stopping epoch), ``stop_reason`` why training stopped
+- ``status``: ``completed`` or ``diverged`` (a NaN or infinite loss at ``diverged_epoch``)
+- ``num_params``: trainable parameters (null where the job does not count them)
+- ``seconds``: seconds of the run (P1: the whole run, setup and final scoring included); ``device`` what it ran on;
+  ``versions`` JSON of packages
+- ``extra``: JSON of a protocol's own values (null where it has none): P1 ``seconds_per_epoch`` (seconds of the
+  training epochs over their count, without setup and scoring) and, for multitask datasets, ``per_task`` (part ->
+  [[task, score], ...] in the metric's order)
 
 Scores are as each protocol reports them: accuracies in percent for P2 and P3, the dataset's metric for P1
 (:mod:`gnnbench.training.metrics`).

@@ -1,6 +1,6 @@
 """A user's own split (split scheme ``file``): train / val / test indices read from a JSON file.
 
-Format — a JSON list with one entry per fold (a cross-validation fold, or one of several random splits)::
+Format — a JSON list with one entry per fold (a cross-validation fold, or one of several random splits):
 
     [{"train": [0, 3, 4, ...], "val": [1, ...], "test": [2, ...]},
      {"train": [...], "val": [...], "test": [...]}]

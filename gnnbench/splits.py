@@ -1,6 +1,6 @@
 """Dataset splits, saved as data.
 
-A split file is JSON::
+A split file is JSON:
 
     {"format": 2, "dataset": NAME, "dataset_checksum": SHA-256 of graphs.parquet,
      "scheme": SCHEME, "level": "graph" | "node", "params": {...},

@@ -11,7 +11,7 @@ labels and dataset names usable as folder names (at most 100 characters), and th
 dataset; :func:`load_suite_file` also refuses a key given twice in one mapping (:mod:`gnnbench.config.yamlfile`).
 Each problem is reported as one line naming the key and the fix, before anything is generated or trained.
 
-Output layout (paths relative to the working directory)::
+Output layout (paths relative to the working directory):
 
     resources/raw/{source}/{file}                               (downloads: MNIST IDX files, Planetoid, npz, ...)
     results/datasets/{dataset}/graphs.parquet, meta.json

@@ -27,7 +27,7 @@ Grids are data: a preset's ``grid`` (key → values, Cartesian product in the wr
 a model entry's ``grid`` replaces or adds dimensions, ``set`` fixes a value (and removes that dimension). Every
 value is checked against the protocol's keys before anything runs.
 
-The DAG (every step a cached file)::
+The DAG (every step a cached file):
 
     inner/part{p}.parquet  (grid_per_job configurations of one outer fold, one process)
         → selection.json   (per outer fold: the chosen configuration and every candidate's validation scores)

@@ -1,7 +1,7 @@
 """The training engine of every protocol: one epoch loop, one run state, one checkpoint/resume and pre-emption
 wrapper, one optimiser factory. What differs between protocols is configuration and callbacks.
 
-:func:`fit` runs epochs until a callback names a stop reason::
+:func:`fit` runs epochs until a callback names a stop reason:
 
     before every epoch:  callback.on_epoch_start(state)     -> may stop (epoch cap, time limit on a resumed run)
                                                               or set the epoch's learning rate (step schedule)

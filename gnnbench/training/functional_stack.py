@@ -4,7 +4,7 @@ pitfalls task (:mod:`gnnbench.training.initialisations`) for the other zoos' net
 R copies of the model are built exactly as :class:`~gnnbench.training.initialisations.SequentialTrainer` builds
 initialisation r (``torch.manual_seed(seeds[r])``, then ``build()``); their parameters and buffers are stacked along
 a new dim 0 (``torch.func.stack_module_state``) and one forward pass computes every member's outputs on the one
-graph (``torch.func.vmap`` over ``torch.func.functional_call`` of the first copy, the full batch shared)::
+graph (``torch.func.vmap`` over ``torch.func.functional_call`` of the first copy, the full batch shared):
 
     every epoch, for every active member r:
         loss_r      = mean CE over the training nodes (model.train()) + L2_r         one backward for all members
