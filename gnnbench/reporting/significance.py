@@ -39,7 +39,7 @@ unit is dropped from every pair of that model and counted in ``diverged_units``.
 Small samples: with n pairs the exact two-sided Wilcoxon p-value is at least 2 / 2^n (every difference with the
 same sign), so with n ≤ 5 pairs (2/32 = 0.0625) no pair can be significant at 0.05 by the rank test — four seeds
 (P1's protocol) or five folds never can, whatever the scores; Holm's adjustment raises the bar further with more
-pairs (45 pairs of ten models need 12 or more units for the rank test to reject once).
+pairs (45 pairs of ten models need 11 or more units for the rank test to reject once: 45 · 2 / 2^11 < 0.05).
 """
 
 from __future__ import annotations
