@@ -491,7 +491,7 @@ def test_smuggled_storage_bytes_are_refused_without_running(tmp_path):
     (legacy_bytes({"a": torch.zeros(3)}), "holds a dict where a torch storage belongs"),
     (legacy_bytes(torch.zeros(3)), "holds a Tensor where a torch storage belongs"),
     (b"not a torch file", "torch.load(weights_only=True) refuses"),
-])
+], ids=["dict", "tensor", "not-torch"])  # stable ids: the pickled bytes hold memory addresses (pytest-xdist compares)
 def test_storage_bytes_that_are_not_one_storage(inner, message):
     holder = safe_load(pickle.dumps(_SmuggledTensor(inner), protocol=4), "ZINC pickle")
     with pytest.raises(DataError) as info:
