@@ -205,9 +205,48 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory) -> tuple[Path, Path]:
+    """The checkout built into a wheel and installed with ``pip install --target`` (no dependencies) into a folder
+    outside it, once per session: (wheel file, target folder). Put the folder first on ``PYTHONPATH`` to import the
+    installed copy instead of the checkout; tests only read it."""
+    root = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "--no-build-isolation",
+                            "-w", str(root / "dist"), "-q"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    wheel = next((root / "dist").glob("gnnbench-*.whl"))
+    target = root / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel),
+                              "-q"], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr
+    return wheel, target
+
+
+@pytest.fixture(scope="session")
 def tiny_workflow(tmp_path_factory):
     """``TINY`` planned (``-n``) and run once: (workdir, dry-run result, run result)."""
     workdir = tmp_path_factory.mktemp("workflow")
     dry = snakemake(workdir, "-n")
     result = snakemake(workdir)
     return workdir, dry, result
+
+
+# ------------------------------------------------------------------------------------------------ parallel runs
+
+# pytest-xdist (pyproject's addopts: -n logical --dist loadgroup): each test module runs on one worker, so that its
+# module-scoped fixtures (a workflow run, generated data) are built once; modules that share a session fixture or a
+# resource run on one worker too, under one group name.
+SHARED_GROUPS = {
+    "test_workflow": "tiny_workflow", "test_report": "tiny_workflow",  # one run of TINY (tiny_workflow)
+    "test_examples": "wheel", "test_packaging": "wheel",  # one installed wheel; builds write the checkout's build/
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names each test's group in its node id
+def pytest_collection_modifyitems(config, items):
+    """Group every test by module (or by its shared group), and put the slow modules (end-to-end workflow runs)
+    first: a worker takes a whole group at a time, so a long group started last would keep the run waiting."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = item.module.__name__ if item.module is not None else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(module, module)))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: module order kept within

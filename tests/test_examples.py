@@ -75,20 +75,13 @@ test_score.__test__ = False  # a helper, not a test
 
 
 @pytest.mark.slow
-def test_the_example_runs_from_an_installed_wheel_in_a_folder_outside_the_repository(tmp_path):
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "--no-build-isolation",
-                            "-w", str(tmp_path / "dist"), "-q"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    wheel = next((tmp_path / "dist").glob("gnnbench-*.whl"))
+def test_the_example_runs_from_an_installed_wheel_in_a_folder_outside_the_repository(tmp_path, installed_wheel):
+    wheel, target = installed_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     workflow = {str(p.relative_to(REPO_ROOT / "workflow")) for p in (REPO_ROOT / "workflow").rglob("*")
                 if p.is_file() and "__pycache__" not in p.parts}
     assert {f"gnnbench/_workflow/{name}" for name in workflow} <= names  # the Snakefile, rules, scripts, report, ...
     assert {f"gnnbench/_suites/{p.name}" for p in (REPO_ROOT / "config" / "suites").glob("*.yaml")} <= names
-    target = tmp_path / "site"
-    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel),
-                              "-q"], capture_output=True, text=True)
-    assert install.returncode == 0, install.stderr
     project = tmp_path / "my-project"  # the user's folder: one Python file and the suites, nothing of the checkout
     project.mkdir()
     for name in ("my_gnn.py", "suite.yaml", "suite-pyg-gin.yaml"):

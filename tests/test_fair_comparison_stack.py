@@ -139,12 +139,12 @@ def test_gin_training_run_is_unchanged_by_the_dropout_modules(families, monkeypa
 # every member its own learning rate, weight decay, stopping rule and patience; two do not learn ε (frozen at 0);
 # weight decay > 0 everywhere: without it the gradient of a bias just before a train-mode batch norm is rounding
 # noise (batch norm removes that bias) that Adam normalises into steps of about the learning rate, different for any
-# two orders of summation (the stack's grouped products and a model's own), so equality to 1e-10 needs it
+# two orders of summation (the stack's grouped products and a model's own), so equality to 1e-9 needs it
 MEMBERS = [{"learning_rate": 0.01, "l2": 2e-3, "early_stopping": "accuracy", "patience": 3},
            {"learning_rate": 0.003, "l2": 1e-3, "early_stopping": "loss", "patience": 2, "train_eps": False},
            {"learning_rate": 0.02, "l2": 1e-2, "early_stopping": "accuracy", "patience": 1},
            {"learning_rate": 0.005, "l2": 5e-3, "early_stopping": "loss", "patience": 4, "train_eps": False}]
-REL = 1e-10
+REL = 1e-9  # float64: two summation orders drift apart by up to 1.1e-10 in 8 epochs on some CPUs (an AMD EPYC)
 
 
 def _stack(families, members, seeds, perturb=None, **common):
