@@ -23,7 +23,9 @@ EXAMPLE = REPO_ROOT / "examples" / "own-model"
 EXPECTED = EXAMPLE / "expected"
 # CPU results are deterministic for a given machine and thread count (one thread per run here); another machine's
 # floating-point kernels may move a mean test score a little
-TOLERANCE = 0.5  # percentage points, on every mean and standard deviation of a test score
+# percentage points, on every mean and standard deviation of a test score: scores are deterministic on one machine,
+# but another CPU rounds differently (up to 1.7 between two x86 machines on these small test sets)
+TOLERANCE = 2.0
 TABLES = {"PATTERN": "benchmarking-gnns", "CSBM": "pitfalls", "GRAPH-FAMILIES": "fair-comparison"}
 CHANCE = {"PATTERN": 50.0, "CSBM": 100 / 3, "GRAPH-FAMILIES": 100 / 3}  # weighted accuracy; 3 balanced classes
 
