@@ -6,13 +6,20 @@ how few models a budget fit builds (a plugin's constructor may be slow) and that
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 
 import pytest
+import torch
 
+from gnnbench.config import budget
+from gnnbench.config.budget import MAX_WIDTH, base_preset, fit_budget
+from gnnbench.config.presets import run_config
 from gnnbench.config.suite import load_suite
+from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import DuplicateKey, parse_json, read_json
+from gnnbench.models.registry import build_model, count_parameters, num_parameters
 from gnnbench.splits import read_fair_comparison_folds
 
 MLP = "CSL_graph_classification_MLP_CSL_100k"
@@ -171,3 +178,128 @@ def test_a_published_split_file_with_a_key_twice_is_refused(tmp_path):
 def _write(path, text: str):
     path.write_text(text)
     return path
+
+
+# ------------------------------------------------------------------------------------ budgets out of reach
+
+
+def test_a_budget_below_the_smallest_zoo_model_is_refused(capsys):
+    result = run_here(capsys, "fit-budget", "--dataset", "ZINC", "--model", "GCN", "--budget", 10)
+    assert_one_line(result, "fit-budget: GCN has 239 parameters already at hidden_dim=4, out_dim=4 (its smallest "
+                            "widths), more than the budget of 10; raise the budget (or lower L)")
+    config = run_config(base_preset("ZINC", "GCN"))
+    assert count_parameters(build_model({**config, "hidden_dim": 4, "out_dim": 4}, describe_dataset("ZINC"))) == 239
+    # the same function sizes a suite's budget, when the suite is loaded
+    assert refusal(csl_suite({"X": {"model": "GCN", "budget": 10}})) == (
+        "benchmarks.CSL.models.X: fit-budget: GCN has 149 parameters already at hidden_dim=4, out_dim=4 (its smallest "
+        "widths), more than the budget of 10; raise the budget (or lower L)")
+
+
+def test_a_budget_reached_only_by_a_narrower_out_dim_is_still_fitted():
+    """GAT (8 heads) on ZINC has 20,513 parameters at width 4 with out_dim = 32, fewer with a narrower out_dim: a
+    budget of 20,000 is not below the smallest model the fit can give, so it is fitted (out_dim tuned)."""
+    config, meta = run_config("molecules_graph_regression_GAT_ZINC_500k"), describe_dataset("ZINC")
+    assert count_parameters(build_model({**config, "hidden_dim": 4, "out_dim": 32}, meta)) == 20_513
+    fit = fit_budget(config, meta, 20_000)
+    assert (fit.hidden_dim, fit.out_dim, fit.total_params) == (4, 25, 19_978)
+
+
+def test_a_budget_beyond_the_widest_model_is_refused_without_building_it(capsys, monkeypatch):
+    import gnnbench.models.registry as registry
+
+    widths = []
+    build = registry.build_model
+
+    def recording(config, *args, **kwargs):
+        widths.append(config.get("hidden_dim"))
+        return build(config, *args, **kwargs)
+
+    monkeypatch.setattr(registry, "build_model", recording)
+    result = run_here(capsys, "fit-budget", "--dataset", "ZINC", "--model", "GCN", "--budget", 10**11)
+    config = run_config(base_preset("ZINC", "GCN"))
+    with torch.device("meta"):  # the true count at the cap, without allocating the weights
+        top = count_parameters(build({**config, "hidden_dim": MAX_WIDTH, "out_dim": MAX_WIDTH},
+                                     describe_dataset("ZINC")))
+    assert_one_line(result, f"fit-budget: GCN has {top} parameters at hidden_dim=16384 (the largest width fitted), "
+                            "less than the budget of 100000000000; lower the budget (or raise L)")
+    assert max(widths) <= 64 < MAX_WIDTH  # the widest model was not built (it takes gigabytes and minutes)
+
+
+def test_a_plugin_budget_beyond_the_widest_model_is_refused_without_building_it(plugins):
+    spec = f"{plugins}:Classifier"
+    meta = describe_dataset("CSL")
+    inputs, classes = meta.node_features.size, meta.num_outputs
+    top = inputs * MAX_WIDTH + MAX_WIDTH * classes + classes  # the class's count at the cap
+    message = refusal(csl_suite({"X": {"model": spec, "budget": 10**11}}))
+    assert message == (f"benchmarks.CSL.models.X.budget: {spec} has {top} parameters at hidden_channels=16384 (the "
+                       "largest width fitted), within the budget of 100000000000; lower the budget or grow the "
+                       "model's other arguments")
+
+
+@pytest.mark.parametrize("value", ["0", "true", "''"])
+def test_fit_budget_refuses_a_width_that_is_not_an_argument_name(capsys, plugins, value):
+    result = run_here(capsys, "fit-budget", "--dataset", "ZINC", "--model", f"{plugins}:Counted", "--set",
+                      f"width={value}", "--budget", 10000)
+    shown = {"0": "0", "true": "True", "''": "''"}[value]
+    assert_one_line(result, f"width: got {shown}, but width names the constructor argument to fit (default "
+                            "hidden_channels); give one of the arguments of Counted(in_channels, hidden_channels=8, "
+                            "num_layers=2)")
+
+
+# ------------------------------------------------------------------------------------ how a fit searches
+
+
+def test_a_plugin_budget_builds_few_models_and_says_what_it_fits(plugins, caplog):
+    spec = f"{plugins}:Counted"
+    from gnnbench.models.plugins import load_class
+
+    built = load_class(spec).built
+    built.clear()
+    with caplog.at_level(logging.INFO, logger="gnnbench.config.budget"):
+        suite = load_suite(csl_suite({"X": {"model": spec, "budget": 20_000, "set": {"num_layers": 3}}}))
+    constructed = list(built)
+    config = suite.run_config("CSL", "X", 1)
+    width, meta = config["hidden_channels"], suite.datasets["CSL"].meta
+    assert num_parameters(config, meta) <= 20_000 < num_parameters({**config, "hidden_channels": width + 1}, meta)
+    # widths 4, 8, 16 (the quadratic), the predicted width and its neighbour; then the check of the fitted model
+    assert constructed == [4, 8, 16, width + 1, width, width]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"fitting hidden_channels of {spec} to a budget of 20000 parameters"]
+
+
+def test_a_zoo_fit_is_the_closest_width_of_a_plain_search():
+    config, meta = run_config(base_preset("ZINC", "GCN")), describe_dataset("ZINC")
+    fit = fit_budget(config, meta, 100_000)
+    counts = {w: count_parameters(build_model({**config, "hidden_dim": w, "out_dim": w}, meta)) for w in range(4, 200)}
+    assert fit.hidden_dim == min(counts, key=lambda w: (abs(counts[w] - 100_000), w)) == 143
+    assert fit.total_params == counts[143]
+
+
+COUNTS = {  # counts that grow with the width: quadratic, with floors, cubic, with jumps, linear, in plateaus
+    "quadratic": lambda w: 3 * w * w + 5 * w + 7,
+    "floors": lambda w: w * (w // 2) + (w // 2) * (w // 4) + 11 * w + 3,
+    "cubic": lambda w: w ** 3 // 7 + w,
+    "jumps": lambda w: w * w * (1 + w // 64),
+    "linear": lambda w: 10 * w + 3,
+    "plateaus": lambda w: (w // 10) * 100 + 1,
+}
+
+
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_the_search_finds_what_a_scan_of_every_width_finds(name):
+    count = COUNTS[name]
+    for target in (1, count(4), count(4) + 1, 1000, 54_321, 10**6, 3 * 10**7, count(MAX_WIDTH), count(MAX_WIDTH) + 1):
+        for reaches in (lambda n, t=target: n >= t, lambda n, t=target: n > t):
+            calls: list[int] = []
+
+            def counted(width: int, calls=calls) -> int:
+                calls.append(width)
+                return count(width)
+
+            scan = next((w for w in range(budget.MIN_WIDTH, MAX_WIDTH + 1) if reaches(count(w))), None)
+            expected = (scan, None) if scan is not None else (None, count(MAX_WIDTH))
+            assert budget._smallest_width(counted, reaches) == expected, (name, target)
+            assert len(calls) == len(set(calls))  # no width counted twice
+            if name == "quadratic":  # the prediction is exact: at most the three fit widths, the guess, its neighbour
+                assert len(calls) <= 5, (target, calls)
+                assert max(calls) <= max(scan or 0, 64) + 1  # the cap is never built
