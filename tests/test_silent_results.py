@@ -303,3 +303,35 @@ def test_the_search_finds_what_a_scan_of_every_width_finds(name):
             if name == "quadratic":  # the prediction is exact: at most the three fit widths, the guess, its neighbour
                 assert len(calls) <= 5, (target, calls)
                 assert max(calls) <= max(scan or 0, 64) + 1  # the cap is never built
+
+
+# ------------------------------------------------------------------------------------ counts below 1
+
+
+@pytest.mark.parametrize("layers", [0, -2])
+def test_fit_budget_refuses_fewer_than_one_layer(capsys, layers):
+    result = run_here(capsys, "fit-budget", "--dataset", "ZINC", "--model", "GCN", "--layers", layers, "--budget",
+                      100000)
+    assert_one_line(result, f"--layers: the number of layers L must be at least 1, got {layers}; give 1 or more (or "
+                            "leave --layers out: the base config's L)")
+    with pytest.raises(ConfigError, match=f"fit-budget: layers .L. must be an integer of at least 1, got {layers}"):
+        fit_budget(run_config(base_preset("ZINC", "GCN")), describe_dataset("ZINC"), 100000, layers)
+
+
+@pytest.mark.parametrize("threads", [0, -2])
+def test_train_refuses_fewer_than_one_thread(capsys, tmp_path, threads):
+    out = tmp_path / "run"
+    result = run_here(capsys, "train", "benchmarking-gnns", "--dataset", tmp_path / "CSL", "--splits",
+                      tmp_path / "splits.json", "--preset", MLP, "--threads", threads, "--out", out)
+    assert_one_line(result, f"--threads: the number of CPU threads must be at least 1, got {threads}; give 1 or more "
+                            "(or leave --threads out: torch's default)")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"resources": {"train": {"cpus": 0}}}, "resources.train.cpus: 0 is less than the minimum of 1"),
+    ({"resources": {"dataset": {"cpus": -2}}}, "resources.dataset.cpus: -2 is less than the minimum of 1"),
+    ({"threads_per_run": 0}, "threads_per_run: 0 is less than the minimum of 1"),
+])
+def test_a_suite_refuses_fewer_than_one_cpu(extra, message):
+    assert refusal({**csl_suite({"MLP": MLP}), **extra}).startswith(message)
