@@ -335,3 +335,31 @@ def test_train_refuses_fewer_than_one_thread(capsys, tmp_path, threads):
 ])
 def test_a_suite_refuses_fewer_than_one_cpu(extra, message):
     assert refusal({**csl_suite({"MLP": MLP}), **extra}).startswith(message)
+
+
+# ------------------------------------------------------------------------------------ plugin sizes
+
+
+@pytest.mark.parametrize(("key", "value"), [("hidden_channels", 0), ("num_layers", 0), ("num_layers", -1),
+                                            ("in_channels", 0)])
+def test_a_plugin_size_below_one_is_refused_like_the_zoos(plugins, key, value):
+    spec = f"{plugins}:Counted"
+    assert refusal(csl_suite({"X": {"model": spec, "set": {key: value}}})) == (
+        f"benchmarks.CSL.models.X.{key}: {key} must be at least 1, got {value}; fix the value")
+    # PyTorch Geometric's names too, where the constructor takes them through **kwargs
+    gat = {"model": "torch_geometric.nn.models.GAT", "set": {"hidden_channels": 8, "num_layers": 2, "heads": 0}}
+    assert refusal(csl_suite({"G": gat})) == ("benchmarks.CSL.models.G.heads: heads must be at least 1, got 0; fix "
+                                              "the value")
+
+
+def test_fit_budget_refuses_a_plugin_size_below_one(capsys, plugins):
+    result = run_here(capsys, "fit-budget", "--dataset", "ZINC", "--model", f"{plugins}:Counted", "--set",
+                      "num_layers=0", "--budget", 10000)
+    assert_one_line(result, "--set.num_layers: num_layers must be at least 1, got 0; fix the value")
+
+
+def test_a_backbone_without_output_features_is_refused(plugins):
+    spec = f"{plugins}:Empty"
+    assert refusal(csl_suite({"X": {"model": spec}})) == (
+        "benchmarks.CSL.models.X.model: Empty.forward returned shape (7, 0) on a stand-in batch of 7 nodes: node "
+        "representations without features; give the model a width of at least 1 (e.g. hidden_channels)")
