@@ -21,6 +21,7 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import DuplicateKey, parse_json, read_json
 from gnnbench.models.registry import build_model, count_parameters, num_parameters
 from gnnbench.splits import read_fair_comparison_folds
+from gnnbench.training.engine import make_optimizer
 
 MLP = "CSL_graph_classification_MLP_CSL_100k"
 
@@ -363,3 +364,23 @@ def test_a_backbone_without_output_features_is_refused(plugins):
     assert refusal(csl_suite({"X": {"model": spec}})) == (
         "benchmarks.CSL.models.X.model: Empty.forward returned shape (7, 0) on a stand-in batch of 7 nodes: node "
         "representations without features; give the model a width of at least 1 (e.g. hidden_channels)")
+
+
+# ------------------------------------------------------------------------------------ nothing to train
+
+
+def test_a_model_without_trainable_parameters_is_refused_at_suite_load(plugins):
+    spec = f"{plugins}:Weightless"
+    assert refusal(csl_suite({"Free": {"model": spec}})) == (
+        f"benchmarks.CSL.models.Free: model {spec} has no trainable parameters (none with requires_grad), so training "
+        "would change nothing and report its initial scores; give it weights (e.g. an nn.Linear)")
+
+
+def test_the_optimiser_refuses_a_model_without_trainable_parameters():
+    frozen = torch.nn.Linear(3, 2).requires_grad_(False)
+    for model in (torch.nn.ReLU(), frozen):
+        for name in ("Adam", "TF1Adam"):
+            with pytest.raises(ConfigError) as err:
+                make_optimizer(model, 0.01, name=name)
+            assert str(err.value) == ("the model has no trainable parameters, so training would change nothing and "
+                                      "report its initial scores; give it weights (e.g. an nn.Linear)")
