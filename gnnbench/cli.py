@@ -213,12 +213,19 @@ OUT_KINDS = {"generate": "folder", "train": "folder", "pe": "file", "splits": "f
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    """What argparse cannot check, refused before anything runs: seeds, the model label (it may become a folder
-    name), and ``--out`` (a folder where a folder is written, a file where a file is; nothing in the way)."""
+    """What argparse cannot check, refused before anything runs: seeds, counts that must be positive (``--layers``,
+    ``--threads``), the model label (it may become a folder name), and ``--out`` (a folder where a folder is written,
+    a file where a file is; nothing in the way)."""
     from gnnbench.config.keys import check_label, check_seed
 
     if getattr(args, "seed", None) is not None:
         check_seed(args.seed, "--seed")
+    for option, what, default in (("layers", "layers L", "the base config's L"),
+                                  ("threads", "CPU threads", "torch's default")):
+        value = getattr(args, option, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{option}: the number of {what} must be at least 1, got {value}; give 1 or more "
+                              f"(or leave --{option} out: {default})")
     if getattr(args, "label", None) is not None:
         check_label(args.label, "--label")
     kind = OUT_KINDS.get(args.command)

@@ -99,13 +99,87 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that holds one key twice (``json.loads`` keeps the last value and drops the others silently):
+    the key and the line and column of its second occurrence."""
+
+    def __init__(self, key: str, line: int, column: int) -> None:
+        super().__init__(f"the key {json.dumps(key)} twice in one object (line {line}, column {column})")
+        self.key, self.line, self.column = key, line, column
+
+
+class _Repeated(Exception):
+    """Raised by :func:`_unique_pairs` on the fast path; :func:`parse_json` then locates the key."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Repeated
+    return out
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads``, except that an object holding a key twice is a :class:`DuplicateKey` (as a YAML suite's
+    duplicate key is refused): a hand-written file with two ``"train"`` lists in one fold would otherwise lose the
+    first silently."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except _Repeated:
+        pass
+    # only on the error path: a second, pure-Python pass that knows where each key starts
+    key, position = _first_repeated_key(text)
+    line = text.count("\n", 0, position) + 1
+    raise DuplicateKey(key, line, position - text.rfind("\n", 0, position))
+
+
+def _first_repeated_key(text: str) -> tuple[str, int]:
+    """The first key (in the order of the text, valid JSON) that its object already holds, and its offset."""
+    from json import decoder, scanner
+
+    whitespace = decoder.WHITESPACE.match
+
+    class Found(Exception):
+        pass
+
+    def parse_object(s_and_end, strict, scan_once, *_):  # json.decoder.JSONObject, keeping key offsets
+        s, end = s_and_end
+        seen: set[str] = set()
+        end = whitespace(s, end).end()
+        while s[end] != "}":
+            start = end
+            key, end = decoder.scanstring(s, end + 1, strict)
+            if key in seen:
+                raise Found(key, start)
+            seen.add(key)
+            end = whitespace(s, whitespace(s, end).end() + 1).end()  # past the colon
+            _, end = scan_once(s, end)
+            end = whitespace(s, end).end()
+            if s[end] == ",":
+                end = whitespace(s, end + 1).end()
+        return None, end + 1
+
+    locator = json.JSONDecoder()
+    locator.parse_object = parse_object
+    locator.scan_once = scanner.py_make_scanner(locator)
+    try:
+        locator.decode(text)
+    except Found as found:
+        return found.args
+    raise AssertionError("parse_json found a repeated key that the second pass did not")
+
+
 def read_json(path: str | os.PathLike, what: str) -> Any:
-    """Read a JSON file; a missing or unparsable file raises a DataError naming ``what`` and the path."""
+    """Read a JSON file; a missing or unparsable file, or one whose object holds a key twice (:func:`parse_json`),
+    raises a DataError naming ``what`` and the path."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{what} {path} does not exist; create it first (run snakemake for that file)")
     try:
-        return json.loads(path.read_text())
+        return parse_json(path.read_text())
+    except DuplicateKey as exc:
+        raise DataError(f"{what} {path} has {exc}: JSON would keep only the last value; remove or merge the "
+                        "other") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{what} {path} is not valid JSON ({exc}); delete it and rerun to recreate it") from None
 

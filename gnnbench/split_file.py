@@ -10,12 +10,13 @@ can be reused as they are; their other keys are ignored, except ``"level"``, whi
 indices count graphs of a multi-graph dataset, or nodes of the one graph of a single-graph (transductive) dataset,
 0-based in the order the dataset is stored (a ``graph_file``: the file's order; a ``pyg`` dataset: the class's order).
 
-Checked, each problem one line naming the file, the fold and the part: the structure (keys exactly train, val, test;
-lists of integers); every part non-empty (every protocol trains on train, selects or early-stops on val and scores
-test); no index twice in a fold, the three parts disjoint; indices inside the dataset; for node splits, only
-labelled nodes (a node with label −1 cannot be trained on or scored). The structure is checked when the suite is
-loaded (and the number of folds taken from the file), the ranges when the split stage runs on the made dataset. Test
-parts need not partition the dataset (random splits do not).
+Checked, each problem one line naming the file, the fold and the part: the structure (keys exactly train, val, test,
+none of them twice — a JSON reader would keep the last list and drop the other; lists of integers); every part
+non-empty (every protocol trains on train, selects or early-stops on val and scores test); no index twice in a fold,
+the three parts disjoint; indices inside the dataset; for node splits, only labelled nodes (a node with label −1
+cannot be trained on or scored). The structure is checked when the suite is loaded (and the number of folds taken
+from the file), the ranges when the split stage runs on the made dataset. Test parts need not partition the dataset
+(random splits do not).
 
 In a suite: ``split: {scheme: file, path: my_splits.json}`` — a relative path is relative to the suite file's folder.
 The workflow's split job takes the file as an input, and the split it writes records the file's SHA-256.
@@ -23,13 +24,13 @@ The workflow's split job takes the file as an input, and the split it writes rec
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
 from gnnbench.errors import DataError
+from gnnbench.io import DuplicateKey, parse_json
 
 PARTS = ("train", "val", "test")
 LEVELS = ("graph", "node")
@@ -44,7 +45,9 @@ def _load(path: Path) -> list:
     if not path.is_file():
         raise _error(path, "does not exist", "check split.path (relative to the suite file)")
     try:
-        data = json.loads(path.read_text())
+        data = parse_json(path.read_text())
+    except DuplicateKey as exc:  # json would keep the last list: the indices of the other would be lost silently
+        raise _error(path, f"has {exc}", "give each part once (merge the two lists)") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
         raise _error(path, f"is not readable JSON ({reason})") from None

@@ -17,11 +17,25 @@ keep the closest width, which can then be more than 2% away; ``Fit.relative_erro
 
 A model from outside the package (:mod:`gnnbench.models.plugins`) is fitted by :func:`fit_width`: one named
 constructor argument (default ``hidden_channels``) is set to the largest value whose count stays within the budget.
+
+Widths run from ``MIN_WIDTH`` (4) to ``MAX_WIDTH`` (16,384): a budget below the smallest model of the config or
+beyond the largest is refused in one line naming that model's count. Every count builds the model (a plugin's: its
+constructor and a dry forward), so the search builds few. A count is almost always a quadratic of the width (width ×
+width weight matrices; biases, input and output layers linear in it): the quadratic through the counts at widths 4, 8
+and 16 predicts the width to build first, and where the count there differs from the prediction, the quadratic
+through the three counts nearest it predicts again. From there the search widens in doubling steps until it knows a
+width on each side of the budget, then halves the gap. As counts grow with the width, the result is the one a search
+over every width gives; a fit builds about 5 models where a doubling-and-halving search from width 4 builds 10 to 18.
+``MAX_WIDTH``'s count is taken from the quadratic once the count at width 64 confirms it, not built: a model that
+wide takes gigabytes and minutes to build.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from gnnbench.config.presets import DEFAULT_PROTOCOL, all_presets, preset_protocol, run_config
 from gnnbench.data.meta import DatasetMeta
@@ -30,6 +44,11 @@ from gnnbench.errors import ConfigError
 TOLERANCE = 0.02
 MIN_WIDTH = 4  # below it the benchmark's MLPReadout (widths d/2, d/4) has empty layers
 MAX_WIDTH = 1 << 14
+FIT_WIDTHS = (MIN_WIDTH, 2 * MIN_WIDTH, 4 * MIN_WIDTH)  # their counts give the quadratic that predicts the others
+CHECK_WIDTH = 16 * MIN_WIDTH  # confirms the quadratic before MAX_WIDTH's count is taken from it
+REFITS = 4  # predictions of the width to build, each from the counts nearest the last
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -74,13 +93,18 @@ def _with_width(config: dict, width: int) -> dict:
 
 
 def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None = None) -> Fit:
-    """Hidden width (and out_dim) of ``config`` whose parameter count is closest to ``budget``."""
+    """Hidden width (and out_dim) of ``config`` whose parameter count is closest to ``budget``. A budget below the
+    count at ``MIN_WIDTH`` or above the count at ``MAX_WIDTH`` is a one-line ConfigError naming that count."""
     from gnnbench.models.registry import build_model, count_parameters
 
     if budget < 1:
         raise ConfigError(f"fit-budget: budget must be a positive number of parameters, got {budget}")
     if layers is not None:
+        if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+            raise ConfigError(f"fit-budget: layers (L) must be an integer of at least 1, got {layers!r}")
         config = {**config, "L": layers}
+    model = config["model"]
+    log.info("fitting hidden_dim of %s (L=%s) to a budget of %d parameters", model, config.get("L"), budget)
     cache: dict[int, int] = {}
 
     def count(width: int) -> int:
@@ -88,17 +112,93 @@ def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None 
             cache[width] = count_parameters(build_model(_with_width(config, width), meta))
         return cache[width]
 
-    # exponential then binary search for the smallest width reaching the budget (counts grow with the width)
-    high = MIN_WIDTH
-    while count(high) < budget and high < MAX_WIDTH:
-        high *= 2
-    low, high = _bracket(count, max(high // 2, MIN_WIDTH), high, budget)
-    best = min((low, high), key=lambda w: (abs(count(w) - budget), w))
+    if count(MIN_WIDTH) > budget:  # is the budget below the smallest model the fit can give?
+        smallest = _with_width(config, MIN_WIDTH)
+        if "out_dim" in smallest:  # the narrowest out_dim _refine_out_dim tries
+            smallest["out_dim"] = max(MIN_WIDTH, smallest["out_dim"] // 2)
+        least = count_parameters(build_model(smallest, meta)) if "out_dim" in smallest else count(MIN_WIDTH)
+        if least > budget:
+            at = ", ".join(f"{key}={smallest[key]}" for key in ("hidden_dim", "out_dim") if key in smallest)
+            raise ConfigError(f"fit-budget: {model} has {least} parameters already at {at} (its smallest widths), "
+                              f"more than the budget of {budget}; raise the budget (or lower L)")
+    first, top = _smallest_width(count, lambda n: n >= budget)  # the smallest width that reaches the budget
+    if first is None:
+        raise ConfigError(f"fit-budget: {model} has {top} parameters at hidden_dim={MAX_WIDTH} (the largest width "
+                          f"fitted), less than the budget of {budget}; lower the budget (or raise L)")
+    best = min((max(first - 1, MIN_WIDTH), first), key=lambda w: (abs(count(w) - budget), w))
     fitted = _with_width(config, best)
     total = count(best)
     if abs(total - budget) > TOLERANCE * budget and "out_dim" in fitted:
         fitted, total = _refine_out_dim(fitted, meta, budget, total)
     return Fit(best, fitted.get("out_dim"), total, fitted, budget)
+
+
+def _smallest_width(count: Callable[[int], int], reaches: Callable[[int], bool]) -> tuple[int | None, int | None]:
+    """(the smallest width in ``MIN_WIDTH .. MAX_WIDTH`` whose ``count`` ``reaches`` (a test that, counts growing with
+    the width, holds from some width on), None) — or (None, the count at ``MAX_WIDTH``) where no width does.
+
+    The first width built is where the quadratic through the counts at :data:`FIT_WIDTHS` reaches the test; where the
+    count there differs from the quadratic's, the quadratic through the three counts nearest to it gives the next
+    (at most ``REFITS`` times). From the last one the search widens (steps doubling) until a width on each side of
+    the answer is known, then halves; every count known so far narrows it."""
+    known: dict[int, int] = {}
+
+    def at(width: int) -> int:
+        if width not in known:
+            known[width] = count(width)
+        return known[width]
+
+    def bracket() -> tuple[int, int]:  # the widest width known to fail, the narrowest known to pass
+        return (max((w for w, n in known.items() if not reaches(n)), default=MIN_WIDTH - 1),
+                min((w for w, n in known.items() if reaches(n)), default=MAX_WIDTH + 1))
+
+    predict = _quadratic([(w, at(w)) for w in FIT_WIDTHS])
+    if not reaches(predict(MAX_WIDTH)) and predict(CHECK_WIDTH) == at(CHECK_WIDTH):
+        return None, round(predict(MAX_WIDTH))  # the counts follow the quadratic: it gives MAX_WIDTH's count
+    passed = False  # whether the last width built passed the test
+    for _ in range(REFITS):
+        low, high = bracket()
+        if high - low <= 1 or not reaches(predict(MAX_WIDTH)):
+            break
+        while high - low > 1:  # bisect on the prediction, within what the counts tell
+            mid = (low + high) // 2
+            low, high = (low, mid) if reaches(predict(mid)) else (mid, high)
+        guess = min(high, MAX_WIDTH)
+        passed = reaches(at(guess))
+        if at(guess) == predict(guess):  # the prediction holds here: its neighbour decides
+            break
+        predict = _quadratic([(w, known[w]) for w in sorted(known, key=lambda w: abs(w - guess))[:3]])
+    low, high = bracket()
+    if passed:  # widen downwards from the narrowest width known to pass until a width fails
+        step = 1
+        while high - step > low and reaches(at(high - step)):
+            high, step = high - step, 2 * step
+        low = max(low, high - step)
+    else:  # widen upwards from the widest width known to fail until a width passes
+        step = 1
+        while low + step < high and not reaches(at(low + step)):
+            low, step = low + step, 2 * step
+        high = min(high, low + step)
+    while high - low > 1:  # count(low) fails the test, count(high) passes it
+        mid = (low + high) // 2
+        low, high = (low, mid) if reaches(at(mid)) else (mid, high)
+    return (high, None) if high <= MAX_WIDTH else (None, at(MAX_WIDTH))
+
+
+def _quadratic(points: list[tuple[int, int]]) -> Callable[[int], Fraction]:
+    """The quadratic through three (width, count) points, evaluated exactly (Lagrange's form)."""
+
+    def predict(width: int) -> Fraction:
+        total = Fraction(0)
+        for i, (xi, yi) in enumerate(points):
+            term = Fraction(yi)
+            for j, (xj, _) in enumerate(points):
+                if j != i:
+                    term *= Fraction(width - xj, xi - xj)
+            total += term
+        return total
+
+    return predict
 
 
 def _bracket(count, low: int, high: int, budget: int) -> tuple[int, int]:
@@ -135,8 +235,9 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
               default_variant: str | None = None) -> Fit:
     """The largest value of a plugin's width argument (``width``, default ``hidden_channels``) whose trainable-
     parameter count — the model as it trains, encoders and head included — is at most ``budget``; the next value
-    up exceeds it. An argument that does not change the count, or a budget below the count at the smallest width, is
-    a one-line error. ``Fit.hidden_dim`` is the fitted value."""
+    up exceeds it. An argument that does not change the count, a value that is not an argument's name, or a budget
+    below the count at ``MIN_WIDTH`` or not below the count at ``MAX_WIDTH`` is a one-line error. ``Fit.hidden_dim``
+    is the fitted value."""
     from gnnbench.models.plugins import PluginError, default_width, describe_arguments
     from gnnbench.models.registry import DEFAULT_VARIANT, PLUGIN, num_parameters, resolve
 
@@ -146,13 +247,17 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
     v = resolve(config, default_variant)
     if v.variant != PLUGIN:
         raise ConfigError(f"width: model {v.family} is one of the zoos' networks, sized by hidden_dim (fit_budget)")
-    width = width or default_width(v)
+    if width is not None and (not isinstance(width, str) or not width):
+        raise PluginError(f"got {width!r}, but width names the constructor argument to fit (default "
+                          f"hidden_channels); give one of the arguments of {describe_arguments(v)}", "width")
+    width = width if width is not None else default_width(v)
     if width is None:
         raise PluginError(f"{describe_arguments(v)} has no hidden_channels argument; name the constructor argument "
                           "that sets the model's width (width: ...)", "width")
     if width not in v.sig.arguments and not v.sig.open:
         raise PluginError(f"{width!r} is not an argument of {describe_arguments(v)}; name the one that sets the "
                           "model's width", "width")
+    log.info("fitting %s of %s to a budget of %d parameters", width, v.family, budget)
     cache: dict[int, int] = {}
 
     def count(value: int) -> int:
@@ -167,21 +272,20 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
     if count(MIN_WIDTH) > budget:
         raise PluginError(f"{v.family} has {count(MIN_WIDTH)} parameters already at {width}={MIN_WIDTH}, more than "
                           f"the budget of {budget}; raise the budget or shrink the model's other arguments", "budget")
-    low, high = MIN_WIDTH, 2 * MIN_WIDTH  # count(low) <= budget; grow high until it exceeds the budget
-    while count(high) <= budget and high < MAX_WIDTH:
-        low, high = high, 2 * high
-    while high - low > 1:  # counts grow with the width: the largest value within the budget
-        mid = (low + high) // 2
-        low, high = (mid, high) if count(mid) <= budget else (low, mid)
-    return Fit(low, None, count(low), {**config, width: low}, budget)
+    over, top = _smallest_width(count, lambda n: n > budget)  # the smallest width over the budget
+    if over is None:
+        raise PluginError(f"{v.family} has {top} parameters at {width}={MAX_WIDTH} (the largest width fitted), "
+                          f"within the budget of {budget}; lower the budget or grow the model's other arguments",
+                          "budget")
+    return Fit(over - 1, None, count(over - 1), {**config, width: over - 1}, budget)
 
 
 def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: DatasetMeta,
                preset: str | None = None, overrides: dict | None = None) -> Fit:
     """``gnnbench fit-budget``: :func:`fit_budget` of ``preset`` (default: :func:`base_preset` of the dataset and
     model) with ``overrides``; a preset of another model is a ConfigError. A model of your own (a file, module or
-    class path) without a preset is fitted by :func:`fit_width` on ``overrides`` (``width`` names its width
-    argument), as a suite's ``budget`` fits it."""
+    class path) without a preset is fitted by :func:`fit_width` on ``overrides`` (checked as ``--set`` values;
+    ``width`` names its width argument), as a suite's ``budget`` fits it."""
     from gnnbench.models.plugins import is_plugin_spec
 
     if is_plugin_spec(model) and preset is None:  # a model of your own: its width argument, at most the budget
@@ -190,7 +294,7 @@ def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: 
             raise ConfigError("fit-budget: --layers sets the zoo's L; give a model of your own its layer count as a "
                               "constructor argument (--set num_layers=4)")
         width = overrides.pop("width", None)
-        return fit_width({**overrides, "model": model}, meta, budget, width)
+        return fit_width(run_config(None, {**overrides, "model": model}, where="--set"), meta, budget, width)
     name = preset or base_preset(dataset, model)
     config = run_config(name, overrides or {}, where="fit-budget")
     if config["model"] != model:

@@ -12,8 +12,9 @@ Key ownership (who declares which key):
   ``learning_rate`` / ``weight_decay``, fair-comparison Errica's training keys.
 
 * A model from outside the package (variant ``plugin``, :mod:`gnnbench.models.plugins`): its constructor's
-  arguments (any value; any key where the constructor takes ``**kwargs``) and gnnbench's keys of its kind
-  (:func:`plugin_types`); an unknown key's error lists the constructor's arguments.
+  arguments (any value, but a number given to one of the common sizes :data:`PLUGIN_SIZES` — ``hidden_channels``,
+  ``num_layers``, ``heads`` ... — must be at least 1; any key where the constructor takes ``**kwargs``) and
+  gnnbench's keys of its kind (:func:`plugin_types`); an unknown key's error lists the constructor's arguments.
 
 A run config of protocol P for a model of variant V may hold exactly the keys of :func:`protocol_types`. A preset
 of P contributes all its keys; a preset of another protocol only V's architecture keys, the training keys coming
@@ -94,7 +95,11 @@ CHOICES = {"dense_schedule": ("minibatch", "original"),
 _POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel", "hidden_size",
              "num_kernels", "r", "agg_transform_size", "num_epochs", "early_stopping_tolerance", "num_training_runs",
              "patience", "num_layers", "dim_embedding", "embedding_dim", "dense_dim", "gnn_dim_hidden",
-             "dim_embedding_MLP", "scheduler_step_size"}
+             "dim_embedding_MLP", "scheduler_step_size", "in_channels", "edge_dim"}
+# A plugin's constructor arguments are the model's to check, except these common sizes (PyTorch Geometric's names and
+# the zoos'): at 0 a model has no width, heads or layers, yet builds, trains and scores chance level without an error.
+PLUGIN_SIZES = {"hidden_channels", "out_channels", "num_layers", "heads", "num_heads", "n_heads", "hidden_dim",
+                "hidden_size", "embedding_dim"}
 _FRACTION = {"in_feat_dropout", "dropout", "input_dropout_prob", "coefficient_dropout_prob", "dropout_prob",
              "return_prob", "dropout_final"}
 # Numbers whose range is narrower than "not negative" (every published preset lies inside these ranges):
@@ -140,7 +145,9 @@ def coerce(key: str, value: Any, where: str, types: Mapping[str, type | tuple] |
         listing = getattr(types, "hint", "") or "`gnnbench presets` lists the published configs and their keys"
         raise ConfigError(f"{where}: unknown config key {key!r}{hint}; {listing}")
     expected = types.get(key, ANY)
-    if expected is ANY:  # a plugin's constructor argument: its value is the model's to check
+    if expected is ANY:  # a plugin's constructor argument: its value is the model's to check (sizes excepted)
+        if key in PLUGIN_SIZES and isinstance(value, (int, float)) and not isinstance(value, bool) and value < 1:
+            raise ConfigError(f"{where}: {key} must be at least 1, got {value!r}; fix the value")
         return value
     try:
         value = _convert_any(expected, value)

@@ -768,6 +768,10 @@ def _check_nodes(v, out, batch) -> None:
         raise PluginError(f"{name} returned shape {tuple(out.shape)} on a stand-in batch of {n} nodes, {what}")
     if not out.is_floating_point():
         raise PluginError(f"{name} returned a {out.dtype} tensor; node representations are floating point")
+    if out.shape[1] == 0:  # the head would read nothing: a chance-level model that trains without an error
+        raise PluginError(f"{name} returned shape {tuple(out.shape)} on a stand-in batch of {n} nodes: node "
+                          "representations without features; give the model a width of at least 1 (e.g. "
+                          "hidden_channels)")
 
 
 def _build_full(v, cfg: dict, meta: DatasetMeta, pe_dim: int | None, deg, default_variant: str | None):

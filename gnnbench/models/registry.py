@@ -461,11 +461,9 @@ def check_buildable(config: Mapping, meta: DatasetMeta, *, default_variant: str 
                     positional_encodings: bool = True) -> Variant:
     """:func:`check_fits`, then build the model once on stand-in data of the dataset's sizes (unknown keys, missing
     keys and impossible values fail here, before any job runs; a plugin's dry forward checks its signature and output
-    shape, :mod:`gnnbench.models.plugins`)."""
+    shape, :mod:`gnnbench.models.plugins`). A trainable model without trainable parameters is refused: an optimiser
+    over nothing trains nothing (label propagation, which has no weights, is not trained by one)."""
     v = check_fits(config, meta, default_variant=default_variant, positional_encodings=positional_encodings)
-    if v.variant == PLUGIN:
-        build_model(config, ModelData(meta), default_variant=default_variant)
-        return v
     if v.kind == PROPAGATION:
         if default_variant != v.variant:
             raise ConfigError(f"model {v.family} has no weights: it runs only under its own paper's protocol (one "
@@ -476,7 +474,13 @@ def check_buildable(config: Mapping, meta: DatasetMeta, *, default_variant: str 
         LabelPropagation(graph, torch.zeros(2, dtype=torch.long), torch.zeros(1, dtype=torch.long),
                          config.get("prop_type", "vanilla"), config.get("return_prob", 0.0))
         return v
-    build_model(config, stand_in(ModelData(meta)), default_variant=default_variant, seed=0)
+    if v.variant == PLUGIN:
+        model = build_model(config, ModelData(meta), default_variant=default_variant)
+    else:
+        model = build_model(config, stand_in(ModelData(meta)), default_variant=default_variant, seed=0)
+    if count_parameters(model) == 0:
+        raise ConfigError(f"model {v.family} has no trainable parameters (none with requires_grad), so training "
+                          "would change nothing and report its initial scores; give it weights (e.g. an nn.Linear)")
     return v
 
 

@@ -61,8 +61,12 @@ def make_optimizer(params: torch.nn.Module | Iterable[torch.Tensor], lr: float, 
     step in the per-tensor loop otherwise), as :mod:`~gnnbench.training.eager_optim` runs them (without importing
     torch's compiler in a process that compiles nothing). ``TF1Adam``: TensorFlow 1's Adam
     (:mod:`~gnnbench.training.stacked_adam`, the pitfalls protocol; L2 is a loss term there, so ``weight_decay`` must
-    be 0)."""
+    be 0). No parameters at all is a ConfigError (suites and ``gnnbench train`` refuse such a model before any job
+    runs: :func:`gnnbench.models.registry.check_buildable`)."""
     params = list(params.parameters() if isinstance(params, torch.nn.Module) else params)
+    if not any(p.requires_grad for p in params):
+        raise ConfigError("the model has no trainable parameters, so training would change nothing and report its "
+                          "initial scores; give it weights (e.g. an nn.Linear)")
     if name == "Adam":
         return eager_optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
     if name == "SGD":
