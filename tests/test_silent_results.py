@@ -264,8 +264,9 @@ def test_a_plugin_budget_builds_few_models_and_says_what_it_fits(plugins, caplog
     assert num_parameters(config, meta) <= 20_000 < num_parameters({**config, "hidden_channels": width + 1}, meta)
     # widths 4, 8, 16 (the quadratic), the predicted width and its neighbour; then the check of the fitted model
     assert constructed == [4, 8, 16, width + 1, width, width]
-    assert [r.getMessage() for r in caplog.records] == [
-        f"fitting hidden_channels of {spec} to a budget of 20000 parameters"]
+    assert [r.getMessage() for r in caplog.records] == [  # one line, after the fit: a refusal stays one line
+        f"fitted hidden_channels of {spec} to a budget of 20000 parameters: {width} "
+        f"({num_parameters(config, meta)} parameters; 5 models built)"]
 
 
 def test_a_zoo_fit_is_the_closest_width_of_a_plain_search():

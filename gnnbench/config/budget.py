@@ -104,7 +104,6 @@ def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None 
             raise ConfigError(f"fit-budget: layers (L) must be an integer of at least 1, got {layers!r}")
         config = {**config, "L": layers}
     model = config["model"]
-    log.info("fitting hidden_dim of %s (L=%s) to a budget of %d parameters", model, config.get("L"), budget)
     cache: dict[int, int] = {}
 
     def count(width: int) -> int:
@@ -130,6 +129,9 @@ def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None 
     total = count(best)
     if abs(total - budget) > TOLERANCE * budget and "out_dim" in fitted:
         fitted, total = _refine_out_dim(fitted, meta, budget, total)
+    # after the fit, so that a refused budget stays one line; says why loading a suite builds models
+    log.info("fitted hidden_dim of %s (L=%s) to a budget of %d parameters: %d (%d parameters; %d models built)", model,
+             config.get("L"), budget, best, total, len(cache))
     return Fit(best, fitted.get("out_dim"), total, fitted, budget)
 
 
@@ -257,7 +259,6 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
     if width not in v.sig.arguments and not v.sig.open:
         raise PluginError(f"{width!r} is not an argument of {describe_arguments(v)}; name the one that sets the "
                           "model's width", "width")
-    log.info("fitting %s of %s to a budget of %d parameters", width, v.family, budget)
     cache: dict[int, int] = {}
 
     def count(value: int) -> int:
@@ -277,7 +278,10 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
         raise PluginError(f"{v.family} has {top} parameters at {width}={MAX_WIDTH} (the largest width fitted), "
                           f"within the budget of {budget}; lower the budget or grow the model's other arguments",
                           "budget")
-    return Fit(over - 1, None, count(over - 1), {**config, width: over - 1}, budget)
+    fit = Fit(over - 1, None, count(over - 1), {**config, width: over - 1}, budget)
+    log.info("fitted %s of %s to a budget of %d parameters: %d (%d parameters; %d models built)", width, v.family,
+             budget, fit.hidden_dim, fit.total_params, len(cache))
+    return fit
 
 
 def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: DatasetMeta,
