@@ -62,6 +62,7 @@ import os
 import pickle
 import re
 import threading
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from gnnbench.data.meta import SPLIT_CODES, DatasetMeta, FeatureSpec, graph_split_sizes
-from gnnbench.data.store import GraphColumns, write_graph_store
+from gnnbench.data.store import GraphColumns, node_count_problem, write_graph_store
 from gnnbench.errors import DataError
 
 TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification")
@@ -84,6 +85,8 @@ PARQUET_SUFFIXES = (".parquet",)
 MASKS = ("train_mask", "val_mask", "test_mask")
 FILE_FIX = ("fix the file (formats: docs/datasets.md#graphs-you-already-have; gnnbench.data.graph_files.write_graphs "
             "writes a valid one)")
+EMPTY_FIX = ("write the graphs into it, one per row or list item (formats: docs/datasets.md#graphs-you-already-have; "
+             "gnnbench.data.graph_files.write_graphs writes a valid one)")
 _MAX_CLASSES = np.iinfo(np.int16).max
 _LOAD_LOCK = threading.Lock()  # torch's allow-list is process-wide: one restricted load at a time
 
@@ -121,10 +124,12 @@ class GraphSummary:
 
 
 class _Source:
-    """Names a source in error messages: ``what`` (e.g. "graph file x.pt") and the general fix."""
+    """Names a source in error messages: ``what`` (e.g. "graph file x.pt") and the general fix; ``size``: the bytes
+    of the source's file, which bound the nodes it may state without data (:func:`~gnnbench.data.store.
+    node_count_problem`), None for a source that is no one file."""
 
-    def __init__(self, what: str, fix: str) -> None:
-        self.what, self.fix = what, fix
+    def __init__(self, what: str, fix: str, size: int | None = None) -> None:
+        self.what, self.fix, self.size = what, fix, size
 
     def error(self, message: str, fix: str | None = None) -> DataError:
         return DataError(f"{self.what}: {message}; {fix or self.fix}")
@@ -283,9 +288,16 @@ def collate_graphs(graphs: list, src: _Source) -> tuple[GraphColumns, list[str]]
     return from_pyg(data, slices, src)
 
 
-def _reason(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:160] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _reason(exc: BaseException, limit: int = 160) -> str:
+    """``Type: first meaningful line`` of an exception, cut at a word boundary within ``limit`` characters. torch's
+    weights-only loader wraps its reason ("Unsupported operand 24") in paragraphs of advice: the reason is kept."""
+    text = str(exc)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(line) > limit:
+        line = line[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " ..."
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
 
 
 # ---------------------------------------------------------------------------------------------------- to the store
@@ -375,6 +387,9 @@ def to_columns(raw: GraphColumns, task: str, src: _Source, notes: list[str] | No
         raise src.error("no graphs, or node counts that are not integers")
     if (num_nodes < 1).any():
         raise src.error(f"graph {int(np.flatnonzero(num_nodes < 1)[0])} has no nodes", "every graph needs a node")
+    problem = node_count_problem(num_nodes, bool(raw.node or raw.sparse), src.size)
+    if problem is not None:  # before x = 1 per node is allocated
+        raise src.error(problem, "give each graph's true num_nodes")
     if raw.src.dtype.kind not in "iu" or raw.dst.dtype.kind not in "iu":
         raise src.error(f"the edges' node ids have dtype {raw.src.dtype} / {raw.dst.dtype}, expected integers")
     total_edges = int(num_edges.sum())
@@ -470,7 +485,9 @@ def load_pt(path: Path, src: _Source) -> list:
             serialization.clear_safe_globals()
             try:
                 serialization.add_safe_globals(allowed)
-                obj = torch.load(path, map_location="cpu", weights_only=True)
+                with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the outcome is reported alone
+                    warnings.simplefilter("ignore")
+                    obj = torch.load(path, map_location="cpu", weights_only=True)
             finally:
                 serialization.clear_safe_globals()
                 serialization.add_safe_globals(saved)
@@ -539,6 +556,8 @@ def read_parquet(path: Path, src: _Source) -> tuple[GraphColumns, list[str]]:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         raise src.error(f"is not a readable Parquet file ({_reason(exc)})") from None
+    if table.num_rows == 0:  # its columns then have no type to check ("holds null")
+        raise src.error("is empty (0 rows: no graphs)", EMPTY_FIX)
     names = table.column_names
     for required in ("num_nodes", "src", "dst", ):
         if required not in names:
@@ -621,6 +640,9 @@ def read_graph_file(path: str | os.PathLike, task: str = "") -> tuple[GraphColum
     src = _Source(f"graph file {path}", FILE_FIX)
     if not path.is_file():
         raise src.error("does not exist", "check the dataset's params.path (relative to the suite file)")
+    src.size = path.stat().st_size
+    if src.size == 0:
+        raise src.error("is empty (0 bytes)", EMPTY_FIX)
     suffix = path.suffix.lower()
     if suffix in PT_SUFFIXES:
         raw, notes = collate_graphs(load_pt(path, src), src)
