@@ -43,7 +43,7 @@ from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
 from gnnbench.protocols.base import Benchmark
-from gnnbench.splits import check_source, resolve_split
+from gnnbench.splits import check_class_sizes, check_source, resolve_split
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 # the workflow's paths: gnnbench.paths (names kept here for callers of this module)
@@ -89,8 +89,19 @@ class DatasetSpec:
         if self.split["scheme"] == "file":
             from gnnbench.split_file import count_folds
 
-            return count_folds(self.split["path"])
+            return count_folds(self.split["path"], *self.index_range)
         return self.split.get("folds", self.split.get("splits", 1))
+
+    @property
+    def index_range(self) -> tuple[int | None, str | None]:
+        """(count, level) of what a split's indices name, as far as the description tells before the dataset is
+        made: the graphs of a multi-graph dataset, the nodes of a single-graph one (their count where the generator
+        states it); (None, None) for link prediction, whose pairs come with their split."""
+        if self.meta.task == "link_prediction":
+            return None, None
+        if self.meta.transductive:
+            return self.meta.statistics.get("all", {}).get("nodes"), "node"
+        return self.meta.num_graphs, "graph"
 
 
 @dataclass
@@ -585,7 +596,10 @@ def _dataset(name: str, entry: dict, protocol, base_dir: str | os.PathLike | Non
         spec.split = resolve_split(given, f"{where}.split")
     if spec.split["scheme"] == "file":
         spec.split["path"] = str(Path(base_dir or ".", spec.split["path"]).absolute())
-        spec.num_folds  # noqa: B018 — reads the file: a missing or malformed split file fails the suite now
+        spec.num_folds  # noqa: B018 — reads the file: a missing, malformed or out-of-range split fails the suite now
+    class_sizes = meta.statistics.get("all", {}).get("class_sizes")
+    if spec.split["scheme"] in ("random_per_class", "random_sizes") and class_sizes is not None:
+        check_class_sizes(f"{where}.split", class_sizes, spec.split["scheme"], spec.split)
     if spec.split["scheme"] == "published" and published_split(spec) is None:
         raise ConfigError(f"{where}.split.scheme: no {spec.split['source']} split was published for dataset {name} "
                           f"(generator {generator.name}); use stratified_kfold")

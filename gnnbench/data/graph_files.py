@@ -103,6 +103,9 @@ class GraphSummary:
     split_sizes: dict[str, int] | None
     given_splits: int = 1
     notes: list[str] = field(default_factory=list)  # the conversion's steps and what it ignored
+    # what a suite checks a split against before the dataset is made: for one graph with node labels, its nodes
+    # and labelled nodes per class (the keys of gnnbench.data.meta.transductive_statistics' "all")
+    statistics: dict = field(default_factory=dict)
 
     def meta(self, name: str, source: dict) -> DatasetMeta:
         """The :class:`DatasetMeta` of this summary for dataset ``name`` (the task's loss and metric; the
@@ -111,7 +114,8 @@ class GraphSummary:
         return DatasetMeta(name=name, task=self.task, loss=loss, metric=metric, num_outputs=self.num_outputs,
                            num_graphs=self.num_graphs, node_features=self.node_features,
                            edge_features=self.edge_features, pe_usage="add", split_sizes=self.split_sizes,
-                           source={**source, "preprocessing": list(self.notes)}, given_splits=self.given_splits)
+                           source={**source, "preprocessing": list(self.notes)}, given_splits=self.given_splits,
+                           statistics=dict(self.statistics))
 
     def default_split(self) -> dict:
         """The split scheme when the suite names none: the data's own split where it has one, else
@@ -449,9 +453,15 @@ def to_columns(raw: GraphColumns, task: str, src: _Source, notes: list[str] | No
                            src=raw.src.astype(np.int32), dst=raw.dst.astype(np.int32), node=node, edge=edge,
                            graph=graph, sparse=sparse)
     columns.validate()
+    statistics = {}
+    if task == "node_classification" and num_nodes.size == 1:
+        labelled = y[y >= 0]
+        statistics["all"] = {"nodes": int(num_nodes[0]), "unlabelled_nodes": int(y.size - labelled.size),
+                             "class_sizes": np.bincount(labelled, minlength=outputs).tolist()}
     summary = GraphSummary(task=task, num_outputs=outputs, num_graphs=int(num_nodes.size), node_features=node_spec,
                            edge_features=edge_spec, split_sizes=split_sizes, given_splits=given,
-                           notes=["edges as given (no symmetrisation; self loops and duplicates kept)", *notes])
+                           notes=["edges as given (no symmetrisation; self loops and duplicates kept)", *notes],
+                           statistics=statistics)
     return columns, summary
 
 
