@@ -366,13 +366,13 @@ def _expand(config: object, base_dir: str | os.PathLike | None,
                         and isinstance(value, dict) else value)
     out["datasets"] = {d: parent["datasets"][d] for d in selected if d in parent["datasets"]}
     benchmarks = {d: _copy_entry(parent["benchmarks"][d]) for d in selected}
-    added = _add_models(config.get("models"), benchmarks, selected, name)
+    added = _add_models(config.get("models"), benchmarks, selected, name, known)
     overrides = config.get("benchmarks") or {}
     if not isinstance(overrides, dict):
         raise ConfigError("benchmarks: expected a mapping of benchmark name -> keys to add or replace, e.g. "
                           "{ZINC: {models: {Mine: ...}}}")
     for dataset, entry in overrides.items():
-        _name_list([dataset], "benchmarks", selected, name)
+        _name_list([dataset], "benchmarks", selected, name, known)
         if not isinstance(entry, dict):
             raise ConfigError(f"benchmarks.{dataset}: expected a mapping of keys to add or replace")
         benchmarks[dataset].update({k: v for k, v in entry.items() if k != "models"})
@@ -389,14 +389,20 @@ def _schema_properties() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())["properties"]
 
 
-def _name_list(value: object, where: str, known: list[str], parent: str) -> list[str]:
-    """``value``, a list of some of ``known`` (the parent suite's benchmarks), in the given order."""
+def _name_list(value: object, where: str, known: list[str], parent: str,
+               everything: list[str] | None = None) -> list[str]:
+    """``value``, a list of some of ``known`` (the parent suite's benchmarks, or those the extending suite selects
+    from ``everything``, all of the parent's), in the given order."""
+    everything = known if everything is None else everything
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: expected a list of datasets of {parent} (e.g. [{', '.join(known[:2])}]), got "
                           f"{value!r}")
     for item in value:
+        if item in everything and item not in known:
+            raise ConfigError(f"{where}: dataset {item!r} is in {parent} but not among the datasets this suite "
+                              f"selects (datasets: {', '.join(known)}); add {item} to datasets, or drop it here")
         if item not in known:
-            raise ConfigError(f"{where}: unknown dataset {item!r} of {parent}; its datasets: {', '.join(known)}")
+            raise ConfigError(f"{where}: unknown dataset {item!r} of {parent}; its datasets: {', '.join(everything)}")
     return list(dict.fromkeys(value))
 
 
@@ -407,8 +413,10 @@ def _copy_entry(entry: object) -> dict:
     return entry
 
 
-def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str], parent: str) -> dict[str, list[str]]:
-    """Add the extending suite's ``models`` to ``benchmarks``; label -> the benchmarks each went to."""
+def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str], parent: str,
+                everything: list[str]) -> dict[str, list[str]]:
+    """Add the extending suite's ``models`` to ``benchmarks`` (the ``selected`` ones of ``everything``, the parent's);
+    label -> the benchmarks each went to."""
     if models is None:
         return {}
     if not isinstance(models, dict) or not models:
@@ -420,7 +428,7 @@ def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str]
         targets = selected
         if isinstance(entry, dict) and "datasets" in entry:
             entry = dict(entry)
-            targets = _name_list(entry.pop("datasets"), f"{where}.datasets", selected, parent)
+            targets = _name_list(entry.pop("datasets"), f"{where}.datasets", selected, parent, everything)
         for dataset in targets:
             benchmark = benchmarks[dataset]
             if label in benchmark["models"]:
