@@ -51,9 +51,11 @@ Conversion (:func:`to_columns`; PyG objects as their tensors are, no per-graph P
       ``given`` uses it;
     * other attributes (``pos``, ``edge_weight``, strings, ...) are ignored and listed.
 
-Every problem — a missing or unreadable file, missing columns or labels, a wrong dtype, an edge naming a node
-outside its graph, lengths that do not fit the graph — is one line naming the source and the fix, raised before
-anything is written (the dataset folder is written only after a successful conversion).
+Every problem — a missing, empty or unreadable file, missing columns or labels, a wrong dtype, an edge naming a node
+outside its graph, lengths that do not fit the graph, node counts no data backs
+(:func:`~gnnbench.data.store.node_count_problem`, checked before anything is allocated for the nodes) — is one line
+naming the source and the fix, raised before anything is written (the dataset folder is written only after a
+successful conversion).
 """
 
 from __future__ import annotations
