@@ -214,8 +214,8 @@ OUT_KINDS = {"generate": "folder", "train": "folder", "pe": "file", "splits": "f
 
 def _check_args(args: argparse.Namespace) -> None:
     """What argparse cannot check, refused before anything runs: seeds, counts that must be positive (``--layers``,
-    ``--threads``), the model label (it may become a folder name), and ``--out`` (a folder where a folder is written,
-    a file where a file is; nothing in the way)."""
+    ``--threads``), the model label (it may become a folder name), ``--out`` (a folder where a folder is written, a
+    file where a file is; nothing in the way) and ``--records`` (a folder)."""
     from gnnbench.config.keys import check_label, check_seed
 
     if getattr(args, "seed", None) is not None:
@@ -234,17 +234,22 @@ def _check_args(args: argparse.Namespace) -> None:
             _check_out(args.command, args.out, f"{args.out}.{ext}", "file")
     elif kind is not None:
         _check_out(args.command, args.out, args.out, kind)
+    if hasattr(args, "records"):  # train: a folder, by default OUT/records
+        records = args.records or str(Path(args.out) / "records")
+        _check_out(args.command, records, records, "folder", "--records")
 
 
-def _check_out(command: str, out: str, target: str, kind: str) -> None:
-    """``target`` (``out`` or a file named from it) can be written as a ``kind`` (folder or file)."""
+def _check_out(command: str, out: str, target: str, kind: str, option: str = "--out") -> None:
+    """``target`` (``out``, the value of ``option``, or a file named from it) can be written as a ``kind`` (folder or
+    file)."""
     from pathlib import Path
 
     path = Path(target)
-    where = f"--out {out}: {target}" if target != out else f"--out {out}"
+    where = f"{option} {out}: {target}" if target != out else f"{option} {out}"
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
-            raise ConfigError(f"--out {out}: {parent} is a file, not a folder; move it away or choose another --out")
+            raise ConfigError(f"{option} {out}: {parent} is a file, not a folder; move it away or choose another "
+                              f"{option}")
     if kind == "folder" and path.exists() and not path.is_dir():
         raise ConfigError(f"{where} is a file, but {command} writes a folder there; give a new or existing folder "
                           "(the file was left as it is)")

@@ -4,6 +4,8 @@ Every message is one line that names the file or key, says what was expected and
 the workflow scripts print such errors without a traceback and exit non-zero.
 """
 
+import os
+
 
 class GnnbenchError(Exception):
     """Base class for user-fixable errors (bad config, missing or corrupt file, unknown name)."""
@@ -35,13 +37,9 @@ def os_error_message(exc: OSError) -> str | None:
     path = str(exc.filename2 or exc.filename)  # a rename's target: the user's path
     path = str(temporary_target(path) or path)  # the temporary file beside a target: name the target
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):  # making a folder, or a path through one: name the file in the way
-        from pathlib import Path
-
-        target = Path(path)
-        blocker = next((p for p in [*reversed(target.parents), target] if p.exists() and not p.is_dir()), None)
-        if blocker is not None:
-            held = f" (to hold {path})" if blocker != target else ""
-            return f"{blocker} is a file, but a folder is expected there{held}; move it away or choose another location"
+        blocked = file_in_the_way(path)
+        if blocked is not None:
+            return blocked
     hints = {
         errno.EACCES: "give yourself access to it (or its folder), or choose another location",
         errno.EPERM: "give yourself access to it (or its folder), or choose another location",
@@ -52,3 +50,16 @@ def os_error_message(exc: OSError) -> str | None:
         errno.ENAMETOOLONG: "use shorter names",
     }
     return f"{path}: {exc.strerror or type(exc).__name__}; {hints.get(exc.errno, 'check the path and rerun')}"
+
+
+def file_in_the_way(folder: str | os.PathLike) -> str | None:
+    """One line naming the file that stands where ``folder`` or one of its parents should be a folder (``results is
+    a file, but a folder is expected there (to hold results/runs); ...``); None when nothing is in the way."""
+    from pathlib import Path
+
+    target = Path(folder)
+    blocker = next((p for p in [*reversed(target.parents), target] if p.exists() and not p.is_dir()), None)
+    if blocker is None:
+        return None
+    held = f" (to hold {folder})" if blocker != target else ""
+    return f"{blocker} is a file, but a folder is expected there{held}; move it away or choose another location"

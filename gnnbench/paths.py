@@ -63,3 +63,18 @@ def table_files(table: str, formats: tuple[str, ...] = TABLE_FORMATS) -> list[st
 def log_file(stage: str, name: str) -> str:
     """A rule's log (``results/logs/{stage}/{name}.log``); ``name`` may hold Snakemake wildcards."""
     return f"{LOG_DIR}/{stage}/{name}.log"
+
+
+def output_folders() -> list[str]:
+    """The folders the workflow writes into, two levels deep, parents first: ``resources``, ``resources/raw``,
+    ``results``, ``results/baselines``, ... — every template of this module up to its first ``{placeholder}``
+    (a ``*_DIR`` template is a folder; any other names a file)."""
+    folders = set()
+    for name, template in globals().items():
+        if not (name.isupper() and isinstance(template, str) and "/" in template):
+            continue
+        parts = template.split("/") if name.endswith("_DIR") else template.split("/")[:-1]
+        for depth in (1, 2):
+            if len(parts) >= depth and "{" not in "/".join(parts[:depth]):
+                folders.add("/".join(parts[:depth]))
+    return sorted(folders)

@@ -14,9 +14,10 @@ Checked, each problem one line naming the file, the fold and the part: the struc
 none of them twice — a JSON reader would keep the last list and drop the other; lists of integers); every part
 non-empty (every protocol trains on train, selects or early-stops on val and scores test); no index twice in a fold,
 the three parts disjoint; indices inside the dataset; for node splits, only labelled nodes (a node with label −1
-cannot be trained on or scored). The structure is checked when the suite is loaded (and the number of folds taken
-from the file), the ranges when the split stage runs on the made dataset. Test parts need not partition the dataset
-(random splits do not).
+cannot be trained on or scored). All but the labels is checked when the suite is loaded (and the number of folds
+taken from the file): the ranges against the graphs the dataset's description counts, or the nodes of its one graph
+where the generator states them (``graph_file``, ``csbm``). Everything is checked again when the split stage runs on
+the made dataset. Test parts need not partition the dataset (random splits do not).
 
 In a suite: ``split: {scheme: file, path: my_splits.json}`` — a relative path is relative to the suite file's folder.
 The workflow's split job takes the file as an input, and the split it writes records the file's SHA-256.
@@ -114,17 +115,18 @@ def read_folds(path: str | os.PathLike, size: int | None = None, level: str | No
     return folds
 
 
-def count_folds(path: str | os.PathLike) -> int:
-    """The number of folds of a split file whose structure is valid (checked; ranges need the dataset). Kept per
-    process while the file is unchanged: a suite asks for it once per benchmark and run listing."""
+def count_folds(path: str | os.PathLike, size: int | None = None, level: str | None = None) -> int:
+    """The number of folds of a split file, checked as :func:`read_folds` checks it (``size``, ``level``: what the
+    dataset's description tells before it is made; the labels need the made dataset). Kept per process while the
+    file is unchanged: a suite asks for it once per benchmark and run listing."""
     path = Path(path)
     try:
         stat = path.stat()
-        state = (str(path.absolute()), stat.st_size, stat.st_mtime_ns)
+        state = (str(path.absolute()), stat.st_size, stat.st_mtime_ns, size, level)
     except OSError:
         state = None
     if state is None or state not in _COUNTS:
-        count = len(read_folds(path))
+        count = len(read_folds(path, size, level))
         if state is None:
             return count
         _COUNTS[state] = count

@@ -241,19 +241,7 @@ def _random_node_splits(dataset: str, labels: np.ndarray | None, scheme: str, pa
     classes = np.unique(labels[labels >= 0])
     members = [np.flatnonzero(labels == c) for c in classes]  # ascending node index, as the original lists them
     labelled = np.flatnonzero(labels >= 0)
-    per_class = params["train_per_class"] + params.get("val_per_class", 0)
-    for c, nodes in zip(classes, members, strict=True):
-        if nodes.size < per_class:
-            need = (f"{params['train_per_class']} train + {params['val_per_class']} val"
-                    if scheme == "random_per_class" else f"{params['train_per_class']} train")
-            raise ConfigError(f"split of {dataset}: class {c} has only {nodes.size} labelled nodes but scheme "
-                              f"{scheme} needs {per_class} per class ({need}); lower the per-class counts or drop "
-                              f"small classes from the dataset")
-    if scheme == "random_sizes":
-        rest = labelled.size - params["train_per_class"] * classes.size
-        if params["val_size"] + params["test_size"] > rest:
-            raise ConfigError(f"split of {dataset}: val_size + test_size = {params['val_size'] + params['test_size']}"
-                              f" but only {rest} labelled nodes remain after the training nodes; lower them")
+    check_class_sizes(f"split of {dataset}", np.bincount(labels[labels >= 0]), scheme, params)
     folds = []
     for seed in split_seeds(params["seed"], params["splits"]):
         rs = np.random.RandomState(seed)
@@ -268,6 +256,30 @@ def _random_node_splits(dataset: str, labels: np.ndarray | None, scheme: str, pa
                              replace=False)
         folds.append({"train": train.tolist(), "val": val.tolist(), "test": test.tolist()})
     return folds
+
+
+def check_class_sizes(where: str, class_sizes, scheme: str, params: dict) -> None:
+    """Refuse a random node split (scheme random_per_class or random_sizes, resolved ``params``) that the classes
+    cannot give: a class (of ``class_sizes``, labelled nodes per class; a class without any is never drawn from) with
+    fewer nodes than ``train_per_class`` + ``val_per_class``, or ``val_size`` + ``test_size`` beyond the labelled
+    nodes left after training. Checked on the made dataset's labels (:func:`make_splits`) and, where the generator's
+    description states the class sizes, when the suite is loaded; ``where`` names the split in the message."""
+    sizes = np.asarray(class_sizes, dtype=np.int64)
+    present = np.flatnonzero(sizes > 0)
+    per_class = params["train_per_class"] + params.get("val_per_class", 0)
+    short = present[sizes[present] < per_class]
+    if short.size:
+        c = int(short[0])
+        need = (f"{params['train_per_class']} train + {params['val_per_class']} val"
+                if scheme == "random_per_class" else f"{params['train_per_class']} train")
+        raise ConfigError(f"{where}: class {c} has only {int(sizes[c])} labelled nodes but scheme {scheme} needs "
+                          f"{per_class} per class ({need}); lower the per-class counts or drop small classes from "
+                          "the dataset")
+    if scheme == "random_sizes":
+        rest = int(sizes.sum()) - params["train_per_class"] * present.size
+        if params["val_size"] + params["test_size"] > rest:
+            raise ConfigError(f"{where}: val_size + test_size = {params['val_size'] + params['test_size']} but only "
+                              f"{rest} labelled nodes remain after the training nodes; lower them")
 
 
 def _stratified_kfold(labels: np.ndarray, k: int, val_fraction: float, seed: int) -> list[dict]:

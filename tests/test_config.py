@@ -320,7 +320,7 @@ def test_a_key_given_twice_in_a_suite_is_refused_naming_file_key_and_lines(tmp_p
     path.write_text(one_seeds.replace("models: {MLP: CSL_graph_classification_MLP_CSL_100k}",
                                       "models: {MLP: CSL_graph_classification_MLP_CSL_100k, "
                                       "MLP: CSL_graph_classification_GCN_CSL_100k}"))
-    with pytest.raises(ConfigError, match=r"key 'MLP' is given twice in one mapping \(lines 6 and 6\)"):
+    with pytest.raises(ConfigError, match=r"key 'MLP' is given twice in one mapping \(line 6, columns 14 and 58\)"):
         load_suite_file(path)
 
 
@@ -341,5 +341,5 @@ def test_a_preset_file_with_a_key_given_twice_is_refused(tmp_path):
     with pytest.raises(ConfigError) as err:
         all_presets(tmp_path)
     assert str(err.value) == (f"preset file {tmp_path.resolve() / 'mine.yaml'}: key 'epochs' is given twice in one "
-                              "mapping (lines 3 and 3), and YAML would silently keep only the last; remove or "
-                              "merge one")
+                              "mapping (line 3, columns 12 and 39), and YAML would silently keep only the last; "
+                              "remove or merge one")

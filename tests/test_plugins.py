@@ -571,7 +571,7 @@ def test_pitfalls_settings_take_any_constructor_argument(nets):
     block = {"protocol": "pitfalls", "inits": 2, "set": {"num_epochs": 3},
              "models": {"Mine": {"model": f"{nets}/nets.py:TwoHop", "set": {"hidden_channels": 4, "residual": True,
                                                                             "learning_rate": 0.05}}}}
-    suite = load_suite({"datasets": {"CSBM": {"generator": "csbm", "seed": 1, "params": {"num_nodes": 90,
+    suite = load_suite({"datasets": {"CSBM": {"generator": "csbm", "seed": 1, "params": {"num_nodes": 150,
                                                                                            "num_classes": 3}}},
                         "benchmarks": {"CSBM": block}})
     config = suite.benchmarks["CSBM"].models["Mine"].config

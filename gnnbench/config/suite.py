@@ -43,7 +43,7 @@ from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
 from gnnbench.protocols.base import Benchmark
-from gnnbench.splits import check_source, resolve_split
+from gnnbench.splits import check_class_sizes, check_source, resolve_split
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 # the workflow's paths: gnnbench.paths (names kept here for callers of this module)
@@ -89,8 +89,19 @@ class DatasetSpec:
         if self.split["scheme"] == "file":
             from gnnbench.split_file import count_folds
 
-            return count_folds(self.split["path"])
+            return count_folds(self.split["path"], *self.index_range)
         return self.split.get("folds", self.split.get("splits", 1))
+
+    @property
+    def index_range(self) -> tuple[int | None, str | None]:
+        """(count, level) of what a split's indices name, as far as the description tells before the dataset is
+        made: the graphs of a multi-graph dataset, the nodes of a single-graph one (their count where the generator
+        states it); (None, None) for link prediction, whose pairs come with their split."""
+        if self.meta.task == "link_prediction":
+            return None, None
+        if self.meta.transductive:
+            return self.meta.statistics.get("all", {}).get("nodes"), "node"
+        return self.meta.num_graphs, "graph"
 
 
 @dataclass
@@ -355,13 +366,13 @@ def _expand(config: object, base_dir: str | os.PathLike | None,
                         and isinstance(value, dict) else value)
     out["datasets"] = {d: parent["datasets"][d] for d in selected if d in parent["datasets"]}
     benchmarks = {d: _copy_entry(parent["benchmarks"][d]) for d in selected}
-    added = _add_models(config.get("models"), benchmarks, selected, name)
+    added = _add_models(config.get("models"), benchmarks, selected, name, known)
     overrides = config.get("benchmarks") or {}
     if not isinstance(overrides, dict):
         raise ConfigError("benchmarks: expected a mapping of benchmark name -> keys to add or replace, e.g. "
                           "{ZINC: {models: {Mine: ...}}}")
     for dataset, entry in overrides.items():
-        _name_list([dataset], "benchmarks", selected, name)
+        _name_list([dataset], "benchmarks", selected, name, known)
         if not isinstance(entry, dict):
             raise ConfigError(f"benchmarks.{dataset}: expected a mapping of keys to add or replace")
         benchmarks[dataset].update({k: v for k, v in entry.items() if k != "models"})
@@ -378,14 +389,20 @@ def _schema_properties() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())["properties"]
 
 
-def _name_list(value: object, where: str, known: list[str], parent: str) -> list[str]:
-    """``value``, a list of some of ``known`` (the parent suite's benchmarks), in the given order."""
+def _name_list(value: object, where: str, known: list[str], parent: str,
+               everything: list[str] | None = None) -> list[str]:
+    """``value``, a list of some of ``known`` (the parent suite's benchmarks, or those the extending suite selects
+    from ``everything``, all of the parent's), in the given order."""
+    everything = known if everything is None else everything
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: expected a list of datasets of {parent} (e.g. [{', '.join(known[:2])}]), got "
                           f"{value!r}")
     for item in value:
+        if item in everything and item not in known:
+            raise ConfigError(f"{where}: dataset {item!r} is in {parent} but not among the datasets this suite "
+                              f"selects (datasets: {', '.join(known)}); add {item} to datasets, or drop it here")
         if item not in known:
-            raise ConfigError(f"{where}: unknown dataset {item!r} of {parent}; its datasets: {', '.join(known)}")
+            raise ConfigError(f"{where}: unknown dataset {item!r} of {parent}; its datasets: {', '.join(everything)}")
     return list(dict.fromkeys(value))
 
 
@@ -396,8 +413,10 @@ def _copy_entry(entry: object) -> dict:
     return entry
 
 
-def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str], parent: str) -> dict[str, list[str]]:
-    """Add the extending suite's ``models`` to ``benchmarks``; label -> the benchmarks each went to."""
+def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str], parent: str,
+                everything: list[str]) -> dict[str, list[str]]:
+    """Add the extending suite's ``models`` to ``benchmarks`` (the ``selected`` ones of ``everything``, the parent's);
+    label -> the benchmarks each went to."""
     if models is None:
         return {}
     if not isinstance(models, dict) or not models:
@@ -409,7 +428,7 @@ def _add_models(models: object, benchmarks: dict[str, dict], selected: list[str]
         targets = selected
         if isinstance(entry, dict) and "datasets" in entry:
             entry = dict(entry)
-            targets = _name_list(entry.pop("datasets"), f"{where}.datasets", selected, parent)
+            targets = _name_list(entry.pop("datasets"), f"{where}.datasets", selected, parent, everything)
         for dataset in targets:
             benchmark = benchmarks[dataset]
             if label in benchmark["models"]:
@@ -585,7 +604,10 @@ def _dataset(name: str, entry: dict, protocol, base_dir: str | os.PathLike | Non
         spec.split = resolve_split(given, f"{where}.split")
     if spec.split["scheme"] == "file":
         spec.split["path"] = str(Path(base_dir or ".", spec.split["path"]).absolute())
-        spec.num_folds  # noqa: B018 — reads the file: a missing or malformed split file fails the suite now
+        spec.num_folds  # noqa: B018 — reads the file: a missing, malformed or out-of-range split fails the suite now
+    class_sizes = meta.statistics.get("all", {}).get("class_sizes")
+    if spec.split["scheme"] in ("random_per_class", "random_sizes") and class_sizes is not None:
+        check_class_sizes(f"{where}.split", class_sizes, spec.split["scheme"], spec.split)
     if spec.split["scheme"] == "published" and published_split(spec) is None:
         raise ConfigError(f"{where}.split.scheme: no {spec.split['source']} split was published for dataset {name} "
                           f"(generator {generator.name}); use stratified_kfold")

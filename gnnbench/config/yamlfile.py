@@ -2,7 +2,8 @@
 
 YAML parsers, PyYAML and Snakemake's ``--configfile`` loader among them, keep the last of two equal keys in a
 mapping without a word, so a suite with two ``seeds:`` lines or two models of one label silently loses one of
-them. :func:`load_yaml` reads like ``yaml.safe_load`` but refuses such a file, naming it, the key and both lines.
+them. :func:`load_yaml` reads like ``yaml.safe_load`` but refuses such a file, naming it, the key and both lines
+(and both columns when the two share a line, as in ``{a: 1, a: 2}``).
 A merge key (``<<: *anchor``) followed by a key it also brings is not a duplicate: overriding merged values is
 what merge keys are for.
 """
@@ -21,9 +22,19 @@ _MERGE = "tag:yaml.org,2002:merge"
 
 
 class _DuplicateKey(Exception):
-    def __init__(self, key: object, first: int, second: int) -> None:
+    """A key given twice: where each is, as (line, column), both counted from 1."""
+
+    def __init__(self, key: object, first: tuple[int, int], second: tuple[int, int]) -> None:
         super().__init__(key, first, second)
         self.key, self.first, self.second = key, first, second
+
+    @property
+    def where(self) -> str:
+        """``lines 5 and 7``, or ``line 2, columns 5 and 11`` for two keys on one line (a flow mapping)."""
+        (line, column), (other_line, other_column) = self.first, self.second
+        if line == other_line:
+            return f"line {line}, columns {column} and {other_column}"
+        return f"lines {line} and {other_line}"
 
 
 class UniqueKeyLoader(yaml.SafeLoader):
@@ -31,21 +42,21 @@ class UniqueKeyLoader(yaml.SafeLoader):
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         """The mapping of ``node``, after checking that no key (merge keys aside) appears twice in it."""
-        seen: dict[object, int] = {}
+        seen: dict[object, tuple[int, int]] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
                 continue
             key = self.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
+            place = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             if key in seen:
-                raise _DuplicateKey(key, seen[key], line)
-            seen[key] = line
+                raise _DuplicateKey(key, seen[key], place)
+            seen[key] = place
         return super().construct_mapping(node, deep=deep)
 
 
 def _duplicate(source: str, exc: _DuplicateKey) -> ConfigError:
-    return ConfigError(f"{source}: key {exc.key!r} is given twice in one mapping (lines {exc.first} and {exc.second}),"
-                       " and YAML would silently keep only the last; remove or merge one")
+    return ConfigError(f"{source}: key {exc.key!r} is given twice in one mapping ({exc.where}), and YAML would "
+                       "silently keep only the last; remove or merge one")
 
 
 def parse_yaml(text: str, source: str) -> Any:

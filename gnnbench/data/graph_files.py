@@ -51,9 +51,11 @@ Conversion (:func:`to_columns`; PyG objects as their tensors are, no per-graph P
       ``given`` uses it;
     * other attributes (``pos``, ``edge_weight``, strings, ...) are ignored and listed.
 
-Every problem — a missing or unreadable file, missing columns or labels, a wrong dtype, an edge naming a node
-outside its graph, lengths that do not fit the graph — is one line naming the source and the fix, raised before
-anything is written (the dataset folder is written only after a successful conversion).
+Every problem — a missing, empty or unreadable file, missing columns or labels, a wrong dtype, an edge naming a node
+outside its graph, lengths that do not fit the graph, node counts no data backs
+(:func:`~gnnbench.data.store.node_count_problem`, checked before anything is allocated for the nodes) — is one line
+naming the source and the fix, raised before anything is written (the dataset folder is written only after a
+successful conversion).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ import os
 import pickle
 import re
 import threading
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from gnnbench.data.meta import SPLIT_CODES, DatasetMeta, FeatureSpec, graph_split_sizes
-from gnnbench.data.store import GraphColumns, write_graph_store
+from gnnbench.data.store import GraphColumns, node_count_problem, write_graph_store
 from gnnbench.errors import DataError
 
 TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification")
@@ -84,6 +87,8 @@ PARQUET_SUFFIXES = (".parquet",)
 MASKS = ("train_mask", "val_mask", "test_mask")
 FILE_FIX = ("fix the file (formats: docs/datasets.md#graphs-you-already-have; gnnbench.data.graph_files.write_graphs "
             "writes a valid one)")
+EMPTY_FIX = ("write the graphs into it, one per row or list item (formats: docs/datasets.md#graphs-you-already-have; "
+             "gnnbench.data.graph_files.write_graphs writes a valid one)")
 _MAX_CLASSES = np.iinfo(np.int16).max
 _LOAD_LOCK = threading.Lock()  # torch's allow-list is process-wide: one restricted load at a time
 
@@ -100,6 +105,9 @@ class GraphSummary:
     split_sizes: dict[str, int] | None
     given_splits: int = 1
     notes: list[str] = field(default_factory=list)  # the conversion's steps and what it ignored
+    # what a suite checks a split against before the dataset is made: for one graph with node labels, its nodes
+    # and labelled nodes per class (the keys of gnnbench.data.meta.transductive_statistics' "all")
+    statistics: dict = field(default_factory=dict)
 
     def meta(self, name: str, source: dict) -> DatasetMeta:
         """The :class:`DatasetMeta` of this summary for dataset ``name`` (the task's loss and metric; the
@@ -108,7 +116,8 @@ class GraphSummary:
         return DatasetMeta(name=name, task=self.task, loss=loss, metric=metric, num_outputs=self.num_outputs,
                            num_graphs=self.num_graphs, node_features=self.node_features,
                            edge_features=self.edge_features, pe_usage="add", split_sizes=self.split_sizes,
-                           source={**source, "preprocessing": list(self.notes)}, given_splits=self.given_splits)
+                           source={**source, "preprocessing": list(self.notes)}, given_splits=self.given_splits,
+                           statistics=dict(self.statistics))
 
     def default_split(self) -> dict:
         """The split scheme when the suite names none: the data's own split where it has one, else
@@ -121,10 +130,12 @@ class GraphSummary:
 
 
 class _Source:
-    """Names a source in error messages: ``what`` (e.g. "graph file x.pt") and the general fix."""
+    """Names a source in error messages: ``what`` (e.g. "graph file x.pt") and the general fix; ``size``: the bytes
+    of the source's file, which bound the nodes it may state without data (:func:`~gnnbench.data.store.
+    node_count_problem`), None for a source that is no one file."""
 
-    def __init__(self, what: str, fix: str) -> None:
-        self.what, self.fix = what, fix
+    def __init__(self, what: str, fix: str, size: int | None = None) -> None:
+        self.what, self.fix, self.size = what, fix, size
 
     def error(self, message: str, fix: str | None = None) -> DataError:
         return DataError(f"{self.what}: {message}; {fix or self.fix}")
@@ -283,9 +294,16 @@ def collate_graphs(graphs: list, src: _Source) -> tuple[GraphColumns, list[str]]
     return from_pyg(data, slices, src)
 
 
-def _reason(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:160] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _reason(exc: BaseException, limit: int = 160) -> str:
+    """``Type: first meaningful line`` of an exception, cut at a word boundary within ``limit`` characters. torch's
+    weights-only loader wraps its reason ("Unsupported operand 24") in paragraphs of advice: the reason is kept."""
+    text = str(exc)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(line) > limit:
+        line = line[:limit].rsplit(" ", 1)[0].rstrip(",;:") + " ..."
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
 
 
 # ---------------------------------------------------------------------------------------------------- to the store
@@ -375,6 +393,9 @@ def to_columns(raw: GraphColumns, task: str, src: _Source, notes: list[str] | No
         raise src.error("no graphs, or node counts that are not integers")
     if (num_nodes < 1).any():
         raise src.error(f"graph {int(np.flatnonzero(num_nodes < 1)[0])} has no nodes", "every graph needs a node")
+    problem = node_count_problem(num_nodes, bool(raw.node or raw.sparse), src.size)
+    if problem is not None:  # before x = 1 per node is allocated
+        raise src.error(problem, "give each graph's true num_nodes")
     if raw.src.dtype.kind not in "iu" or raw.dst.dtype.kind not in "iu":
         raise src.error(f"the edges' node ids have dtype {raw.src.dtype} / {raw.dst.dtype}, expected integers")
     total_edges = int(num_edges.sum())
@@ -434,9 +455,15 @@ def to_columns(raw: GraphColumns, task: str, src: _Source, notes: list[str] | No
                            src=raw.src.astype(np.int32), dst=raw.dst.astype(np.int32), node=node, edge=edge,
                            graph=graph, sparse=sparse)
     columns.validate()
+    statistics = {}
+    if task == "node_classification" and num_nodes.size == 1:
+        labelled = y[y >= 0]
+        statistics["all"] = {"nodes": int(num_nodes[0]), "unlabelled_nodes": int(y.size - labelled.size),
+                             "class_sizes": np.bincount(labelled, minlength=outputs).tolist()}
     summary = GraphSummary(task=task, num_outputs=outputs, num_graphs=int(num_nodes.size), node_features=node_spec,
                            edge_features=edge_spec, split_sizes=split_sizes, given_splits=given,
-                           notes=["edges as given (no symmetrisation; self loops and duplicates kept)", *notes])
+                           notes=["edges as given (no symmetrisation; self loops and duplicates kept)", *notes],
+                           statistics=statistics)
     return columns, summary
 
 
@@ -470,7 +497,9 @@ def load_pt(path: Path, src: _Source) -> list:
             serialization.clear_safe_globals()
             try:
                 serialization.add_safe_globals(allowed)
-                obj = torch.load(path, map_location="cpu", weights_only=True)
+                with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the outcome is reported alone
+                    warnings.simplefilter("ignore")
+                    obj = torch.load(path, map_location="cpu", weights_only=True)
             finally:
                 serialization.clear_safe_globals()
                 serialization.add_safe_globals(saved)
@@ -539,6 +568,8 @@ def read_parquet(path: Path, src: _Source) -> tuple[GraphColumns, list[str]]:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         raise src.error(f"is not a readable Parquet file ({_reason(exc)})") from None
+    if table.num_rows == 0:  # its columns then have no type to check ("holds null")
+        raise src.error("is empty (0 rows: no graphs)", EMPTY_FIX)
     names = table.column_names
     for required in ("num_nodes", "src", "dst", ):
         if required not in names:
@@ -621,6 +652,9 @@ def read_graph_file(path: str | os.PathLike, task: str = "") -> tuple[GraphColum
     src = _Source(f"graph file {path}", FILE_FIX)
     if not path.is_file():
         raise src.error("does not exist", "check the dataset's params.path (relative to the suite file)")
+    src.size = path.stat().st_size
+    if src.size == 0:
+        raise src.error("is empty (0 bytes)", EMPTY_FIX)
     suffix = path.suffix.lower()
     if suffix in PT_SUFFIXES:
         raw, notes = collate_graphs(load_pt(path, src), src)

@@ -40,6 +40,8 @@ from gnnbench.io import atomic_path
 
 FORMAT_VERSION = 1
 METADATA_KEY = b"gnnbench"
+MAX_GRAPH_NODES = int(np.iinfo(np.int32).max)  # src/dst hold int32 local node ids: no graph can have more nodes
+BARE_NODE_BYTES = 4  # the constant feature x = 1 (float32) a node of a file without node columns is given
 _ALLOWED_DTYPES = {
     np.dtype(t)
     for t in ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
@@ -221,6 +223,35 @@ class GraphColumns:
         )
 
 
+def node_count_problem(num_nodes: np.ndarray, carried: bool, file_size: int | None) -> str | None:
+    """What is wrong with the node counts a file states (``num_nodes``, one per graph), or None; checked before
+    anything is allocated for the nodes.
+
+    * No graph has more than :data:`MAX_GRAPH_NODES` (2**31 − 1) nodes: ``src`` / ``dst`` hold int32 ids.
+    * Where no column carries one row per node (``carried`` False: no features, no node labels), the counts are all
+      there is of the nodes, and what they make gnnbench allocate — :data:`BARE_NODE_BYTES` per node for the
+      constant feature, at least — is bounded by the file's size as a zip member's expansion is
+      (:func:`gnnbench.data.archive.allowance`: max(64 MiB, 250 × ``file_size``), at most 8 GiB; without a file, 8
+      GiB): a file of 1.4 KB may stand for 16,777,216 such nodes, not 10**9.
+    """
+    from gnnbench.data.archive import CAP, FLOOR, RATIO, allowance
+
+    too_big = np.flatnonzero(num_nodes > MAX_GRAPH_NODES)
+    if too_big.size:
+        i = int(too_big[0])
+        return (f"graph {i} has num_nodes {int(num_nodes[i])}, more than a graph can have ({MAX_GRAPH_NODES:,}: node "
+                "ids are int32)")
+    total = int(num_nodes.sum(dtype=np.int64))
+    allowed = CAP if file_size is None else allowance(file_size)
+    if not carried and total * BARE_NODE_BYTES > allowed:
+        bound = (f"a file of {file_size:,} bytes may stand for (max({FLOOR >> 20} MiB, {RATIO} × its size), at most "
+                 f"{CAP >> 30} GiB)" if file_size is not None else f"gnnbench allocates without data ({CAP >> 30} GiB)")
+        return (f"its graphs have {total:,} nodes in all but no node data (no features x, no per-node column), so "
+                f"gnnbench would allocate {BARE_NODE_BYTES} bytes per node ({total * BARE_NODE_BYTES:,} bytes), more "
+                f"than {bound}")
+    return None
+
+
 def _pointers(counts: np.ndarray) -> np.ndarray:
     ptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr[1:])
@@ -305,6 +336,9 @@ def read_parquet(path: Path, what: str) -> pa.Table:
     truncated file raises a DataError that names it as ``what`` and says how to recreate it."""
     if not path.is_file():
         raise DataError(f"{what} {path} does not exist; run snakemake (or the gnnbench command) that creates it")
+    if path.stat().st_size == 0:
+        raise DataError(f"{what} {path} is empty (0 bytes), not a Parquet file; delete it and rerun snakemake to "
+                        "recreate it")
     try:  # page checksums (CRC32) catch corrupted bytes that would otherwise decode to wrong values
         return pq.read_table(path, page_checksum_verification=True)
     except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
@@ -357,6 +391,10 @@ def read_graph_columns(path: str | os.PathLike, what: str = "graph store") -> Gr
                         f"{FORMAT_VERSION}; delete it and rerun snakemake to recreate it")
     try:
         num_nodes = _numpy(table.column("num_nodes").combine_chunks()).astype(np.int64)
+        problem = "a graph has a negative num_nodes" if (num_nodes < 0).any() else node_count_problem(
+            num_nodes, bool(layout["node"] or sparse_widths), path.stat().st_size)
+        if problem is not None:
+            raise DataError(f"{what} {path}: {problem}; delete it and rerun snakemake to recreate it")
         src, edge_ptr = list_column(table, "src")
         dst, dst_ptr = list_column(table, "dst")
         node_ptr = _pointers(num_nodes)

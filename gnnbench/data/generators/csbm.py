@@ -132,8 +132,11 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
     plain = {k: float(v) if isinstance(v, float) else v for k, v in params.items()}  # NonNegative → float
     source = {"generator": "csbm", "seed": seed, "params": plain, "p_in": p_in, "p_out": p_out,
               "class_sizes": sizes.tolist()}
-    return node_classification_meta(name, params["num_classes"], FeatureSpec("continuous", params["num_features"]),
+    meta = node_classification_meta(name, params["num_classes"], FeatureSpec("continuous", params["num_features"]),
                                     source)
+    # what a suite checks a split against before the graph is drawn (the keys of transductive_statistics' "all")
+    meta.statistics = {"all": {"nodes": params["num_nodes"], "class_sizes": sizes.tolist(), "unlabelled_nodes": 0}}
+    return meta
 
 
 def _check(params: dict, where: str) -> None:
