@@ -106,8 +106,9 @@ def model_cases(graph, dropout: float):
 @pytest.mark.parametrize("case", ["benchmark GCN", "PyG GCNConv", "PyG GCNConv, own L2"])
 def test_a_member_of_the_stack_equals_the_initialisation_trained_alone(graph, case, dropout):
     """Same stop epoch, scored epoch, stop reason and scores as SequentialTrainer's run of the same initialisation
-    (the user's PyG models in float64, the benchmark GCN in float32); tolerances: the restored weights within 1e-4 of the tensor's scale and losses within 1e-4 (relative); for
-    the benchmark GCN, whose batch-norm gradients round differently when batched, 1e-3 and 1e-2, and its
+    (the user's PyG models in float64, the benchmark GCN in float32); tolerances: the restored weights within 1e-4
+    of the tensor's scale and losses within 1e-4 (relative); for the benchmark GCN, whose batch-norm gradients round
+    differently when batched, 1e-3 and 1e-2, and its
     pre-batch-norm biases compared through the outputs (logits of the restored models within 1e-3). With dropout:
     the same masks (one draw per epoch shared by the members, as SequentialTrainer reseeds the split's dropout seed
     for every initialisation)."""
