@@ -6,12 +6,12 @@ configurations) on the real ENZYMES, outer fold 0 (486 inner-training, 54 hold-o
     configuration;
 (b) one run at a time in one process — ``train_holdout`` on every configuration after another (what
     ``run_inner`` does without ``stack``);
-(c) stacked — the configurations of one shape (``gnnbench.protocols.fair_comparison.stack_groups``: fair_GIN's 128
+(c) stacked — the configurations of one shape (``gnnbench.protocols.fair_comparison.grid.stack_groups``: fair_GIN's 128
     points are 16 shapes × 8 members differing in dropout, stopping rule and train_eps) trained as one wide stack
     each (``gnnbench.training.stacked_holdout.MemberStack``; ``run_inner(stack=True)`` without shared
     trajectories);
 (d) stacked + shared trajectories — what ``run_inner(stack=True)`` does: the configurations of one shape that differ
-    only in the stopping settings (``fc.trajectories``: fair_GIN's accuracy / loss rule) are one trajectory, a member
+    only in the stopping settings (``trajectories``: fair_GIN's accuracy / loss rule) are one trajectory, a member
     of the shape's stack observed by each configuration's rules; runs are counted as configurations evaluated.
 
 Every run trains ``--epochs`` epochs (patience off), so the measurement is short; the rates are then normalised to
@@ -53,6 +53,10 @@ from pathlib import Path
 
 import torch
 
+from gnnbench.protocols.fair_comparison import grid as fc_grid
+from gnnbench.protocols.fair_comparison import plan as fc_plan
+from gnnbench.protocols.fair_comparison import train as fc_train
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ZIP = ROOT.parent / "shared" / "data" / "real" / "tu" / "ENZYMES.zip"
 
@@ -60,10 +64,10 @@ CHILD = """
 import sys, json
 import torch
 torch.set_num_threads(1)
-from gnnbench.protocols import fair_comparison as fc
+from gnnbench.protocols.fair_comparison.train import run_inner
 config = json.loads(sys.argv[1])
-fc.run_inner(dataset_dir=sys.argv[2], splits_path=sys.argv[3], fold=0, configs=[config], positions=[0], seed=0,
-             out=sys.argv[4], device="cpu", threads=1)
+run_inner(dataset_dir=sys.argv[2], splits_path=sys.argv[3], fold=0, configs=[config], positions=[0], seed=0,
+          out=sys.argv[4], device="cpu", threads=1)
 """
 
 
@@ -83,23 +87,23 @@ def prepare(zip_path: Path, work: Path, preset: str = "fair_GIN"):
     return suite.benchmarks["ENZYMES"].grids["M"]
 
 
-def shared_stack(fc, group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model, variant,
+def shared_stack(group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model, variant,
                  overrides=None):
     """(d): one MemberStack of the shape's trajectories, member t observed by its configurations' stopping rules, the
     observer-free seeds (what run_inner(stack=True) builds); ``overrides``: stopping settings for every observer."""
     by_position = dict(zip(group, cfgs, strict=True))
-    paths = [[group[j] for j in t] for t in fc.trajectories([grid[i] for i in group])]
+    paths = [[group[j] for j in t] for t in fc_grid.trajectories([grid[i] for i in group])]
     members = [by_position[t[0]] for t in paths]
-    built = [fc.member_build(c) for c in members]
+    built = [fc_grid.member_build(c) for c in members]
     builds = [lambda c=b: build_model(c, model_data, default_variant=variant) for b, _ in built]
-    seeds = [fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(grid[t[0]]))) for t in paths]
-    observers = [[{**fc.observer_settings(by_position[i]), **(overrides or {})} for i in t] for t in paths]
+    seeds = [fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(grid[t[0]]))) for t in paths]
+    observers = [[{**fc_grid.observer_settings(by_position[i]), **(overrides or {})} for i in t] for t in paths]
     stack = MemberStack(builds, seeds, members, data.store, parts, device=cpu, frozen=[set(f) for _, f in built],
                         observers=observers)
     return stack, [i for t in paths for i in t]
 
 
-def short_runs(args, fc, groups, grid, model_data, data, parts, cpu, MemberStack, build_model, variant, coerce_all,
+def short_runs(args, groups, grid, model_data, data, parts, cpu, MemberStack, build_model, variant, coerce_all,
                protocol_types) -> float:
     """(c) and (d) with real early stopping (``--short-patience`` up to ``--short-epochs``) on the timed shapes, the
     observer-free seeds in both; prints and returns (d)/(c) in configurations per CPU second."""
@@ -107,16 +111,16 @@ def short_runs(args, fc, groups, grid, model_data, data, parts, cpu, MemberStack
     cpu_s = {"c": 0.0, "d": 0.0}
     stops, longest, configs = [], [], 0
     for group in groups:
-        cfgs = [{**coerce_all(grid[i], "config", protocol_types(fc.FairComparison, grid[i])), **stopping}
+        cfgs = [{**coerce_all(grid[i], "config", protocol_types(fc_plan.FairComparison, grid[i])), **stopping}
                 for i in group]
         start = time.process_time()  # (c): every configuration its own member
-        built = [fc.member_build(c) for c in cfgs]
+        built = [fc_grid.member_build(c) for c in cfgs]
         builds = [lambda c=b: build_model(c, model_data, default_variant=variant) for b, _ in built]
-        seeds = [fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(grid[i]))) for i in group]
+        seeds = [fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(grid[i]))) for i in group]
         MemberStack(builds, seeds, cfgs, data.store, parts, device=cpu, frozen=[set(f) for _, f in built]).fit()
         cpu_s["c"] += time.process_time() - start
         start = time.process_time()  # (d): one member per trajectory
-        stack, order = shared_stack(fc, group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model,
+        stack, order = shared_stack(group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model,
                                     variant, stopping)
         results = stack.fit()
         cpu_s["d"] += time.process_time() - start
@@ -157,7 +161,6 @@ def main() -> int:
     torch.set_num_threads(1)
     from gnnbench.config.keys import coerce_all, protocol_types
     from gnnbench.models.registry import ERRICA2020, ModelData, build_model
-    from gnnbench.protocols import fair_comparison as fc
     from gnnbench.training.holdout import train_holdout
     from gnnbench.training.stacked_holdout import MemberStack
 
@@ -165,21 +168,21 @@ def main() -> int:
     try:
         grid = prepare(args.zip, work, args.preset)
         grid = [{**c, "epochs": args.epochs, "patience": 10**6} for c in grid]
-        groups = fc.stack_groups(grid)[::args.stride]
+        groups = fc_grid.stack_groups(grid)[::args.stride]
         chosen = sorted(i for g in groups for i in g)
-        data = fc._load(work / "ds", work / "splits.json")
+        data = fc_train._load(work / "ds", work / "splits.json")
         fold = data.splits.fold(0)
         parts = {"train": torch.from_numpy(fold["train"]), "val": torch.from_numpy(fold["val"])}
         model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
-        seeds = [fc.run_seed(0, 0, fc.seed_key(c)) for c in grid]
+        seeds = [fc_grid.run_seed(0, 0, fc_grid.seed_key(c)) for c in grid]
         cpu = torch.device("cpu")
         print(f"{args.preset} on ENZYMES fold 0 ({len(fold['train'])} train / {len(fold['val'])} val graphs): "
-              f"{len(grid)} configurations in {len(fc.stack_groups(grid))} shapes; timing {len(chosen)} "
+              f"{len(grid)} configurations in {len(fc_grid.stack_groups(grid))} shapes; timing {len(chosen)} "
               f"configurations ({len(groups)} shapes), {args.epochs} epochs each, 1 thread", flush=True)
         # per mode: fixed s, training s, wall s, runs (configurations evaluated)
         cost = {m: [0.0, 0.0, 0.0, 0] for m in "bcd"}
         for group in groups:  # (b) and (c) alternate shape by shape: a drift of the machine's speed hits both
-            cfgs = [coerce_all(grid[i], "config", protocol_types(fc.FairComparison, grid[i])) for i in group]
+            cfgs = [coerce_all(grid[i], "config", protocol_types(fc_plan.FairComparison, grid[i])) for i in group]
             for i, cfg in zip(group, cfgs, strict=True):  # (b) one at a time in one process
                 if "b" in args.skip:
                     break
@@ -192,7 +195,7 @@ def main() -> int:
                 cost["b"] = [cost["b"][0] + built - start, cost["b"][1] + done - built,
                              cost["b"][2] + time.perf_counter() - wall, cost["b"][3] + 1]
             if "c" not in args.skip:  # (c) the shape's configurations as one wide stack
-                built = [fc.member_build(c) for c in cfgs]
+                built = [fc_grid.member_build(c) for c in cfgs]
                 builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020) for b, _ in built]
                 wall, start = time.perf_counter(), time.process_time()
                 stack = MemberStack(builds, [seeds[i] for i in group], cfgs, data.store, parts, device=cpu,
@@ -205,7 +208,7 @@ def main() -> int:
                              cost["c"][2] + time.perf_counter() - wall, cost["c"][3] + len(group)]
             if "d" not in args.skip:  # (d) one wide stack of the shape's trajectories, each observed by its configs
                 wall, start = time.perf_counter(), time.process_time()
-                stack, order = shared_stack(fc, group, cfgs, grid, model_data, data, parts, cpu, MemberStack,
+                stack, order = shared_stack(group, cfgs, grid, model_data, data, parts, cpu, MemberStack,
                                             build_model, ERRICA2020)
                 ready = time.process_time()
                 results = stack.fit()
@@ -214,7 +217,7 @@ def main() -> int:
                 cost["d"] = [cost["d"][0] + ready - start, cost["d"][1] + done - ready,
                              cost["d"][2] + time.perf_counter() - wall, cost["d"][3] + len(group)]
             first = grid[group[0]]
-            print(f"  shape {fc.shape_key(first)[:8]} ({len(group)} configurations; batch {first['batch_size']}, "
+            print(f"  shape {fc_grid.shape_key(first)[:8]} ({len(group)} configurations; batch {first['batch_size']}, "
                   f"{first.get('hidden_units')}, {first.get('aggregation', '')}): done", flush=True)
         rates = {}
         for mode, label in (("b", "one at a time in one process"), ("c", "stacked, one wide stack per shape"),
@@ -261,7 +264,7 @@ def main() -> int:
             print(f"stacked + shared / one at a time (capped, best case): {rates['d'] / rates['b']:.2f}x; "
                   f"stacked + shared / stacked (capped): {rates['d'] / rates['c']:.2f}x" if "c" in rates else "")
         if args.short_patience:
-            short = short_runs(args, fc, groups, grid, model_data, data, parts, cpu, MemberStack, build_model,
+            short = short_runs(args, groups, grid, model_data, data, parts, cpu, MemberStack, build_model,
                                ERRICA2020, coerce_all, protocol_types)
             if "b" in rates and "c" in rates:
                 print(f"realistic stacked + shared / one at a time: (c)/(b) capped {rates['c'] / rates['b']:.2f}x "

@@ -1,5 +1,6 @@
 """Runs per hour of the fair-comparison protocol: the GIN grid (fair_GIN, 128 configurations) on ENZYMES, outer fold 0,
-model-selection runs as ``gnnbench.protocols.fair_comparison.run_inner`` trains them (one process, one after another).
+model-selection runs as ``gnnbench.protocols.fair_comparison.train.run_inner`` trains them (one process, one after
+another).
 
 A complete run trains between ``patience`` (500) and ``epochs`` (1000) epochs, so timing every configuration to the
 end takes hours; this script times ``--epochs`` epochs of every ``--stride``-th configuration of the grid (after one
@@ -26,7 +27,7 @@ import torch
 from gnnbench.config.suite import load_suite
 from gnnbench.models.graph_classifiers import build_classifier
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.protocols import fair_comparison as fc
+from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.reporting.fair_comparison import config_summary
 from gnnbench.training.holdout import train_holdout
 
@@ -54,7 +55,7 @@ def main() -> None:
         suite = load_suite({"datasets": {"ENZYMES": {"generator": "tu", "params": {"name": "ENZYMES"}}},
                             "benchmarks": {"ENZYMES": {"protocol": "fair-comparison", "models": {"M": args.model}}}})
         configs = suite.benchmarks["ENZYMES"].grids["M"][::args.stride]
-        data = fc._load(work / "ds", work / "splits.json")
+        data = fc_train._load(work / "ds", work / "splits.json")
         fold = data.splits.fold(0)
         parts = {"train": torch.from_numpy(fold["train"]), "val": torch.from_numpy(fold["val"])}
         per_epoch = []

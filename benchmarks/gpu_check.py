@@ -37,14 +37,14 @@ of each protocol's zoo one short training per device through the public job entr
   RingGNN 3WLGNN with their 100k presets on PATTERN (node classification) and MNIST-digits superpixels (graph
   classification with edge features), and GCN with Laplacian positional encodings on CSL. MF is left out: its
   only task is OGBL-COLLAB link prediction, which needs the download.
-* pitfalls (:func:`gnnbench.protocols.pitfalls.run_chunk`): the ten presets ``pitfalls_*`` on a CSBM graph, one
+* pitfalls (:func:`gnnbench.protocols.pitfalls.train.run_chunk`): the ten presets ``pitfalls_*`` on a CSBM graph, one
   split, two initialisations trained as one stacked model (label propagation: one run).
-* fair-comparison (:func:`gnnbench.protocols.fair_comparison.run_inner`): the presets ``fair_*`` (GIN GraphSAGE
+* fair-comparison (:func:`gnnbench.protocols.fair_comparison.train.run_inner`): the presets ``fair_*`` (GIN GraphSAGE
   DGCNN DiffPool ECC MolecularFingerprint DeepMultisets), the first point of each grid, on GRAPH-FAMILIES.
 * wide stacks (mode ``stack``, :mod:`gnnbench.training.wide`): the models with a wide form train several runs as one
   stack on each device — benchmarking-gnns MLP GCN GIN GatedGCN on PATTERN, two seeds in one job
-  (:func:`gnnbench.protocols.benchmarking_gnns.train_seeds` with ``stack=True``), and fair-comparison GIN, two grid
-  points of one shape with different learning rates and stopping rules (``run_inner(stack=True)``: one stack, the
+  (:func:`gnnbench.protocols.benchmarking_gnns.train.train_seeds` with ``stack=True``), and fair-comparison GIN, two
+  grid points of one shape with different learning rates and stopping rules (``run_inner(stack=True)``: one stack, the
   two rules observing one training each). Their losses (the members' series one after another) are compared like
   the single runs', and a run that fell back to training one after another fails the check.
 
@@ -315,7 +315,7 @@ def one_step_models(case: Case, data: dict, devices: list[str]) -> list:
     kwargs = {"default_variant": variant[case.protocol]}
     torch.manual_seed(ONE_STEP_SEED)
     if case.protocol == "pitfalls":
-        from gnnbench.protocols.pitfalls import load_node_graph
+        from gnnbench.protocols.pitfalls.train import load_node_graph
 
         reference = build_model(case.config, ModelData(meta, graph=load_node_graph(data["data"])[1]),
                                 seed=ONE_STEP_SEED, **kwargs)
@@ -448,7 +448,7 @@ def build_cases(quick: bool, epochs: int, only: list[str] | None) -> list[Case]:
     """Every model of the three zoos as cases with their run configs (modes ``compare`` and, unless quick,
     ``dropout``)."""
     from gnnbench.config.presets import run_config
-    from gnnbench.protocols.fair_comparison import model_grid
+    from gnnbench.protocols.fair_comparison.plan import model_grid
 
     cases: list[Case] = []
     p1_sets = [("PATTERN", P1_MODELS)] + ([] if quick else [("MNIST-digits", P1_MODELS), ("CSL", ("GCN",))])
@@ -507,7 +507,7 @@ def run_stack_case(case: Case, device: str, data: dict, out: Path, threads: int)
     import pyarrow.parquet as pq
 
     if case.protocol == "benchmarking-gnns":
-        from gnnbench.protocols.benchmarking_gnns import train_seeds
+        from gnnbench.protocols.benchmarking_gnns.train import train_seeds
 
         dirs = [out / f"seed{s}" for s in STACK_SEEDS]
         metrics = train_seeds(dataset_dir=data["data"], splits_path=data["splits"], fold=0, config=case.config,
@@ -520,7 +520,7 @@ def run_stack_case(case: Case, device: str, data: dict, out: Path, threads: int)
                 "metric": float(np.mean([m["test"]["metric"] for m in metrics])),
                 "metric_name": f"test {metrics[0]['metric']} (mean of seeds)", "epochs": len(histories[0]),
                 "seconds": list(histories[0]["seconds"])}
-    from gnnbench.protocols.fair_comparison import run_inner
+    from gnnbench.protocols.fair_comparison.train import run_inner
 
     configs = case.config["configs"]
     run_inner(dataset_dir=data["data"], splits_path=data["splits"], fold=0, configs=configs,
@@ -574,7 +574,7 @@ def run_case(case: Case, device: str, data: dict, out: Path, threads: int) -> di
     if case.mode == "stack":
         return run_stack_case(case, device, data, out, threads)
     if case.protocol == "benchmarking-gnns":
-        from gnnbench.protocols.benchmarking_gnns import train
+        from gnnbench.protocols.benchmarking_gnns.train import train
 
         fold = 0
         pe = data["pe"].get(case.pe_dim) if case.pe_dim else None
@@ -586,7 +586,7 @@ def run_case(case: Case, device: str, data: dict, out: Path, threads: int) -> di
                 "metric": metrics["test"]["metric"], "metric_name": f"test {metrics['metric']}",
                 "epochs": len(history), "seconds": seconds}
     if case.protocol == "pitfalls":
-        from gnnbench.protocols.pitfalls import run_chunk
+        from gnnbench.protocols.pitfalls.train import run_chunk
 
         metrics = run_chunk(dataset_dir=data["data"], splits_path=data["splits"], splits=[0], config=case.config,
                             inits=PITFALLS_INITS, seed=0, out_dir=out, device=device, threads=threads,
@@ -597,7 +597,7 @@ def run_case(case: Case, device: str, data: dict, out: Path, threads: int) -> di
         return {"losses": {"train_loss": list(history["train_loss"]), "val_loss": list(history["val_loss"])},
                 "metric": metrics["test_accuracy_mean"], "metric_name": "test accuracy (mean of inits)",
                 "epochs": epochs, "seconds": [metrics["train_seconds"] / max(epochs, 1)] * epochs}
-    from gnnbench.protocols.fair_comparison import run_inner
+    from gnnbench.protocols.fair_comparison.train import run_inner
 
     run_inner(dataset_dir=data["data"], splits_path=data["splits"], fold=0, configs=[case.config], positions=[0],
               seed=0, out=out / "part0.parquet", device=device, threads=threads)

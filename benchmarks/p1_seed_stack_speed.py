@@ -94,7 +94,7 @@ def config(args) -> dict:
 
 def child(args) -> None:
     """One measured process: ``--mode one`` (one seed's run), ``sequential`` or ``stack`` (all seeds)."""
-    from gnnbench.protocols.benchmarking_gnns import train, train_seeds
+    from gnnbench.protocols.benchmarking_gnns.train import train, train_seeds
 
     root, seeds = Path(args.root), [int(s) for s in args.seed_list.split(",")]
     common = {"dataset_dir": root / "data", "splits_path": root / "splits.json", "fold": 0, "threads": args.threads,

@@ -91,7 +91,7 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, float]:
 def fair_comparison_hours(suite, epoch_ms: dict[str, float], stacked: dict[str, float],
                           shared: dict[str, float] | None = None) -> None:
     """Worker-hours of a fair-comparison suite's trainings from measured ms per epoch (module docstring)."""
-    from gnnbench.protocols.fair_comparison import trajectories
+    from gnnbench.protocols.fair_comparison.grid import trajectories
 
     shared = shared or {}
     bounds = {}

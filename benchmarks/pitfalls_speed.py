@@ -7,7 +7,7 @@
 Builds the standardised dataset (docs/protocols/pitfalls.md#datasets-and-preprocessing) from a folder holding the
 original Planetoid files (``{name}/raw/ind.{name}.*``) and its 100 random splits, then for every model preset:
 
-(a) **stacked**: one in-process job (:func:`gnnbench.protocols.pitfalls.run_chunk`, exactly what a workflow job
+(a) **stacked**: one in-process job (:func:`gnnbench.protocols.pitfalls.train.run_chunk`, exactly what a workflow job
     runs) trains ``--inits`` initialisations of every split in ``--split-ids`` at once; its runs per minute include
     loading the data and writing the outputs, not the Python start-up (a job pays that once);
 (b) **one run per process**: ``--single`` runs (split ``--split-ids[0]``, initialisations 0, 1, ...), each through
@@ -77,7 +77,7 @@ def main() -> None:
     import torch
 
     from gnnbench.config.presets import run_config
-    from gnnbench.protocols.pitfalls import run_chunk
+    from gnnbench.protocols.pitfalls.train import run_chunk
 
     torch.set_num_threads(args.threads)
     work = Path(tempfile.mkdtemp(prefix="pitfalls_speed_"))

@@ -82,19 +82,20 @@ def trainers(dataset: Path, splits_path: Path, split: int, inits: int, epochs: i
     GCN (dwivedi2020, 64 wide) stacked and one after another."""
     from gnnbench.config.presets import run_config
     from gnnbench.protocols import pitfalls
+    from gnnbench.protocols.pitfalls import train as pitfalls_train
     from gnnbench.splits import read_splits
     from gnnbench.training.functional_stack import FunctionalStackTrainer
     from gnnbench.training.initialisations import SequentialTrainer
 
-    meta, graph, labels = pitfalls.load_node_graph(dataset)
+    meta, graph, labels = pitfalls_train.load_node_graph(dataset)
     parts = {p: torch.from_numpy(idx) for p, idx in read_splits(splits_path, meta).fold(split).items()}
-    build, batch = pitfalls.whole_graph(dataset)
+    build, batch = pitfalls_train.whole_graph(dataset)
     zoo = run_config("pitfalls_GCN", {"num_epochs": epochs, "early_stopping_tolerance": epochs + 1},
                      protocol="pitfalls")
     rule = {"criterion": "gnnbench", "patience": epochs + 1, "max_epochs": epochs, "tolerance": 0.0}
     settings = {"learning_rate": zoo["learning_rate"], "weight_decay": zoo["weight_decay"],
-                "init_ids": list(range(inits)), "seeds": [pitfalls.init_seed(0, split, i) for i in range(inits)],
-                "dropout_seed": pitfalls.dropout_seed(0, split), **rule}
+                "init_ids": list(range(inits)), "seeds": [pitfalls_train.init_seed(0, split, i) for i in range(inits)],
+                "dropout_seed": pitfalls_train.dropout_seed(0, split), **rule}
 
     def make() -> nn.Module:
         return PyGGCN(batch.x.shape[1], meta.num_outputs)
@@ -108,7 +109,7 @@ def trainers(dataset: Path, splits_path: Path, split: int, inits: int, epochs: i
     return {
         "PyG GCN, functional stack": lambda: FunctionalStackTrainer(make, batch, labels, parts, **settings),
         "PyG GCN, one after another": lambda: SequentialTrainer(make, batch, labels, parts, **settings),
-        "zoo GCN (shchur2018), hand-written stack": lambda: pitfalls.make_trainer(
+        "zoo GCN (shchur2018), hand-written stack": lambda: pitfalls_train.make_trainer(
             {**pitfalls.TRAINING_DEFAULTS, **zoo}, graph, labels, parts, 0, split, list(range(inits))),
         **extra,
     }

@@ -73,7 +73,7 @@ def write_knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.Pat
                        out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> dict:
     """The k-NN heuristic's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run
     record (stage "run" of protocol benchmarking-gnns, model label :data:`KNN_LABEL`)."""
-    from gnnbench.protocols.benchmarking_gnns import run_records
+    from gnnbench.protocols.benchmarking_gnns.train import run_records
     from gnnbench.records import write_records
 
     record = knn_baseline(dataset_dir, splits_path, batch_size, k)

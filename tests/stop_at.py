@@ -37,11 +37,12 @@ def main(argv: list[str]) -> int:
 
     import torch
 
-    from gnnbench.protocols import fair_comparison, pitfalls
+    from gnnbench.protocols.fair_comparison import train as fair_comparison_train
+    from gnnbench.protocols.pitfalls import train as pitfalls_train
     from gnnbench.training import checkpoint, run
 
     if opts.checkpoint_seconds is not None:
-        pitfalls.CHECKPOINT_SECONDS = fair_comparison.CHECKPOINT_SECONDS = opts.checkpoint_seconds
+        pitfalls_train.CHECKPOINT_SECONDS = fair_comparison_train.CHECKPOINT_SECONDS = opts.checkpoint_seconds
 
     real_save, real_torch_save, saves = checkpoint.save_checkpoint, torch.save, [0]
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from gnnbench.errors import DataError
-from gnnbench.protocols.benchmarking_gnns import aggregate_tables, run_records
+from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
+from gnnbench.protocols.benchmarking_gnns.train import run_records
 from gnnbench.records import write_records
 
 
@@ -165,7 +166,7 @@ def test_the_table_of_real_runs_equals_their_metrics_json(tmp_path, datasets):
     numbers of the metrics.json files — scores, seconds per training epoch (elapsed / epochs, not total / epochs),
     total hours — computed here from the JSON with NumPy."""
     from gnnbench.config.presets import run_config
-    from gnnbench.protocols.benchmarking_gnns import train
+    from gnnbench.protocols.benchmarking_gnns.train import train
 
     config = run_config("CSL_graph_classification_GCN_CSL_PE_100k",
                         {"L": 2, "hidden_dim": 8, "out_dim": 8, "batch_size": 8, "epochs": 2})

@@ -44,7 +44,7 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import sha256_json, write_json
 from gnnbench.models import build_model
 from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
-from gnnbench.protocols.benchmarking_gnns import train
+from gnnbench.protocols.benchmarking_gnns.train import train
 from gnnbench.splits import read_splits
 from gnnbench.training import link_prediction as lp
 from gnnbench.training.losses import link_bce

@@ -43,15 +43,16 @@ def test_the_package_list_holds_every_folder_of_gnnbench_and_the_mapped_workflow
 def test_a_model_files_folder_does_not_change_its_fair_comparison_seeds():
     """Run configs name a model file by its absolute path; the grid points' seeds must not depend on it, or the
     example's tables would change with the folder it runs in."""
-    from gnnbench.protocols import fair_comparison as fc
+    from gnnbench.protocols.fair_comparison import grid as fc_grid
 
     here = {"model": "/home/me/project/my_gnn.py:MixJK", "hidden_channels": 32, "num_layers": 2}
-    assert fc.seed_key(here) == fc.seed_key({**here, "model": "/tmp/elsewhere/my_gnn.py:MixJK"}) == fc.seed_key(
-        {**here, "model": "my_gnn.py:MixJK"})
-    assert fc.seed_key(here) != fc.seed_key({**here, "num_layers": 4})
-    assert fc.seed_key(here) != fc.seed_key({**here, "model": "/home/me/project/other.py:MixJK"})
+    assert fc_grid.seed_key(here) == fc_grid.seed_key({**here, "model": "/tmp/elsewhere/my_gnn.py:MixJK"}) == (
+        fc_grid.seed_key({**here, "model": "my_gnn.py:MixJK"}))
+    assert fc_grid.seed_key(here) != fc_grid.seed_key({**here, "num_layers": 4})
+    assert fc_grid.seed_key(here) != fc_grid.seed_key({**here, "model": "/home/me/project/other.py:MixJK"})
     for config in ({"model": "GIN", "hidden_units": [32, 32]}, {"model": "torch_geometric.nn.models.GIN"}):
-        assert fc.seed_key(config) == int(fc.config_id(config)[:8], 16)  # every other model: the seeds as before
+        # every other model: the seeds as before
+        assert fc_grid.seed_key(config) == int(fc_grid.config_id(config)[:8], 16)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

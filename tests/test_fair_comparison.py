@@ -25,8 +25,13 @@ import yaml
 
 from gnnbench.config.suite import load_suite
 from gnnbench.errors import ConfigError, DataError
+from gnnbench.io import sha256_json
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import fair_comparison as fc
+from gnnbench.protocols.fair_comparison import grid as fc_grid
+from gnnbench.protocols.fair_comparison import select as fc_select
+from gnnbench.protocols.fair_comparison import tables as fc_tables
+from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.splits import read_fair_comparison_folds, read_splits
 from gnnbench.training.holdout import learning_rate
 from gnnbench.training.stopping import EarlyStopping
@@ -55,7 +60,7 @@ def test_preset_grids_have_the_papers_sizes(preset, size):
     benchmark = load_suite(suite({"M": preset})).benchmarks["GF"]
     configs = benchmark.grids["M"]
     assert len(configs) == size
-    assert len({fc.config_id(c) for c in configs}) == size  # every grid point is a distinct configuration
+    assert len({fc_grid.config_id(c) for c in configs}) == size  # every grid point is a distinct configuration
     assert {c["early_stopping"] for c in configs} == {"accuracy", "loss"} and all(c["patience"] == 500 for c in configs)
 
 
@@ -136,15 +141,15 @@ def test_selection_picks_the_best_validation_accuracy_ties_to_the_later_config(t
     write_part(tmp_path / "p0.parquet", [candidate(0, 70.0, {"model": "GIN", "lr": 0}),
                                          candidate(1, 65.0, {"model": "GIN", "lr": 1})])
     out = tmp_path / "selection.json"
-    fc.select([tmp_path / "p1.parquet", tmp_path / "p0.parquet"], out, dataset="D", model="GIN", fold=4)
-    body = fc.read_selection(out)
+    fc_select.select([tmp_path / "p1.parquet", tmp_path / "p0.parquet"], out, dataset="D", model="GIN", fold=4)
+    body = fc_select.read_selection(out)
     assert body["chosen"]["position"] == 2 and body["chosen"]["config"] == {"model": "GIN", "lr": 2}
     assert [c["val_accuracy"] for c in body["candidates"]] == [70.0, 65.0, 70.0, 60.0] and body["fold"] == 4
     edited = json.loads(out.read_text())
     edited["chosen"]["config"]["lr"] = 99
     out.write_text(json.dumps(edited))
     with pytest.raises(DataError, match="edited by hand") as e:
-        fc.read_selection(out)
+        fc_select.read_selection(out)
     assert "\n" not in str(e.value)
 
 
@@ -218,7 +223,7 @@ BASELINE = {"model": "DeepMultisets", "hidden_units": 16, "batch_size": 32, "lea
 def test_inner_runs_touch_no_test_graph_and_reuse_finished_runs(families, tmp_path):
     configs = [{**BASELINE, "early_stopping": s} for s in ("accuracy", "loss")]
     out = tmp_path / "fold1" / "inner" / "part0.parquet"
-    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
+    fc_train.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
                  positions=[0, 1], seed=3, out=out, device="cpu")
     rows = pq.read_table(out).to_pylist()
     assert [r["position"] for r in rows] == [0, 1] and all(0 <= r["val_accuracy"] <= 100 for r in rows)
@@ -240,7 +245,7 @@ def test_inner_runs_touch_no_test_graph_and_reuse_finished_runs(families, tmp_pa
     # rerun (e.g. a grid point added): the finished runs are reused, not retrained
     before = {p: p.stat().st_mtime_ns for p in stored}
     out.unlink()
-    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
+    fc_train.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
                  positions=[0, 1], seed=3, out=out, device="cpu")
     assert {p: p.stat().st_mtime_ns for p in stored} == before
     assert pq.read_table(out).to_pylist() == rows
@@ -251,9 +256,9 @@ def test_final_runs_hold_out_and_score_at_the_early_stopping_epoch(families, tmp
     selection = tmp_path / "selection.json"
     body = {"format": 1, "dataset": "GF", "model": "B", "fold": 0, "candidates": [],
             "chosen": {"config_id": "x", "config": BASELINE, "val_accuracy": 50.0}}
-    selection.write_text(json.dumps({**body, "checksum": fc.sha256_json(body)}))
+    selection.write_text(json.dumps({**body, "checksum": sha256_json(body)}))
     out, hist = tmp_path / "final.parquet", tmp_path / "final_history.parquet"
-    fc.run_final(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, selection_path=selection,
+    fc_train.run_final(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, selection_path=selection,
                  runs=3, holdout=holdout, seed=0, out=out, history_out=hist, device="cpu")
     runs = pq.read_table(out).to_pandas()
     history = pq.read_table(hist).to_pandas()
@@ -264,10 +269,10 @@ def test_final_runs_hold_out_and_score_at_the_early_stopping_epoch(families, tmp
     splits = read_splits(families / "s.json")
     parts = splits.fold(0)
     stored = [json.loads(p.read_text()) for p in sorted((tmp_path / "runs").glob("*.json"))]
-    data = fc._load(families / "ds", families / "s.json")
+    data = fc_train._load(families / "ds", families / "s.json")
     holdouts = []
     for run in range(3):
-        p = fc.final_parts(data, 0, run, holdout, fc.run_seed(0, 0, 2**31 + run))
+        p = fc_train.final_parts(data, 0, run, holdout, fc_grid.run_seed(0, 0, 2**31 + run))
         assert np.array_equal(p["test"], parts["test"])
         assert set(p["train"]) | set(p["val"]) == set(parts["train"]) | set(parts["val"])
         assert not set(p["val"]) & set(p["train"]) and not set(p["val"]) & set(parts["test"])
@@ -331,7 +336,7 @@ def test_enzymes_and_imdb_through_the_workflow_with_the_official_splits(server, 
                 size = len(raw[f]["test"])
                 assert all(math.isclose(a * size / 100, round(a * size / 100), abs_tol=1e-6)
                            for a in final["test_accuracy"])
-                selection = fc.read_selection(tmp_path / f"results/runs/{name}/{label}/fold{f}/selection.json")
+                selection = fc_select.read_selection(tmp_path / f"results/runs/{name}/{label}/fold{f}/selection.json")
                 assert row["val_accuracy"] == pytest.approx(selection["chosen"]["val_accuracy"])
             assert table.loc[label, "test_mean"] == pytest.approx(per_fold["test_accuracy"].mean())
             assert table.loc[label, "test_std"] == pytest.approx(per_fold["test_accuracy"].std(ddof=0))
@@ -359,8 +364,8 @@ def test_a_killed_inner_job_resumes_to_the_results_of_an_uninterrupted_one(famil
     configs = [{**BASELINE, "epochs": 8, "patience": 100}]
     kwargs = {"dataset_dir": families / "ds", "splits_path": families / "s.json", "fold": 2, "configs": configs,
               "positions": [0], "seed": 5, "device": "cpu"}
-    fc.run_inner(out=tmp_path / "ref" / "part0.parquet", **kwargs)
-    monkeypatch.setattr(fc, "CHECKPOINT_SECONDS", 0.0)  # checkpoint after every epoch
+    fc_train.run_inner(out=tmp_path / "ref" / "part0.parquet", **kwargs)
+    monkeypatch.setattr("gnnbench.protocols.fair_comparison.train.CHECKPOINT_SECONDS", 0.0)  # save every epoch
     real, calls = holdout._epoch_scores, {"n": 0}
 
     def killed_in_epoch_four(*args, **kw):
@@ -372,11 +377,11 @@ def test_a_killed_inner_job_resumes_to_the_results_of_an_uninterrupted_one(famil
     monkeypatch.setattr(holdout, "_epoch_scores", killed_in_epoch_four)
     out = tmp_path / "b" / "part0.parquet"
     with pytest.raises(Preempted):
-        fc.run_inner(out=out, **kwargs)
+        fc_train.run_inner(out=out, **kwargs)
     assert not out.exists()
     [checkpoint] = (out.parent / "runs").glob("*.checkpoint.pt")
     monkeypatch.setattr(holdout, "_epoch_scores", real)
-    fc.run_inner(out=out, **kwargs)
+    fc_train.run_inner(out=out, **kwargs)
     assert not checkpoint.exists()
     ref = json.loads(next((tmp_path / "ref" / "runs").glob("*.json")).read_text())
     got = json.loads(next((out.parent / "runs").glob("*.json")).read_text())
@@ -404,7 +409,7 @@ def test_one_outer_fold_from_the_command_line(families, tmp_path, capsys):
             str(families / "s.json"), "--fold", "1", "--device", "cpu", "--final-runs", "2", "--out", str(out)]
     sets = ["epochs=4", "patience=2", "learning_rate=0.01", "l2=0.0001", "hidden_units=16"]
     assert main(args + ["--preset", "fair_Baseline_social"] + [x for s in sets for x in ("--set", s)]) == 0
-    selection = fc.read_selection(out / "selection.json")
+    selection = fc_select.read_selection(out / "selection.json")
     # every dimension but early_stopping was fixed by --set: two candidates, one per criterion
     assert sorted(c["config"]["early_stopping"] for c in selection["candidates"]) == ["accuracy", "loss"]
     assert all(c["config"]["hidden_units"] == 16 for c in selection["candidates"])
@@ -423,19 +428,19 @@ def test_selection_never_chooses_a_diverged_configuration_and_refuses_when_all_d
                 "diverged_epoch": 0, "stop_reason": "diverged"}
     write_part(tmp_path / "p0.parquet", [diverged, {**candidate(1, 60.0, {"model": "GIN", "lr": 1}),
                                                     "status": "completed", "diverged_epoch": None}])
-    body = fc.select([tmp_path / "p0.parquet"], tmp_path / "selection.json", dataset="D", model="GIN", fold=0)
+    body = fc_select.select([tmp_path / "p0.parquet"], tmp_path / "selection.json", dataset="D", model="GIN", fold=0)
     assert body["chosen"]["position"] == 1  # a NaN first candidate would otherwise be kept (NaN ≤ x is false)
     assert [c["status"] for c in body["candidates"]] == ["diverged", "completed"]
     write_part(tmp_path / "p1.parquet", [diverged])
     with pytest.raises(DataError, match="every one of the 1 configuration.* diverged") as e:
-        fc.select([tmp_path / "p1.parquet"], tmp_path / "s1.json", dataset="D", model="GIN", fold=0)
+        fc_select.select([tmp_path / "p1.parquet"], tmp_path / "s1.json", dataset="D", model="GIN", fold=0)
     assert "\n" not in str(e.value) and not (tmp_path / "s1.json").exists()
 
 
 def test_an_inner_run_with_a_huge_learning_rate_is_recorded_diverged_and_not_selected(families, tmp_path):
     configs = [{**BASELINE, "learning_rate": 1e30}, BASELINE]  # the diverging one first: it must not stay chosen
     out = tmp_path / "inner" / "part0.parquet"
-    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
+    fc_train.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
                  positions=[0, 1], seed=3, out=out, device="cpu")
     bad, good = pq.read_table(out).to_pylist()
     assert bad["status"] == "diverged" and bad["stop_reason"] == "diverged" and math.isnan(bad["val_accuracy"])
@@ -446,7 +451,7 @@ def test_an_inner_run_with_a_huge_learning_rate_is_recorded_diverged_and_not_sel
     assert len(history) == bad["epochs"] == bad["diverged_epoch"] + 1
     assert not (math.isfinite(history[-1]["train_loss"]) and math.isfinite(history[-1]["val_loss"]))
     assert all(math.isfinite(h["train_loss"]) and math.isfinite(h["val_loss"]) for h in history[:-1])
-    body = fc.select([out], tmp_path / "selection.json", dataset="GF", model="B", fold=1)
+    body = fc_select.select([out], tmp_path / "selection.json", dataset="GF", model="B", fold=1)
     assert body["chosen"]["position"] == 1
 
 
@@ -478,10 +483,10 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
     fold = tmp_path / "fold0"
     common = {"dataset_dir": families / "ds", "splits_path": families / "s.json", "fold": 0, "seed": 0,
               "device": "cpu"}
-    fc.run_inner(configs=[BASELINE], positions=[0], out=fold / "inner" / "part0.parquet", **common)
-    fc.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF", model="B", fold=0)
+    fc_train.run_inner(configs=[BASELINE], positions=[0], out=fold / "inner" / "part0.parquet", **common)
+    fc_select.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF", model="B", fold=0)
     monkeypatch.setattr(holdout, "train_holdout", train)
-    fc.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh", out=fold / "final.parquet",
+    fc_train.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh", out=fold / "final.parquet",
                  history_out=fold / "final_history.parquet", **common)
     finals = pq.read_table(fold / "final.parquet").to_pandas()
     assert finals["status"].tolist() == ["completed", "diverged"]
@@ -492,7 +497,7 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
     assert history[history["run"] == 1]["epoch"].tolist() == [0, 1, 2]
     outputs = {k: tmp_path / f"t.{k.replace('_', '.')}" for k in ("csv", "md", "parquet", "folds_csv", "folds_md",
                                                                    "folds_parquet")}
-    fc.dataset_report(dataset="GF", dataset_dir=families / "ds", outputs=outputs,
+    fc_tables.dataset_report(dataset="GF", dataset_dir=families / "ds", outputs=outputs,
                       models={"B": {"selections": [fold / "selection.json"], "finals": [fold / "final.parquet"]}})
     table = pd.read_csv(outputs["csv"]).iloc[0]
     good = finals["test_accuracy"].iloc[0]
@@ -506,7 +511,7 @@ def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_
     from gnnbench.models.graph_classifiers import build_classifier
     from gnnbench.training.holdout import train_holdout
 
-    data = fc._load(families / "ds", families / "s.json")
+    data = fc_train._load(families / "ds", families / "s.json")
     parts = {p: torch.from_numpy(v) for p, v in data.splits.fold(0).items() if p != "test"}
     cfg = {**BASELINE, "learning_rate": 1e30}
     saved = []

@@ -1,5 +1,5 @@
 """The fair-comparison protocol's grid points of one shape trained as one wide stack
-(gnnbench.training.stacked_holdout.MemberStack, gnnbench.protocols.fair_comparison.run_inner with ``stack``), and
+(gnnbench.training.stacked_holdout.MemberStack, gnnbench.protocols.fair_comparison.train.run_inner with ``stack``), and
 Errica's GIN with dropout modules: the same masks and results as its functional form.
 
 Member-equals-alone: in float64 with dropout 0 a member of a stack (its own learning rate, weight decay, stopping
@@ -20,6 +20,9 @@ from gnnbench.models.graph_classifiers.gin import GIN as GINModel
 from gnnbench.models.registry import ERRICA2020, ModelData, build_model, count_parameters
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import fair_comparison as fc
+from gnnbench.protocols.fair_comparison import grid as fc_grid
+from gnnbench.protocols.fair_comparison import plan as fc_plan
+from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.training.holdout import train_holdout
 
 GIN = {"model": "GIN", "hidden_units": [8, 8], "train_eps": True, "aggregation": "sum", "dropout": 0.5,
@@ -45,7 +48,7 @@ def families(tmp_path_factory):
 
 
 def _data(families, double=False):
-    data = fc._load(families / "ds", families / "s.json")
+    data = fc_train._load(families / "ds", families / "s.json")
     if double:
         wide = {k: v.double() if v.is_floating_point() else v for k, v in data.store.node.items()}
         data.store = dataclasses.replace(data.store, node=wide)
@@ -54,7 +57,7 @@ def _data(families, double=False):
 
 
 def _builder(data, parts, config, double=False):
-    cfg = coerce_all(config, "config", protocol_types(fc.FairComparison, config))
+    cfg = coerce_all(config, "config", protocol_types(fc_plan.FairComparison, config))
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
 
     def build():
@@ -157,9 +160,9 @@ def _stack(families, members, seeds, perturb=None, **common):
     if perturb is not None:
         configs.append({**GIN, "epochs": 8, **common, **perturb})
         seeds = [*seeds, 99]
-    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    cfgs = [coerce_all(c, "config", protocol_types(fc_plan.FairComparison, c)) for c in configs]
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
-    built = [fc.member_build(c) for c in cfgs]
+    built = [fc_grid.member_build(c) for c in cfgs]
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
     stack = MemberStack(builds, seeds, cfgs, data.store, parts, device=torch.device("cpu"),
                         frozen=[set(f) for _, f in built])
@@ -179,7 +182,7 @@ def _alone(data, parts, cfg, model_data, seed, stream_seed):
     """The configuration trained alone by train_holdout from its own initialisation (``seed``) on the stack's batch
     order: the global RNG of the first member after its initialisation."""
     torch.manual_seed(stream_seed)
-    build_model(member_cfg := fc.member_build(cfg)[0], model_data, default_variant=ERRICA2020)
+    build_model(member_cfg := fc_grid.member_build(cfg)[0], model_data, default_variant=ERRICA2020)
     assert member_cfg is not None
     stream = torch.get_rng_state()
     torch.manual_seed(seed)
@@ -239,7 +242,7 @@ SAGE = {"model": "GraphSAGE", "num_layers": 2, "dim_embedding": 8, "aggregation"
 
 
 def _inner(families, out, configs, stack):
-    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, configs=configs,
+    fc_train.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, configs=configs,
                  positions=list(range(len(configs))), seed=0, out=out / "inner.parquet", device="cpu", threads=1,
                  records_out=out / "records.parquet", stack=stack)
     import pyarrow.parquet as pq
@@ -249,8 +252,8 @@ def _inner(families, out, configs, stack):
 
 def _plain(data, config, parts, seed, run_dir):
     """The configuration's run alone (the single-run path, ``_train_cached``) with ``seed``."""
-    what = {"fold": 0, "config_id": fc.config_id(config), "stage": "selection"}
-    return fc._train_cached(data, config, {k: v.numpy() for k, v in parts.items()}, seed, run_dir, what,
+    what = {"fold": 0, "config_id": fc_grid.config_id(config), "stage": "selection"}
+    return fc_train._train_cached(data, config, {k: v.numpy() for k, v in parts.items()}, seed, run_dir, what,
                             torch.device("cpu"), None)
 
 
@@ -288,8 +291,8 @@ def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(famil
     sage = [{**SAGE, "epochs": 4, "patience": 1}, {**SAGE, "epochs": 6, "patience": 3, "early_stopping": "loss"},
             {**SAGE, "learning_rate": 0.003}]
     configs = [gin[0], sage[0], *gin[1:], sage[1], sage[2]]
-    assert fc.stack_groups(configs) == [[0, 2, 3, 4], [1, 5, 6]]
-    assert fc.trajectories(configs) == [[0, 2], [1, 5], [3, 4], [6]]
+    assert fc_grid.stack_groups(configs) == [[0, 2, 3, 4], [1, 5, 6]]
+    assert fc_grid.trajectories(configs) == [[0, 2], [1, 5], [3, 4], [6]]
     counts = _count(monkeypatch)
     stacked = _inner(families, tmp_path / "a", configs, True)
     assert (counts["stacks"], counts["members"], counts["alone"]) == (1, [2], 2)  # GIN: one stack; SAGE: 2 runs
@@ -300,22 +303,23 @@ def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(famil
     data, parts = _data(families)
     parts = {"train": parts["train"], "val": parts["val"]}
     for i, config in enumerate(configs):
-        assert plain[i]["seed"] == fc.run_seed(0, 0, fc.seed_key(config))  # unchanged without stacks
-        assert stacked[i]["seed"] == fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(config)))
+        assert plain[i]["seed"] == fc_grid.run_seed(0, 0, fc_grid.seed_key(config))  # unchanged without stacks
+        assert stacked[i]["seed"] == fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(config)))
     drop = ("seconds",)
     for i in (1, 5, 6):  # not widenable: each row is its run alone with the observer-free seed
         alone = _plain(data, configs[i], parts, stacked[i]["seed"], tmp_path / "c")
-        assert {k: stacked[i][k] for k in (*fc.INNER_COLUMNS[3:], "seed") if k not in drop} == {
-            k: alone[k] for k in (*fc.INNER_COLUMNS[3:], "seed") if k not in drop}
+        assert {k: stacked[i][k] for k in (*fc_train.INNER_COLUMNS[3:], "seed") if k not in drop} == {
+            k: alone[k] for k in (*fc_train.INNER_COLUMNS[3:], "seed") if k not in drop}
     assert stacked[1]["epochs"] != stacked[5]["epochs"] or stacked[1]["best_epoch"] != stacked[5]["best_epoch"]
-    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in gin]
-    built = [fc.member_build(c) for c in cfgs]
+    cfgs = [coerce_all(c, "config", protocol_types(fc_plan.FairComparison, c)) for c in gin]
+    built = [fc_grid.member_build(c) for c in cfgs]
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020) for b, _ in built]
-    seeds = [fc.run_seed(0, 0, fc.seed_key(fc.trajectory_config(c))) for c in gin]
+    seeds = [fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(c))) for c in gin]
     members = MemberStack([builds[0], builds[2]], [seeds[0], seeds[2]], [cfgs[0], cfgs[2]], data.store, parts,
                           device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
-                          observers=[[fc.observer_settings(c) for c in pair] for pair in (cfgs[:2], cfgs[2:])]).fit()
+                          observers=[[fc_grid.observer_settings(c) for c in pair]
+                                     for pair in (cfgs[:2], cfgs[2:])]).fit()
     for i, member in zip((0, 2, 3, 4), members, strict=True):
         row = stacked[i]
         assert (row["best_epoch"], row["epochs"], row["val_accuracy"], row["val_loss"]) == (
@@ -352,11 +356,11 @@ def test_one_trajectory_observed_by_two_rules_is_each_run_alone_not_widenable(fa
     its run alone with the same seed (scores, best and stop epochs, history up to its stop)."""
     data, parts = _data(families, double=True)
     configs = [{**SAGE, "learning_rate": 0.05, "epochs": 10, "patience": 1, **rule} for rule in RULES]
-    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    cfgs = [coerce_all(c, "config", protocol_types(fc_plan.FairComparison, c)) for c in configs]
     _, build = _builder(data, parts, configs[0], double=True)
     torch.manual_seed(5)
     shared = train_holdout(build(), data.store, parts, cfgs[0], device=torch.device("cpu"),
-                           observers=[fc.observer_settings(c) for c in cfgs])
+                           observers=[fc_grid.observer_settings(c) for c in cfgs])
     alone = []
     for cfg in cfgs:
         torch.manual_seed(5)
@@ -374,15 +378,15 @@ def test_one_wide_member_observed_by_two_rules_is_each_run_alone(families):
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 8, **m, "patience": 2, **rule}
                for m in MEMBERS[:2] for rule in RULES]
-    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    cfgs = [coerce_all(c, "config", protocol_types(fc_plan.FairComparison, c)) for c in configs]
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
-    built = [fc.member_build(c) for c in cfgs]
+    built = [fc_grid.member_build(c) for c in cfgs]
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
     seeds = [11, 22]
     results = MemberStack([builds[0], builds[2]], seeds, [cfgs[0], cfgs[2]], data.store, parts,
                           device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
-                          observers=[[fc.observer_settings(c) for c in cfgs[:2]],
-                                     [fc.observer_settings(c) for c in cfgs[2:]]]).fit()
+                          observers=[[fc_grid.observer_settings(c) for c in cfgs[:2]],
+                                     [fc_grid.observer_settings(c) for c in cfgs[2:]]]).fit()
     assert len(results) == 4
     for a, b in (results[:2], results[2:]):  # in each trajectory the two rules stop and score at other epochs
         assert a["epochs"] > b["epochs"] and a["best_epoch"] > b["best_epoch"]
@@ -412,10 +416,10 @@ def test_jobs_hold_whole_shapes_with_stack_and_the_old_chunks_without(per_job):
         list(range(p, min(p + per_job, 128))) for p in range(0, 128, per_job)]  # unchanged without stacks
     parts = [stacked.part_positions("GIN", p) for p in range(stacked.num_parts("GIN"))]
     assert sorted(i for part in parts for i in part) == list(range(128))
-    shapes = {fc.shape_key(c) for c in grid}
+    shapes = {fc_grid.shape_key(c) for c in grid}
     assert len(shapes) == 16  # batch size × widths × pooling; dropout, stopping rule and train_eps per member
     for shape in shapes:  # every shape's 8 grid points in one job
-        assert sum(any(fc.shape_key(grid[i]) == shape for i in part) for part in parts) == 1
+        assert sum(any(fc_grid.shape_key(grid[i]) == shape for i in part) for part in parts) == 1
     assert all(len(part) <= max(per_job, 8) for part in parts)
     assert [stacked.part_configs("GIN", p) for p in range(len(parts))] == [[grid[i] for i in part] for part in parts]
 
@@ -427,8 +431,8 @@ def test_an_observed_trajectory_resumes_to_the_same_results(families):
 
     data, parts = _data(families, double=True)
     configs = [{**SAGE, "learning_rate": 0.05, "epochs": 10, "patience": 1, **rule} for rule in RULES]
-    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
-    observers = [fc.observer_settings(c) for c in cfgs]
+    cfgs = [coerce_all(c, "config", protocol_types(fc_plan.FairComparison, c)) for c in configs]
+    observers = [fc_grid.observer_settings(c) for c in cfgs]
     _, build = _builder(data, parts, configs[0], double=True)
     saved = {}
 
@@ -452,17 +456,17 @@ def test_a_stack_of_observed_trajectories_resumes_to_the_same_results(families, 
 
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 6, **m, "patience": 1, **rule} for m in MEMBERS[:2] for rule in RULES]
-    cfgs = [coerce_all(c, "config", protocol_types(fc.FairComparison, c)) for c in configs]
+    cfgs = [coerce_all(c, "config", protocol_types(fc_plan.FairComparison, c)) for c in configs]
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
-    built = [fc.member_build(c) for c in cfgs]
+    built = [fc_grid.member_build(c) for c in cfgs]
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
 
     def make():
         return MemberStack([builds[0], builds[2]], [11, 22], [cfgs[0], cfgs[2]], data.store, parts,
                            device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
                            checkpoint=Checkpoint(tmp_path / "stack.pt", "k", None, every_s=0.0),
-                           observers=[[fc.observer_settings(c) for c in cfgs[:2]],
-                                      [fc.observer_settings(c) for c in cfgs[2:]]])
+                           observers=[[fc_grid.observer_settings(c) for c in cfgs[:2]],
+                                      [fc_grid.observer_settings(c) for c in cfgs[2:]]])
 
     whole = make().fit()
     stack = make()

@@ -23,6 +23,7 @@ from gnnbench.config.presets import run_config
 from gnnbench.models.sparse import SparseAdjacency, bag_mm
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import pitfalls
+from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.splits import read_splits
 from gnnbench.training.functional_stack import FunctionalStackTrainer, stacked_or_sequential
 from gnnbench.training.initialisations import SequentialTrainer, StackedTrainer, train_split
@@ -47,9 +48,9 @@ def graph(tmp_path_factory):
     generate_dataset("csbm", "CSBM", {"num_nodes": 200, "num_classes": 3, "num_features": 8}, 1, root / "CSBM")
     make_split_file(root / "CSBM", "random_per_class", {"splits": 2, "train_per_class": 10, "val_per_class": 10,
                                                          "seed": 1}, root / "splits.json")
-    meta, _, labels = pitfalls.load_node_graph(root / "CSBM")
+    meta, _, labels = pitfalls_train.load_node_graph(root / "CSBM")
     parts = {p: torch.from_numpy(i) for p, i in read_splits(root / "splits.json", meta).fold(0).items()}
-    build, batch = pitfalls.whole_graph(root / "CSBM")
+    build, batch = pitfalls_train.whole_graph(root / "CSBM")
     yield SimpleNamespace(root=root, labels=labels, parts=parts, build=build, batch=batch)
     torch.set_num_threads(threads)
 
@@ -217,12 +218,12 @@ def test_a_model_that_cannot_be_stacked_trains_one_initialisation_after_another(
 
 def test_the_pitfalls_job_picks_the_hand_written_stack_then_the_functional_stack_then_one_after_another(graph,
                                                                                                          caplog):
-    _, node_graph, labels = pitfalls.load_node_graph(graph.root / "CSBM")
+    _, node_graph, labels = pitfalls_train.load_node_graph(graph.root / "CSBM")
     whole = (graph.build, graph.batch)
 
     def trainer(preset, **overrides):
         config = {**pitfalls.TRAINING_DEFAULTS, **run_config(preset, overrides, protocol="pitfalls")}
-        return pitfalls.make_trainer(config, node_graph, labels, graph.parts, 0, 0, [0, 1], whole)
+        return pitfalls_train.make_trainer(config, node_graph, labels, graph.parts, 0, 0, [0, 1], whole)
 
     assert isinstance(trainer("pitfalls_GCN"), StackedTrainer)  # Shchur's GCN: its own stacked form
     assert isinstance(trainer("WikiCS_node_classification_GCN_100k"), FunctionalStackTrainer)
@@ -249,7 +250,7 @@ def test_a_killed_pitfalls_job_of_a_functional_stack_resumes_from_its_checkpoint
     weights_only=True) resumes the functional stack to the results of an uninterrupted job."""
     common = {"dataset_dir": graph.root / "CSBM", "splits_path": graph.root / "splits.json", "splits": [0, 1],
               "config": gcn_config(0.35), "inits": 3, "seed": 5, "threads": 1}
-    pitfalls.run_chunk(out_dir=tmp_path / "straight", **common)
+    pitfalls_train.run_chunk(out_dir=tmp_path / "straight", **common)
     straight = pq.read_table(tmp_path / "straight" / "runs.parquet").to_pandas()
     first, second = (straight[straight["split"] == k]["epochs"] for k in (0, 1))
     assert second.min() + 5 < second.max()
@@ -262,17 +263,17 @@ def test_a_killed_pitfalls_job_of_a_functional_stack_resumes_from_its_checkpoint
             raise Preempted(15)
         original(self)
 
-    monkeypatch.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
     monkeypatch.setattr(FunctionalStackTrainer, "train_epoch", dying)
     with pytest.raises(Preempted):
-        pitfalls.run_chunk(out_dir=tmp_path / "killed", **common)
+        pitfalls_train.run_chunk(out_dir=tmp_path / "killed", **common)
     from gnnbench.training.checkpoint import read_checkpoint
 
     state = read_checkpoint(tmp_path / "killed" / "checkpoint.pt")
     assert [d["split"] for d in state["done"]] == [0] and state["current"]["trainer"]["kind"] == "functional_stack"
     assert 0 < state["current"]["trainer"]["active"].numel() < 3  # saved with members gone from the stack
     monkeypatch.setattr(FunctionalStackTrainer, "train_epoch", original)
-    pitfalls.run_chunk(out_dir=tmp_path / "killed", **common)
+    pitfalls_train.run_chunk(out_dir=tmp_path / "killed", **common)
     runs = {name: pq.read_table(tmp_path / name / "runs.parquet").to_pandas().drop(columns="seconds")
             for name in ("straight", "killed")}
     pd.testing.assert_frame_equal(runs["killed"], runs["straight"])

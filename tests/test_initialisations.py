@@ -452,7 +452,7 @@ def test_a_pitfalls_job_trains_a_model_without_a_hand_written_stacked_form(tmp_p
 
     from gnnbench.config.presets import run_config
     from gnnbench.pipeline import generate_dataset, make_split_file
-    from gnnbench.protocols.pitfalls import run_chunk
+    from gnnbench.protocols.pitfalls.train import run_chunk
 
     generate_dataset("csbm", "CSBM", {"num_nodes": 200, "num_classes": 3, "num_features": 8}, 1, tmp_path / "CSBM")
     make_split_file(tmp_path / "CSBM", "random_per_class", {"splits": 2, "train_per_class": 10, "val_per_class": 10,

@@ -33,7 +33,7 @@ from gnnbench.errors import DataError
 from gnnbench.models import build_model, count_parameters
 from gnnbench.models.registry import DWIVEDI2020
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.protocols.benchmarking_gnns import train
+from gnnbench.protocols.benchmarking_gnns.train import train
 from gnnbench.splits import read_index_folds, read_splits
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from conftest import job_counts, labelled, meta_for, random_graphs, snakemake
 from gnnbench.config.presets import run_config
 from gnnbench.data.meta import write_dataset
 from gnnbench.pipeline import make_split_file
-from gnnbench.protocols import benchmarking_gnns
+from gnnbench.protocols.benchmarking_gnns import train as benchmarking_gnns_train
 from gnnbench.records import read_runs
 from gnnbench.training import run as run_module
 from gnnbench.training import seed_stack
@@ -160,7 +160,7 @@ def test_a_stopped_stack_resumes_to_the_same_results(zinc_like, tmp_path, monkey
 def test_the_protocol_writes_every_seeds_record(zinc_like, tmp_path):
     config = run_config(GATED, {**SMALL, "epochs": 1})
     records = [tmp_path / "records" / f"seed{s}_fold0.parquet" for s in SEEDS]
-    results = benchmarking_gnns.train_seeds(dataset_dir=zinc_like[0], splits_path=zinc_like[1], fold=0,
+    results = benchmarking_gnns_train.train_seeds(dataset_dir=zinc_like[0], splits_path=zinc_like[1], fold=0,
                                             config=config, seeds=SEEDS, out_dirs=[tmp_path / f"s{s}" for s in SEEDS],
                                             threads=1, label="G", records_out=records)
     for seed, result, path in zip(SEEDS, results, records, strict=True):

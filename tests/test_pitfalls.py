@@ -18,8 +18,9 @@ import yaml
 from gnnbench.config.presets import run_config
 from gnnbench.errors import DataError
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.protocols import pitfalls
-from gnnbench.protocols.pitfalls import run_chunk
+from gnnbench.protocols.pitfalls import tables as pitfalls_tables
+from gnnbench.protocols.pitfalls import train as pitfalls_train
+from gnnbench.protocols.pitfalls.train import run_chunk
 from gnnbench.training.initialisations import StackedTrainer
 from gnnbench.training.preemption import Preempted
 
@@ -109,7 +110,7 @@ def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(csbm, tmp_p
             raise Preempted(15)
         original(self)
 
-    monkeypatch.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
     monkeypatch.setattr(StackedTrainer, "train_epoch", dying)
     with pytest.raises(Preempted, match="training stopped by SIGTERM; checkpoint .* run the same command again"):
         chunk(csbm, killed, splits=(0, 1))
@@ -132,7 +133,7 @@ def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(csbm, tmp_p
 
 def nan_from_epoch(monkeypatch, init: int, epoch: int) -> None:
     """Make every job's trainer give initialisation ``init`` NaN training logits from its ``epoch``-th epoch on."""
-    original = pitfalls.make_trainer
+    original = pitfalls_train.make_trainer
 
     def poisoned(*args, **kwargs):
         trainer = original(*args, **kwargs)
@@ -151,11 +152,11 @@ def nan_from_epoch(monkeypatch, init: int, epoch: int) -> None:
         trainer.model.forward = nan_forward
         return trainer
 
-    monkeypatch.setattr(pitfalls, "make_trainer", poisoned)
+    monkeypatch.setattr("gnnbench.protocols.pitfalls.train.make_trainer", poisoned)
 
 
 def report(csbm, job: Path) -> str:
-    pitfalls.dataset_report([job / "runs.parquet"], *(job / f"table.{ext}" for ext in ("csv", "md", "parquet")),
+    pitfalls_tables.dataset_report([job / "runs.parquet"], *(job / f"table.{ext}" for ext in ("csv", "md", "parquet")),
                             job / "box.png", job / "box.svg")
     return (job / "table.md").read_text()
 
@@ -224,7 +225,7 @@ def test_a_job_killed_after_a_divergence_resumes_with_the_run_still_diverged(csb
             raise Preempted(15)
         original(self)
 
-    monkeypatch.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
     monkeypatch.setattr(StackedTrainer, "train_epoch", dying)
     with pytest.raises(Preempted):
         chunk(csbm, killed, splits=(0,), inits=2)

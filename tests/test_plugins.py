@@ -511,7 +511,7 @@ def data(tmp_path_factory) -> Path:
 
 
 def test_a_file_plugin_trains_under_benchmarking_gnns_and_its_run_record_says_plugin(nets, data, tmp_path):
-    from gnnbench.protocols.benchmarking_gnns import train
+    from gnnbench.protocols.benchmarking_gnns.train import train
 
     spec = f"{nets}/nets.py:TwoHop"
     config = run_config(None, {"model": spec, "hidden_channels": H, "epochs": 2, "batch_size": 16, "seed": 3})
@@ -531,7 +531,7 @@ def test_a_file_plugin_trains_under_benchmarking_gnns_and_its_run_record_says_pl
 
 
 def test_a_module_plugin_trains_under_pitfalls_one_initialisation_as_in_the_stack(on_path, data, tmp_path):
-    from gnnbench.protocols.pitfalls import run_chunk
+    from gnnbench.protocols.pitfalls.train import run_chunk
 
     config = run_config(None, {"model": "userzoo.layers:TwoHop", "hidden_channels": H, "num_epochs": 6},
                         protocol="pitfalls")
@@ -548,7 +548,8 @@ def test_a_module_plugin_trains_under_pitfalls_one_initialisation_as_in_the_stac
 
 
 def test_a_pyg_model_runs_fair_comparisons_grid_over_its_constructor_arguments(data, tmp_path):
-    from gnnbench.protocols import fair_comparison as fc
+    from gnnbench.protocols.fair_comparison import grid as fc_grid
+    from gnnbench.protocols.fair_comparison import train as fc_train
 
     block = {"protocol": "fair-comparison", "folds": [0], "set": {"epochs": 2, "batch_size": 8, "num_layers": 2},
              "models": {"GIN": {"model": f"{PYG}.GIN", "grid": {"hidden_channels": [4, 8], "jk": ["cat", "last"]}}}}
@@ -559,12 +560,12 @@ def test_a_pyg_model_runs_fair_comparisons_grid_over_its_constructor_arguments(d
     assert [(c["hidden_channels"], c["jk"]) for c in configs] == [(4, "cat"), (4, "last"), (8, "cat"), (8, "last")]
     assert all(c["variant"] == "plugin" and c["learning_rate"] == 0.001 for c in configs)
     out = tmp_path / "inner" / "part0.parquet"
-    fc.run_inner(dataset_dir=data / "GF", splits_path=data / "gf.json", fold=0, configs=configs[:2],
+    fc_train.run_inner(dataset_dir=data / "GF", splits_path=data / "gf.json", fold=0, configs=configs[:2],
                  positions=[0, 1], seed=1, out=out, device="cpu", threads=1)
     rows = pq.read_table(out).to_pylist()
     assert [json.loads(r["config"])["jk"] for r in rows] == ["cat", "last"]
     assert all(r["epochs"] == 2 and 0 <= r["val_accuracy"] <= 100 for r in rows)
-    assert fc.num_layers(configs[0]) == 2
+    assert fc_grid.num_layers(configs[0]) == 2
 
 
 def test_pitfalls_settings_take_any_constructor_argument(nets):

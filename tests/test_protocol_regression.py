@@ -28,7 +28,8 @@ import pytest
 
 from gnnbench.config.presets import run_config
 from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
-from gnnbench.protocols.benchmarking_gnns import aggregate_tables, train
+from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
+from gnnbench.protocols.benchmarking_gnns.train import train
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "p1_regression.json").read_text())
 RUNS = [

@@ -176,7 +176,8 @@ def test_presets_no_script_ran_have_no_runs_variants():
 
 
 def test_aggregate_tables_put_the_paper_beside_ours(tmp_path):
-    from gnnbench.protocols.benchmarking_gnns import aggregate_tables, run_records
+    from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
+    from gnnbench.protocols.benchmarking_gnns.train import run_records
     from gnnbench.records import write_records
 
     dataset = tmp_path / "ds"

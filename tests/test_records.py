@@ -14,7 +14,11 @@ from gnnbench.config.presets import run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import DataError
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
+from gnnbench.protocols import fair_comparison
+from gnnbench.protocols.benchmarking_gnns import train as benchmarking_gnns_train
+from gnnbench.protocols.fair_comparison import select as fair_comparison_select
+from gnnbench.protocols.fair_comparison import train as fair_comparison_train
+from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.records import COLUMNS, SCHEMA, read_runs, record, write_records
 
 
@@ -44,14 +48,15 @@ def records_folder(tmp_path_factory, datasets):
     # benchmarking-gnns: one run (CSL, fold 0)
     config = run_config("CSL_graph_classification_GCN_CSL_PE_100k",
                         {"L": 2, "hidden_dim": 16, "out_dim": 16, "batch_size": 8, "epochs": 2})
-    benchmarking_gnns.train(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0, config=config,
-                            out_dir=root / "p1", pe_path=datasets["CSL_pe"], threads=1, label="GCN-PE",
-                            records_out=records / "benchmarking-gnns" / "CSL" / "GCN-PE" / "seed41_fold0.parquet")
+    benchmarking_gnns_train.train(dataset_dir=datasets["CSL"], splits_path=datasets["CSL_splits"], fold=0,
+                                  config=config, out_dir=root / "p1", pe_path=datasets["CSL_pe"], threads=1,
+                                  label="GCN-PE",
+                                  records_out=records / "benchmarking-gnns" / "CSL" / "GCN-PE" / "seed41_fold0.parquet")
     # pitfalls: two splits x two initialisations
     generate_dataset("csbm", "CSBM", {"num_nodes": 200, "num_classes": 3, "num_features": 8}, 1, root / "CSBM")
     make_split_file(root / "CSBM", "random_per_class",
                     {"splits": 2, "train_per_class": 10, "val_per_class": 10, "seed": 0}, root / "csbm.json")
-    pitfalls.run_chunk(dataset_dir=root / "CSBM", splits_path=root / "csbm.json", splits=[0, 1],
+    pitfalls_train.run_chunk(dataset_dir=root / "CSBM", splits_path=root / "csbm.json", splits=[0, 1],
                        config=run_config("pitfalls_GCN", {"num_epochs": 5}, protocol="pitfalls"), inits=2, seed=1,
                        out_dir=root / "p2", threads=1, label="GCN",
                        records_out=records / "pitfalls" / "CSBM" / "GCN" / "chunk0.parquet")
@@ -64,12 +69,12 @@ def records_folder(tmp_path_factory, datasets):
     fold = root / "p3" / "fold0"
     common = {"dataset_dir": root / "GF", "splits_path": root / "gf.json", "fold": 0, "seed": 0, "device": "cpu",
               "label": "Baseline"}
-    fair_comparison.run_inner(configs=configs, positions=[0, 1], out=fold / "inner" / "part0.parquet",
+    fair_comparison_train.run_inner(configs=configs, positions=[0, 1], out=fold / "inner" / "part0.parquet",
                               records_out=records / "fair-comparison" / "GF" / "Baseline" / "fold0_inner0.parquet",
                               **common)
-    fair_comparison.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF",
+    fair_comparison_select.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF",
                            model="Baseline", fold=0)
-    fair_comparison.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh",
+    fair_comparison_train.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh",
                               out=fold / "final.parquet", history_out=fold / "final_history.parquet",
                               records_out=records / "fair-comparison" / "GF" / "Baseline" / "fold0_final.parquet",
                               **common)

@@ -33,6 +33,8 @@ from gnnbench.models.registry import (
 )
 from gnnbench.models.stacked import NodeGraph, count_stacked_parameters
 from gnnbench.protocols import get_protocol
+from gnnbench.protocols.fair_comparison import grid as fc_grid
+from gnnbench.protocols.fair_comparison import train as fc_train
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
@@ -316,21 +318,20 @@ def families(tmp_path_factory):
 def test_the_benchmarks_gated_gcn_trains_in_fair_comparisons_trainer(families, tmp_path):
     import pyarrow.parquet as pq
 
-    from gnnbench.protocols import fair_comparison as fc
 
     config = run_config("TUs_graph_classification_GatedGCN_ENZYMES_100k",
                         {"L": 2, "hidden_dim": 8, "out_dim": 8, "epochs": 2, "batch_size": 16},
                         protocol="fair-comparison")
     out = tmp_path / "inner" / "part0.parquet"
-    fc.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, configs=[config],
+    fc_train.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0, configs=[config],
                  positions=[0], seed=1, out=out, device="cpu")
     (row,) = pq.read_table(out).to_pylist()
     assert row["epochs"] == 2 and 0 <= row["val_accuracy"] <= 100
-    assert fc.num_layers(config) == 2
+    assert fc_grid.num_layers(config) == 2
 
 
 def test_erricas_gin_trains_in_the_benchmarks_trainer(families, tmp_path):
-    from gnnbench.protocols.benchmarking_gnns import train
+    from gnnbench.protocols.benchmarking_gnns.train import train
 
     config = run_config("fair_GIN", {"hidden_units": [8, 8], "train_eps": False, "aggregation": "sum",
                                      "dropout": 0.0, "epochs": 1, "batch_size": 16, "seed": 1},

@@ -36,7 +36,7 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.models import build_model, count_parameters
 from gnnbench.models.registry import DWIVEDI2020
 from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
-from gnnbench.protocols.benchmarking_gnns import train
+from gnnbench.protocols.benchmarking_gnns.train import train
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "csl"
 needs_real = pytest.mark.skipif(not (REAL / "CSL.zip").is_file(),

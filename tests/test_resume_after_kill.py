@@ -24,7 +24,9 @@ import torch
 from gnnbench.config.presets import run_config
 from gnnbench.io import write_json
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.protocols import fair_comparison, pitfalls
+from gnnbench.protocols import fair_comparison
+from gnnbench.protocols.fair_comparison import train as fair_comparison_train
+from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.training import checkpoint
 from gnnbench.training.checkpoint import load_resumable, read_checkpoint
 from gnnbench.training.run import checkpoint_epochs, train_run
@@ -69,8 +71,8 @@ def straight(args: list[str], every_epoch: bool = False) -> int:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(checkpoint, "save_checkpoint", save)
         if every_epoch:
-            mp.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
-            mp.setattr(fair_comparison, "CHECKPOINT_SECONDS", 0.0)
+            mp.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
+            mp.setattr("gnnbench.protocols.fair_comparison.train.CHECKPOINT_SECONDS", 0.0)
         assert main(args) == 0
     return count[0]
 
@@ -139,7 +141,7 @@ def test_a_killed_pitfalls_chunk_keeps_its_finished_splits_and_resumes_inside_th
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "ignoring unreadable checkpoint" not in resumed.stderr
     assert f"resuming split 1 from {out / 'checkpoint.pt'} at epoch 5" in resumed.stderr
-    assert re.findall(r"pitfalls: split (\d+): ", resumed.stderr) == ["1", "2"]  # split 0 is not trained again
+    assert re.findall(r"pitfalls\.train: split (\d+): ", resumed.stderr) == ["1", "2"]  # split 0 is not trained again
     assert saves(killed) + saves(resumed) == reference
     for name in ("runs.parquet", "history.parquet"):
         pd.testing.assert_frame_equal(without_seconds(pd.read_parquet(out / name)),
@@ -213,8 +215,8 @@ def read_back(monkeypatch):
         states.append(state)
 
     monkeypatch.setattr(checkpoint, "save_checkpoint", save)  # every protocol saves through it (training.engine)
-    monkeypatch.setattr(pitfalls, "CHECKPOINT_SECONDS", 0.0)
-    monkeypatch.setattr(fair_comparison, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr("gnnbench.protocols.fair_comparison.train.CHECKPOINT_SECONDS", 0.0)
     return states
 
 
@@ -227,7 +229,7 @@ def test_benchmarking_gnns_checkpoints_read_back(data, tmp_path, read_back):
 
 @pytest.mark.parametrize("preset", ["pitfalls_GCN", "pitfalls_LabelProp-NL"])
 def test_pitfalls_checkpoints_read_back(data, tmp_path, read_back, preset):
-    pitfalls.run_chunk(dataset_dir=data["CSBM"], splits_path=data["CSBM_splits"], splits=[0, 1],
+    pitfalls_train.run_chunk(dataset_dir=data["CSBM"], splits_path=data["CSBM_splits"], splits=[0, 1],
                        config=run_config(preset, {"num_epochs": 5}, protocol="pitfalls"), inits=2, seed=5,
                        out_dir=tmp_path, threads=1)
     # mid-split states, and states holding a finished split's NumPy history, were among those read back
@@ -238,7 +240,7 @@ def test_pitfalls_checkpoints_read_back(data, tmp_path, read_back, preset):
 def test_fair_comparison_checkpoints_read_back(data, tmp_path, read_back):
     config = {"model": "DeepMultisets", "hidden_units": 16, "batch_size": 32, "learning_rate": 0.01, "epochs": 3,
               **fair_comparison.TRAINING_DEFAULTS, "patience": 3, "early_stopping": "loss"}
-    fair_comparison.run_inner(dataset_dir=data["GF"], splits_path=data["GF_splits"], fold=0, configs=[config],
+    fair_comparison_train.run_inner(dataset_dir=data["GF"], splits_path=data["GF_splits"], fold=0, configs=[config],
                               positions=[0], seed=3, out=tmp_path / "inner" / "part0.parquet", device="cpu",
                               threads=1)
     assert len(read_back) == 3 and all(s["model"] is not None for s in read_back)

@@ -17,9 +17,10 @@ import pytest
 import torch
 from test_fair_comparison_stack import MEMBERS, _alone, _builder, _data, _one_thread, _same, _stack  # noqa: F401
 
+from gnnbench.io import sha256_json
 from gnnbench.models.registry import count_parameters
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.protocols import fair_comparison as fc
+from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.training import stacked_holdout
 from gnnbench.training.wide import NotWidenable
 
@@ -95,14 +96,14 @@ def _selection(tmp_path, config):
     selection = tmp_path / "selection.json"
     body = {"format": 1, "dataset": "GF", "model": config["model"], "fold": 0, "candidates": [],
             "chosen": {"config_id": "x", "config": config, "val_accuracy": 50.0}}
-    selection.write_text(json.dumps({**body, "checksum": fc.sha256_json(body)}))
+    selection.write_text(json.dumps({**body, "checksum": sha256_json(body)}))
     return selection
 
 
 def _run_final(families, tmp_path, config, holdout="selection", **kwargs):
     out, hist = tmp_path / "final.parquet", tmp_path / "final_history.parquet"
     kwargs.setdefault("stack", True)
-    fc.run_final(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0,
+    fc_train.run_final(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0,
                  selection_path=_selection(tmp_path, config), runs=3, holdout=holdout, seed=0, out=out,
                  history_out=hist, device="cpu", records_out=tmp_path / "records.parquet", **kwargs)
     return pq.read_table(out).to_pylist(), pq.read_table(hist).to_pylist()
@@ -131,7 +132,7 @@ def test_final_job_trains_the_stack_and_keeps_its_outputs(families, tmp_path):
     assert history == [{k: v for k, v in h.items() if k != "seconds"} for m in members for h in m["history"]]
     # the default (stack off): run by run, today's results
     out, hist = tmp_path / "c" / "final.parquet", tmp_path / "c" / "final_history.parquet"
-    fc.run_final(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0,
+    fc_train.run_final(dataset_dir=families / "ds", splits_path=families / "s.json", fold=0,
                  selection_path=_selection(tmp_path / "c", GIN), runs=3, holdout="selection", seed=0, out=out,
                  history_out=hist, device="cpu")
     assert _rows((pq.read_table(out).to_pylist(), pq.read_table(hist).to_pylist())) == _rows(separate)
@@ -183,7 +184,7 @@ def test_a_stopped_stack_resumes_to_the_same_results(families, tmp_path, monkeyp
         if saves["n"] == 3:
             raise Preempted(15, "stopped")
 
-    monkeypatch.setattr(fc, "CHECKPOINT_SECONDS", 0)
+    monkeypatch.setattr("gnnbench.protocols.fair_comparison.train.CHECKPOINT_SECONDS", 0)
     monkeypatch.setattr(engine._checkpoint, "save_checkpoint", save_then_stop)
     with pytest.raises(Preempted):
         _run_final(families, tmp_path / "b", config)

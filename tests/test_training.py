@@ -13,7 +13,7 @@ import torch
 
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.protocols.benchmarking_gnns import train
+from gnnbench.protocols.benchmarking_gnns.train import train
 from gnnbench.training import loop
 from gnnbench.training import run as run_module
 from gnnbench.training.run import train_run

@@ -21,9 +21,9 @@ PLANNED: dict[str, str] = {}  # protocols announced but not yet available: name 
 
 
 def _registry() -> dict[str, Protocol]:
-    from gnnbench.protocols.benchmarking_gnns import BenchmarkingGNNs
-    from gnnbench.protocols.fair_comparison import FairComparison
-    from gnnbench.protocols.pitfalls import Pitfalls
+    from gnnbench.protocols.benchmarking_gnns.plan import BenchmarkingGNNs
+    from gnnbench.protocols.fair_comparison.plan import FairComparison
+    from gnnbench.protocols.pitfalls.plan import Pitfalls
 
     return {p.name: p for p in (BenchmarkingGNNs(), Pitfalls(), FairComparison())}
 

@@ -4,7 +4,7 @@ docs/protocols/benchmarking-gnns.md#data-and-splits).
 
 The dataset is one graph — the training edges, both directions — and its evaluation pairs
 (:mod:`gnnbench.data.link_pairs`); the split file (scheme ``given``, level ``pair``) says which pair rows are train,
-val and test. :func:`gnnbench.protocols.benchmarking_gnns.train` sends runs of a ``link_prediction`` dataset here;
+val and test. :func:`gnnbench.protocols.benchmarking_gnns.train.train` sends runs of a ``link_prediction`` dataset here;
 everything else is :func:`gnnbench.training.run.train_run`, whose outputs this module writes the same way.
 
 Training, per epoch: the training positives are shuffled (``torch.randperm`` with the run's seeded generator) and cut

@@ -70,7 +70,7 @@ rule pitfalls_tables:
 # pitfalls across the suite: Table 1 matrix, relative accuracy and average rank over the random-split benchmarks
 rule pitfalls_summary:
     input:
-        pitfalls.summary_inputs([SUITE.benchmarks[d] for d in PITFALLS_DATASETS]),
+        pitfalls_plan.summary_inputs([SUITE.benchmarks[d] for d in PITFALLS_DATASETS]),
     output:
         **table_outputs(pitfalls.SUITE_TABLE_NAME, "Suite"),
     log:
@@ -84,12 +84,12 @@ rule pitfalls_summary:
 # pitfalls: a single fixed split ranks the models differently from random splits
 rule pitfalls_split_ranking:
     input:
-        [f for pair in pitfalls.ranking_pairs(SUITE.benchmarks) for d in pair for f in SUITE.benchmarks[d].run_files()],
+        [f for pair in pitfalls_plan.ranking_pairs(SUITE.benchmarks) for d in pair for f in SUITE.benchmarks[d].run_files()],
     output:
         **table_outputs(pitfalls.RANKING_TABLE_NAME, "Suite"),
     params:
         pairs=[(fixed, SUITE.benchmarks[fixed].run_files(), rand, SUITE.benchmarks[rand].run_files())
-               for fixed, rand in pitfalls.ranking_pairs(SUITE.benchmarks)],
+               for fixed, rand in pitfalls_plan.ranking_pairs(SUITE.benchmarks)],
     log:
         paths.log_file("tables", pitfalls.RANKING_TABLE_NAME),
     conda:

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 from gnnbench import paths
 from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
+from gnnbench.protocols.pitfalls import plan as pitfalls_plan
 from gnnbench.reporting.report import suite_description
 
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.benchmarking_gnns import aggregate_tables
+from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
 from gnnbench.workflow import run_step
 
 out = snakemake.output

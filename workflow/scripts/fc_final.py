@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.fair_comparison import run_final
+from gnnbench.protocols.fair_comparison.train import run_final
 from gnnbench.workflow import run_step
 
 run_step(snakemake, lambda: run_final(

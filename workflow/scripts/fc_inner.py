@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.fair_comparison import run_inner
+from gnnbench.protocols.fair_comparison.train import run_inner
 from gnnbench.workflow import run_step
 
 run_step(snakemake, lambda: run_inner(

@@ -1,6 +1,6 @@
 """Snakemake adapter for rule fc_select: gnnbench.protocols.fair_comparison.select."""
 
-from gnnbench.protocols.fair_comparison import select
+from gnnbench.protocols.fair_comparison.select import select
 from gnnbench.workflow import run_step
 
 run_step(snakemake, lambda: select(list(snakemake.input), snakemake.output[0], dataset=snakemake.wildcards.dataset,

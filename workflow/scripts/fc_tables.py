@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.fair_comparison import dataset_report
+from gnnbench.protocols.fair_comparison.tables import dataset_report
 from gnnbench.workflow import run_step
 
 run_step(snakemake, lambda: dataset_report(

@@ -1,6 +1,6 @@
 """Snakemake adapter for rule pitfalls_split_ranking: gnnbench.protocols.pitfalls.ranking_report."""
 
-from gnnbench.protocols.pitfalls import ranking_report
+from gnnbench.protocols.pitfalls.tables import ranking_report
 from gnnbench.workflow import run_step
 
 out = snakemake.output

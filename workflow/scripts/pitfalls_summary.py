@@ -1,6 +1,6 @@
 """Snakemake adapter for rule pitfalls_summary: gnnbench.protocols.pitfalls.suite_report."""
 
-from gnnbench.protocols.pitfalls import suite_report
+from gnnbench.protocols.pitfalls.tables import suite_report
 from gnnbench.workflow import run_step
 
 out = snakemake.output

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.pitfalls import dataset_report
+from gnnbench.protocols.pitfalls.tables import dataset_report
 from gnnbench.workflow import run_step
 
 out = snakemake.output

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.pitfalls import run_chunk
+from gnnbench.protocols.pitfalls.train import run_chunk
 from gnnbench.workflow import run_step
 
 run_step(snakemake, lambda: run_chunk(

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.benchmarking_gnns import train_seeds
+from gnnbench.protocols.benchmarking_gnns.train import train_seeds
 from gnnbench.workflow import run_step
 
 run_step(snakemake, lambda: train_seeds(

@@ -1,28 +1,5 @@
-"""Protocol "benchmarking-gnns" — Dwivedi et al., "Benchmarking Graph Neural Networks" (arXiv:2003.00982).
-
-Splits: the split that comes with the data (``given``: SBM, TSP, ZINC, ...; WikiCS's 20 node splits of its one
-graph, trained full-batch; OGBL-COLLAB's evaluation pairs), the released cross-validation folds (``published``:
-the TU sets' 10 and CSL's 5 index files) or seeded stratified k-fold cross-validation of graphs. A run is one model
-config × one seed × one fold (:func:`gnnbench.training.run.train_run`; link prediction:
-:mod:`gnnbench.training.link_prediction`, whose scheduler is stepped on the validation Hits@50 with mode max): Adam
-with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the learning rate falls below
-``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
-budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
-CSL and TU) and by 20 per WikiCS split. With ``seeds_per_job: k`` in a benchmark one job trains k seeds of a model
-on a fold one after another in one process (:func:`train_seeds`, :mod:`gnnbench.training.seed_stack`), each
-exactly its separate run: the job saves the process start, the imports and the data loading of k − 1 jobs. With
-``stack: true`` (whose default ``seeds_per_job`` is all seeds) a job's seeds train on CUDA as one wide stack where
-the model widens — the seeds then share the first seed's mini-batch order, the one departure from separate runs —
-and on CPU (where a wide stack is no faster: ``docs/performance.md``) or for a model that does not widen one after
-another. Every
-seed's outputs and record are those of its own job. The default is one job per seed and no stack (each seed its
-own batch order, as the paper's runs), so published spreads over seeds keep the batch order's part. Models are
-the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build_model`), sized by the
-published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
-test and train scores, #params, epochs, s/epoch, total hours; with cross-validation also the min and max test
-score (CSL is reported as mean ± std, max, min over 5 folds × seeds). Standard deviations are population
-deviations (``np.std``), as the original computes them.
-"""
+"""The benchmarking-gnns protocol object: a suite's benchmark block resolved into its runs (seeds × folds per model,
+published or budget-fitted configs, checked to build on the dataset)."""
 
 from __future__ import annotations
 
@@ -36,24 +13,15 @@ from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.models.registry import DWIVEDI2020, PLUGIN
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
+from gnnbench.protocols.benchmarking_gnns import (
+    FOREIGN_TRAINING_DEFAULTS,
+    NAME,
+    RECORD_JOB,
+    RUN_DIR,
+    TABLE_FILE,
+    TABLE_FORMATS,
+)
 from gnnbench.splits import GRAPH_SCHEMES
-
-NAME = "benchmarking-gnns"
-RUN_DIR = paths.P1_RUN_DIR
-RECORD_JOB = "seed{seed}_fold{fold}"  # a job's run-record file: paths.RECORD_FILE with this job name
-# TSP's k-NN heuristic (gnnbench.baselines): its run record, a row of the dataset's table like the models'
-KNN_RECORD_FILE = paths.RECORD_FILE.replace("{protocol}", NAME).replace("{model}", "knn_k{k}").replace(
-    "{job}", "baseline")
-TABLE_FILE = paths.DATASET_TABLE
-TABLE_FORMATS = paths.TABLE_FORMATS
-FOLD_TIME_DIVISOR = 10  # the original's per-fold time budget under cross-validation: max_time / 10
-SPLIT_TIME_DIVISOR = 20  # ... and per node split of WikiCS: max_time / 20
-# Training of a model of another paper's zoo (its preset gives only the architecture): the benchmark's TU
-# graph-classification configs (configs/TUs_graph_classification_*.json, the values most of them share): Adam,
-# init_lr 1e-3, ReduceLROnPlateau factor 0.5 with patience 25, stop below min_lr 1e-6, no weight decay, batch size
-# 20, 1000 epochs, 12 hours.
-FOREIGN_TRAINING_DEFAULTS = {"epochs": 1000, "batch_size": 20, "init_lr": 0.001, "lr_reduce_factor": 0.5,
-                             "lr_schedule_patience": 25, "min_lr": 1.0e-6, "weight_decay": 0.0, "max_time": 12.0}
 
 
 @dataclass
@@ -149,6 +117,8 @@ class BenchmarkingGNNs(Protocol):
             overrides["seed"] = args.seed
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
         _check_buildable(config, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
+        from gnnbench.protocols.benchmarking_gnns.train import train  # the job's module: torch, the models
+
         results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold, config=config,
                         out_dir=args.out, pe_path=args.pe, device=args.device, threads=args.threads,
                         label=args.label, records_out=os.path.join(args.records, "run.parquet"))
@@ -159,6 +129,8 @@ class BenchmarkingGNNs(Protocol):
     def aggregate_command(self, files: list[str], out: str) -> None:
         """The dataset table of the given run-record files (:func:`aggregate_tables`), without the paper's
         numbers."""
+        from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
+
         aggregate_tables(files, f"{out}.csv", f"{out}.md", f"{out}.parquet")
 
     def table_caption(self, table: str, dataset: str | None) -> str:
@@ -238,112 +210,6 @@ class BenchmarkingGNNs(Protocol):
             _check_buildable(config, dataset.meta, model_where)
             benchmark.models[label] = ModelSpec(label, preset, config)
         return benchmark
-
-
-def time_limit_hours(max_time: float, splits) -> float:
-    """The wall-clock budget of one run: ``max_time``, divided by 10 per fold under cross-validation (TU, CSL)
-    and by 20 per split of one graph (WikiCS), as the original."""
-    if splits.num_folds == 1:
-        return max_time
-    return max_time / (SPLIT_TIME_DIVISOR if splits.level == "node" else FOLD_TIME_DIVISOR)
-
-
-def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
-          out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
-          threads: int | None = None, label: str | None = None,
-          records_out: str | os.PathLike | None = None) -> dict:
-    """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget, or for a
-    link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`; with
-    ``records_out`` also its run record (:mod:`gnnbench.records`)."""
-    from gnnbench.data.meta import read_meta
-    from gnnbench.splits import read_splits
-    from gnnbench.training.run import train_run
-
-    splits = read_splits(splits_path)
-    hours = time_limit_hours(float(config["max_time"]), splits) if "max_time" in config else None
-    run = train_run
-    if read_meta(dataset_dir).task == "link_prediction":
-        from gnnbench.training.link_prediction import train_link_run
-
-        run = train_link_run
-    results = run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
-                  pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
-    if records_out is not None:
-        from gnnbench.records import write_records
-
-        write_records(records_out, run_records(results))
-    return results
-
-
-def train_seeds(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fold: int, config: dict,
-                seeds: list[int], out_dirs: list[str | os.PathLike], pe_path: str | os.PathLike | None = None,
-                device: str = "auto", threads: int | None = None, label: str | None = None,
-                records_out: list[str | os.PathLike] | None = None, stack: bool | None = None) -> list[dict]:
-    """The runs of ``config`` with each of ``seeds`` on ``fold`` in one job (:mod:`gnnbench.training.seed_stack`:
-    one wide stack sharing the first seed's mini-batch order where the model widens, else one after another, each
-    as its separate run; ``stack`` None: wide on CUDA, one after another on CPU, where a stack is no faster), each
-    written to its ``out_dirs`` entry and, with ``records_out``, its own run record;
-    link prediction (OGBL-COLLAB) trains its seeds one after another with :func:`train`."""
-    from gnnbench.data.meta import read_meta
-    from gnnbench.splits import read_splits
-    from gnnbench.training.seed_stack import train_seeds as stacked
-
-    records_out = records_out or [None] * len(seeds)
-    if read_meta(dataset_dir).task == "link_prediction":
-        return [train(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config={**config, "seed": seed},
-                      out_dir=out, pe_path=pe_path, device=device, threads=threads, label=label, records_out=rec)
-                for seed, out, rec in zip(seeds, out_dirs, records_out, strict=True)]
-    hours = time_limit_hours(float(config["max_time"]), read_splits(splits_path)) if "max_time" in config else None
-    results = stacked(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, seeds=seeds,
-                      out_dirs=out_dirs, pe_path=pe_path, device=device, threads=threads, label=label,
-                      time_limit_hours=hours, stack=stack)
-    from gnnbench.records import write_records
-
-    for result, rec in zip(results, records_out, strict=True):
-        if rec is not None:
-            write_records(rec, run_records(result))
-    return results
-
-
-def run_records(results: dict) -> list[dict]:
-    """The run record (:mod:`gnnbench.records`) of one run, from its ``metrics.json`` content: the last epoch is
-    the scored one (none for a diverged run or a baseline that trains no epoch); ``extra`` holds the table's
-    seconds per training epoch and a multitask run's per-task scores (``per_task``: part -> [[task, score], ...])."""
-    from gnnbench.records import record
-
-    parts = ("train", "val", "test")
-    scores = {f"{part}_{what}": results[part][key] for part in parts
-              for what, key in (("score", "metric"), ("loss", "loss"))}
-    diverged = results.get("status") == "diverged"
-    per_task = {part: results[part]["per_task"] for part in parts if results[part].get("per_task")}
-    extra = {"seconds_per_epoch": results["seconds_per_epoch"], **({"per_task": per_task} if per_task else {})}
-    return [record(protocol=NAME, default_variant=BenchmarkingGNNs.default_variant, dataset=results["dataset"],
-                   model=results["label"], architecture=results["model"], config=results["config"],
-                   split=results["fold"], split_scheme=results["data"]["split_scheme"], seed=results["seed"],
-                   metric=results["metric"], higher_is_better=results["higher_is_better"], **scores,
-                   epochs=results["epochs"], scored_epoch=None if diverged or not results["epochs"] else
-                   results["epochs"] - 1, stop_reason=results["stop_reason"],
-                   status=results.get("status", "completed"), diverged_epoch=results.get("diverged_epoch"),
-                   num_params=results["num_params"], seconds=results["total_seconds"], device=results.get("device"),
-                   versions=results.get("versions"), extra=extra)]
-
-
-def aggregate_tables(record_files: list[str | os.PathLike], csv: str | os.PathLike, markdown: str | os.PathLike,
-                     parquet: str | os.PathLike, dataset_dir: str | os.PathLike | None = None,
-                     presets: dict[str, str | None] | None = None) -> None:
-    """One table per dataset from the runs' record files (:mod:`gnnbench.records`; baselines' records included);
-    with cross-validation splits also the min and max test score; with the dataset's folder (its meta.json) also
-    the paper's numbers beside ours (``presets``: label → the suite's preset)."""
-    from gnnbench.reporting.aggregate import aggregate, load_runs, with_paper, write_tables
-
-    runs = load_runs(record_files, configs=dataset_dir is not None)
-    extrema = bool(runs["split_scheme"].isin(["stratified_kfold", "published"]).any())
-    table = aggregate(runs, extrema=extrema)
-    if dataset_dir is not None:
-        from gnnbench.data.meta import read_meta
-
-        table = with_paper(table, runs, read_meta(dataset_dir), presets)
-    write_tables(table, csv, markdown, parquet)
 
 
 def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) -> dict:

@@ -1,0 +1,302 @@
+"""The jobs of the pitfalls protocol: every initialisation of a model on a chunk of random splits, the
+initialisations of a split trained at once; each job writes its runs, history, metrics and run records."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from gnnbench.errors import ConfigError, DataError
+from gnnbench.io import atomic_path, sha256_json, write_json
+from gnnbench.models.registry import SHCHUR2018
+from gnnbench.protocols.pitfalls import (
+    NAME,
+    PROPAGATION_MODELS,
+    TRAINING_DEFAULTS,
+)
+from gnnbench.protocols.pitfalls.plan import Pitfalls
+from gnnbench.protocols.pitfalls.tables import read_runs
+
+log = logging.getLogger(__name__)
+CHECKPOINT_FILE = "checkpoint.pt"
+CHECKPOINT_SECONDS = 30.0
+
+def load_node_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cpu"):
+    """(meta, NodeGraph, node labels (-1 = unlabelled)) of a transductive dataset folder."""
+    from gnnbench.data.meta import read_dataset
+    from gnnbench.models.stacked import NodeGraph
+
+    meta, columns = read_dataset(dataset_dir)
+    if not meta.transductive:
+        raise ConfigError(f"dataset {meta.name} is not one graph with node labels ({meta.task}, {meta.num_graphs} "
+                          "graphs); protocol pitfalls needs a transductive node-classification dataset")
+    if "x" in getattr(columns, "sparse", {}):
+        features = columns.sparse["x"].to_torch()
+    else:
+        features = torch.from_numpy(np.ascontiguousarray(columns.node["x"], dtype=np.float32))
+    edge_index = torch.from_numpy(np.stack([columns.src, columns.dst]).astype(np.int64))
+    labels = torch.from_numpy(columns.node["y"].astype(np.int64))
+    graph = NodeGraph(int(columns.num_nodes[0]), edge_index.to(device), features.to(device), meta.num_outputs)
+    return meta, graph, labels.to(device)
+
+
+def num_parameters(config: dict, graph, meta=None) -> int:
+    """Trainable weights of one initialisation (0 for label propagation); a model without a stacked form (another
+    zoo's) is counted as built for ``meta``, the dataset's description."""
+    from gnnbench.models.registry import ModelData, model_info
+    from gnnbench.models.registry import num_parameters as count
+
+    info = model_info(config, SHCHUR2018)
+    if info.kind == "propagation":
+        return 0
+    if not info.has_stacked:
+        if meta is None:
+            raise ConfigError(f"model {info.family} ({info.variant}): counting its parameters needs the dataset's meta")
+        return count(config, ModelData(meta, graph=graph), default_variant=SHCHUR2018)
+    from gnnbench.models.stacked import build_stacked_model, count_stacked_parameters
+
+    return count_stacked_parameters(build_stacked_model(config, graph, [0]))
+
+
+def init_seed(seed: int, split: int, init: int) -> int:
+    """Seed of initialisation ``init`` on split ``split`` (independent of how splits are grouped into jobs)."""
+    return int(np.random.SeedSequence(seed, spawn_key=(split, init)).generate_state(1)[0])
+
+
+def dropout_seed(seed: int, split: int) -> int:
+    """Seed of the dropout masks on split ``split``, shared by its initialisations (independent of how splits are
+    grouped into jobs)."""
+    return int(np.random.SeedSequence(seed, spawn_key=(split,)).generate_state(1)[0])
+
+
+def has_stacked_form(config: dict) -> bool:
+    """Whether the config's model has a stacked form (R initialisations as one model; the registry's answer)."""
+    try:
+        from gnnbench.models.registry import model_info
+    except ImportError:  # every model of this protocol's own zoo has one
+        return True
+    return model_info(config, "shchur2018").has_stacked
+
+
+def whole_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cpu"):
+    """(build, batch) for a model without a stacked form: ``build()`` builds it for the dataset (weights from torch's
+    global generator) and ``batch`` is the one graph as a batch on ``device`` (what its forward pass sees)."""
+    from gnnbench.data.batching import GraphLoader, model_dtypes
+    from gnnbench.data.meta import read_dataset
+    from gnnbench.data.store import GraphStore
+    from gnnbench.models.registry import ModelData, build_model
+
+    meta, columns = read_dataset(dataset_dir)
+    store = model_dtypes(GraphStore.from_columns(columns))
+    first = torch.zeros(1, dtype=torch.int64)
+    batch = GraphLoader(store, first, 1).collate(first).to(device)
+
+    def build(config: dict) -> torch.nn.Module:
+        return build_model(config, ModelData(meta, store=store), default_variant="shchur2018").to(device)
+
+    return build, batch
+
+
+def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, torch.Tensor], seed: int, split: int,
+                 init_ids: list[int], whole=None):
+    """The trainer of one split, seeded for ``split``: label propagation; for a model with a hand-written stacked form
+    (Shchur's zoo) that stacked model of ``init_ids``; for any other model (another zoo's, a user's) its
+    initialisations stacked by torch.func on ``whole`` (:func:`whole_graph`), or, where the model cannot be
+    vmapped, trained one after another in this process
+    (:func:`~gnnbench.training.functional_stack.stacked_or_sequential`)."""
+    from gnnbench.training.initialisations import PropagationTrainer, StackedTrainer
+
+    rule = {"criterion": config["early_stopping_criterion"], "patience": config["early_stopping_tolerance"],
+            "max_epochs": config["num_epochs"], "tolerance": config["improvement_tolerance"]}
+    torch.manual_seed(dropout_seed(seed, split))
+    if config["model"] in PROPAGATION_MODELS:
+        from gnnbench.models.labelprop import LabelPropagation
+
+        propagation = LabelPropagation(graph, labels, parts["train"], config.get("prop_type", "vanilla"),
+                                       config.get("return_prob", 0.0))
+        return PropagationTrainer(propagation, labels, parts, **rule)
+    if not has_stacked_form(config):
+        from gnnbench.training.functional_stack import stacked_or_sequential
+
+        build, batch = whole
+        name = f"model {config['model']}" + (f" ({config['variant']})" if config.get("variant") else "")
+        return stacked_or_sequential(lambda: build(config), batch, labels, parts, name=name,
+                                     learning_rate=config["learning_rate"],
+                                     weight_decay=config.get("weight_decay", 0.0), init_ids=init_ids,
+                                     seeds=[init_seed(seed, split, i) for i in init_ids],
+                                     dropout_seed=dropout_seed(seed, split), **rule)
+    from gnnbench.models.stacked import build_stacked_model
+
+    model = build_stacked_model(config, graph, [init_seed(seed, split, i) for i in init_ids])
+    return StackedTrainer(model, labels, parts, learning_rate=config["learning_rate"], init_ids=init_ids, **rule)
+
+
+def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, splits: list[int], config: dict,
+              inits: int, seed: int, out_dir: str | os.PathLike, device: str = "auto", threads: int | None = None,
+              label: str | None = None, init_ids: list[int] | None = None,
+              records_out: str | os.PathLike | None = None) -> dict:
+    """Train every initialisation of ``config`` on the given splits and write the job's outputs (module docstring);
+    with ``records_out`` also the job's run records (:mod:`gnnbench.records`).
+
+    ``init_ids`` selects initialisations (default ``range(inits)``; one-run-per-process comparisons run one).
+    Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
+    """
+    from gnnbench.training.engine import stoppable
+
+    def job(guard) -> dict:
+        metrics = _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
+                             threads, label, init_ids)
+        if records_out is not None:
+            from gnnbench.records import write_records
+
+            with guard.deferred(raise_after=False):
+                write_records(records_out, chunk_records(read_runs([Path(out_dir) / "runs.parquet"]), metrics))
+        return metrics
+
+    path = Path(out_dir) / CHECKPOINT_FILE
+    return stoppable(job, lambda: f"checkpoint {path} holds the finished splits and epochs; run the same command "
+                                  "again (Snakemake: rerun the job) to resume from it")
+
+
+def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, out_dir, device, threads, label,
+               init_ids) -> dict:
+    from gnnbench.allocator import keep_freed_memory
+    from gnnbench.config.keys import coerce_all, protocol_types
+    from gnnbench.splits import read_splits
+    from gnnbench.training.engine import Checkpoint
+    from gnnbench.training.initialisations import train_split
+    from gnnbench.training.run import _device_name, package_versions, resolve_device
+
+    keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
+    start = time.perf_counter()
+    cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", protocol_types(Pitfalls, config))}
+    if threads:
+        torch.set_num_threads(threads)
+    dev = resolve_device(device)
+    meta, graph, labels = load_node_graph(dataset_dir, dev)
+    splits = read_splits(splits_path, meta)
+    if splits.level != "node":
+        raise DataError(f"split file {splits_path} holds graph splits; protocol pitfalls needs node splits "
+                        "(schemes random_per_class, random_sizes, given)")
+    inits = cfg.get("num_training_runs", inits)
+    init_ids = list(range(inits)) if init_ids is None else list(init_ids)
+    if cfg["model"] in PROPAGATION_MODELS:
+        init_ids = [0]  # deterministic: one run per split (the original's num_training_runs: 1)
+    key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds),
+                       "split_ids": list(split_ids), "init_ids": init_ids, "seed": seed})
+    checkpoint = Checkpoint(out_dir / CHECKPOINT_FILE, key, guard, every_s=CHECKPOINT_SECONDS)
+    state = checkpoint.load() or {"done": [], "current": None}
+    done: list[dict] = state["done"]  # per finished split: records, history, seconds
+    whole = None if cfg["model"] in PROPAGATION_MODELS or has_stacked_form(cfg) else whole_graph(dataset_dir, dev)
+
+    def save(current: dict | None, finished: bool = False) -> None:
+        checkpoint.save({"done": done, "current": current}, finished)
+
+    for split in split_ids:
+        if any(d["split"] == split for d in done):
+            continue
+        parts = {p: torch.from_numpy(idx).to(dev) for p, idx in splits.fold(split).items()}
+        trainer = make_trainer(cfg, graph, labels, parts, seed, split, init_ids, whole)
+        current = state["current"]
+        seconds = 0.0
+        if current is not None and current["split"] == split:
+            trainer.load_state_dict(current["trainer"])
+            seconds = current["seconds"]
+            log.info("resuming split %d from %s at epoch %d", split, checkpoint.path, trainer.epoch)
+        elif not done:
+            save(None)  # a stop before the first checkpoint leaves a resumable (empty) state
+        split_start = time.perf_counter()
+
+        def after_epoch(_state, split=split, trainer=trainer, seconds=seconds, split_start=split_start) -> None:
+            if checkpoint.due():
+                save({"split": split, "trainer": trainer.state_dict(),
+                      "seconds": seconds + time.perf_counter() - split_start})
+
+        result = train_split(trainer, after_epoch)
+        seconds += time.perf_counter() - split_start
+        done.append({"split": split, "records": result.records, "history": result.history, "seconds": seconds})
+        state["current"] = None
+        save(None)
+        log.info("split %d: %d run(s)%s, mean test accuracy %s%%, %d epochs at most, %.1fs", split,
+                 len(result.records), _diverged_note(result.records), _percent(_completed_mean(result.records)),
+                 max(r["epochs"] for r in result.records), seconds)
+
+    done.sort(key=lambda d: d["split"])
+    label = label or cfg["model"]
+    rows = [{"dataset": meta.name, "model": label, "architecture": cfg["model"], "split": d["split"], **r,
+             "seed": init_seed(seed, d["split"], r["init"]), "seconds": d["seconds"] / len(d["records"])}
+            for d in done for r in d["records"]]
+    history = {name: np.concatenate([d["history"][name] for d in done]) for name in done[0]["history"]}
+    history["split"] = np.concatenate([np.full(len(d["history"]["epoch"]), d["split"]) for d in done])
+    train_seconds = sum(d["seconds"] for d in done)
+    total = time.perf_counter() - start
+    metrics = {
+        "dataset": meta.name, "label": label, "model": cfg["model"], "protocol": NAME, "splits": list(split_ids),
+        "inits": len(init_ids), "runs": len(rows), "seed": seed,
+        "test_accuracy_mean": _completed_mean(rows),
+        "diverged": sum(r.get("status") == "diverged" for r in rows),
+        "num_params": num_parameters(cfg, graph, meta),
+        "epochs_mean": float(np.mean([r["epochs"] for r in rows])), "train_seconds": train_seconds,
+        "total_seconds": total, "runs_per_minute": 60 * len(rows) / max(total, 1e-9), "config": cfg,
+        "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
+        "data": {"dataset_checksum": meta.checksum, "split_scheme": splits.scheme,
+                 "split_checksum": sha256_json(splits.folds)},
+    }
+    with guard.deferred(raise_after=False):  # the job is complete: a stop signal now lets the outputs finish
+        save(None, finished=True)
+        with atomic_path(out_dir / "history.parquet") as tmp:
+            pq.write_table(pa.table(history), tmp)
+        with atomic_path(out_dir / "runs.parquet") as tmp:
+            pq.write_table(pa.Table.from_pylist(rows), tmp)
+        write_json(out_dir / "metrics.json", metrics)
+    return metrics
+
+
+def chunk_records(runs, metrics: dict) -> list[dict]:
+    """The run records (:mod:`gnnbench.records`) of one job: its ``runs.parquet`` rows (a DataFrame) with the
+    job's config, parameter count, device and versions from its ``metrics.json`` content; the best validation
+    epoch is the scored one."""
+    from gnnbench.records import record
+
+    out = []
+    for r in runs.to_dict("records"):
+        diverged = r.get("status") == "diverged"
+        out.append(record(
+            protocol=NAME, default_variant=Pitfalls.default_variant, dataset=r["dataset"], model=r["model"],
+            architecture=r["architecture"],
+            config=metrics["config"], split=r["split"], split_scheme=metrics["data"]["split_scheme"], seed=r["seed"],
+            init=r["init"], metric="accuracy",
+            higher_is_better=True, **{f"{part}_{what}": r.get(f"{part}_{key}") for part in ("train", "val", "test")
+                                      for what, key in (("score", "accuracy"), ("loss", "loss"))},
+            epochs=r["epochs"], scored_epoch=None if diverged else r.get("best_epoch"), stop_reason=r["stop_reason"],
+            status=r.get("status", "completed"), diverged_epoch=_or_none(r.get("diverged_epoch")),
+            num_params=metrics["num_params"], seconds=r["seconds"], device=metrics["device"],
+            versions=metrics["versions"]))
+    return out
+
+
+def _or_none(value):
+    """A nullable integer read back from Parquet through pandas (NaN or None: null)."""
+    return None if value is None or value != value else int(value)
+
+
+def _completed_mean(records: list[dict]) -> float | None:
+    """Mean test accuracy of the runs that did not diverge (None if every run diverged)."""
+    scores = [r["test_accuracy"] for r in records if r.get("status") != "diverged"]
+    return float(np.mean(scores)) if scores else None
+
+
+def _diverged_note(records: list[dict]) -> str:
+    diverged = sum(r.get("status") == "diverged" for r in records)
+    return f" ({diverged} diverged: NaN or infinite loss)" if diverged else ""
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
