@@ -160,7 +160,8 @@ def main() -> int:
         return 0
     torch.set_num_threads(1)
     from gnnbench.config.keys import coerce_all, protocol_types
-    from gnnbench.models.registry import ERRICA2020, ModelData, build_model
+    from gnnbench.models.registry import ModelData, build_model
+    from gnnbench.papers import ERRICA2020
     from gnnbench.training.holdout import train_holdout
     from gnnbench.training.stacked_holdout import MemberStack
 

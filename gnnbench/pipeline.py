@@ -9,8 +9,6 @@ import time
 
 from gnnbench.data.generators import generate, get_generator, resolve_params
 from gnnbench.data.meta import DatasetMeta, read_dataset, write_dataset
-from gnnbench.features.laplacian_pe import laplacian_pe
-from gnnbench.features.pe_file import write_pe
 from gnnbench.splits import make_splits, write_splits
 
 log = logging.getLogger(__name__)
@@ -29,6 +27,9 @@ def generate_dataset(generator: str, name: str, params: dict | None, seed: int,
 
 def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -> None:
     """Laplacian positional encodings (k per node) of every graph of a dataset."""
+    from gnnbench.features.laplacian_pe import laplacian_pe  # torch: only this stage's job loads it
+    from gnnbench.features.pe_file import write_pe
+
     start = time.perf_counter()
     meta, columns = read_dataset(dataset_dir)
     pe = laplacian_pe(columns, k, solver=meta.pe_solver)

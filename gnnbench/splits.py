@@ -65,7 +65,7 @@ import numpy as np
 from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_json, write_json
-from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
+from gnnbench.papers import DWIVEDI2020, ERRICA2020
 
 SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published", "file")
 NODE_SCHEMES = ("given", "random_per_class", "random_sizes", "file")  # schemes of a transductive (one-graph) dataset

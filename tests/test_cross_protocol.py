@@ -19,7 +19,7 @@ import pytest
 import yaml
 from test_download import LocalServer
 
-from gnnbench.models.registry import DWIVEDI2020
+from gnnbench.papers import DWIVEDI2020
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "real"

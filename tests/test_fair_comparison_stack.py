@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from gnnbench.config.keys import coerce_all, protocol_types
 from gnnbench.data.batching import GraphLoader
 from gnnbench.models.graph_classifiers.gin import GIN as GINModel
-from gnnbench.models.registry import ERRICA2020, ModelData, build_model, count_parameters
+from gnnbench.models.registry import ModelData, build_model, count_parameters
+from gnnbench.papers import ERRICA2020
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import fair_comparison as fc
 from gnnbench.protocols.fair_comparison import grid as fc_grid

@@ -31,7 +31,7 @@ from gnnbench.data.meta import read_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError
 from gnnbench.models import build_model, count_parameters
-from gnnbench.models.registry import DWIVEDI2020
+from gnnbench.papers import DWIVEDI2020
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.benchmarking_gnns.train import train
 from gnnbench.splits import read_index_folds, read_splits

@@ -12,7 +12,7 @@ import pytest
 from gnnbench.config.presets import run_config
 from gnnbench.data.generators import get_generator, resolve_params
 from gnnbench.io import write_json
-from gnnbench.models.registry import DWIVEDI2020, ERRICA2020, SHCHUR2018, ZOOS
+from gnnbench.papers import DWIVEDI2020, ERRICA2020, SHCHUR2018, ZOOS
 from gnnbench.protocols.pitfalls import TRAINING_DEFAULTS as P2_TRAINING
 from gnnbench.reporting import published as pub
 

@@ -117,7 +117,8 @@ def test_each_protocol_fills_the_shared_columns(records_folder):
 
 def test_split_schemes_and_protocol_values_of_each_protocol(records_folder):
     """Each protocol fills split_scheme; P1 keeps its table's values in ``extra``; P3 counts the weights."""
-    from gnnbench.models.registry import ERRICA2020, num_parameters
+    from gnnbench.models.registry import num_parameters
+    from gnnbench.papers import ERRICA2020
     from gnnbench.records import extras
 
     root = records_folder.parent.parent

@@ -34,7 +34,7 @@ from gnnbench.data.generators import released as R
 from gnnbench.data.meta import read_dataset
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.models import build_model, count_parameters
-from gnnbench.models.registry import DWIVEDI2020
+from gnnbench.papers import DWIVEDI2020
 from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
 from gnnbench.protocols.benchmarking_gnns.train import train
 

@@ -209,7 +209,7 @@ def test_split_configs_resolve_with_scheme_defaults_and_reject_foreign_keys():
 
 
 def test_published_sources_are_the_papers_keys_and_the_protocol_names_of_old_say_which_key():
-    from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
+    from gnnbench.papers import DWIVEDI2020, ERRICA2020
     from gnnbench.splits import PUBLISHED_SOURCES, read_published_folds, resolve_split
 
     assert PUBLISHED_SOURCES == (ERRICA2020, DWIVEDI2020)

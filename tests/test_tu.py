@@ -25,7 +25,7 @@ from gnnbench.data.download import DownloadError, recorded_sha256
 from gnnbench.data.generators import get_generator, resolve_params, tu
 from gnnbench.data.meta import read_dataset
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
+from gnnbench.papers import DWIVEDI2020, ERRICA2020
 from gnnbench.pipeline import generate_dataset
 from gnnbench.splits import make_splits
 

@@ -241,7 +241,8 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
     below the count at ``MIN_WIDTH`` or not below the count at ``MAX_WIDTH`` is a one-line error. ``Fit.hidden_dim``
     is the fitted value."""
     from gnnbench.models.plugins import PluginError, default_width, describe_arguments
-    from gnnbench.models.registry import DEFAULT_VARIANT, PLUGIN, num_parameters, resolve
+    from gnnbench.models.registry import DEFAULT_VARIANT, num_parameters, resolve
+    from gnnbench.papers import PLUGIN
 
     default_variant = default_variant or DEFAULT_VARIANT
     if budget < 1:

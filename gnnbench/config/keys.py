@@ -3,7 +3,7 @@
 Key ownership (who declares which key):
 
 * ``model`` (the family) and ``variant`` (which paper's layer; left out for the running protocol's own zoo):
-  every run config (:data:`~gnnbench.models.registry.MODEL_KEYS`).
+  every run config (:data:`~gnnbench.papers.MODEL_KEYS`).
 * *Architecture keys*: declared per variant in :mod:`gnnbench.models.registry` (``ARCHITECTURE_KEYS``: the
   benchmark's ``net_params``, Shchur's model keys, Errica's model keys).
 * *Training keys*: declared by each protocol object (``training_keys`` with types, ``training_defaults`` for models
@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.models.registry import ARCHITECTURE_KEYS, DWIVEDI2020, MODEL_KEYS, PLUGIN
+from gnnbench.papers import ARCHITECTURE_KEYS, DWIVEDI2020, MODEL_KEYS, PLUGIN
 
 NET_KEYS: dict[str, type] = ARCHITECTURE_KEYS[DWIVEDI2020]
 # benchmarking-gnns' training keys every run needs (the original JSON's ``params`` group)

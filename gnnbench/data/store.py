@@ -29,14 +29,17 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+
+if TYPE_CHECKING:  # annotations only: the torch twin imports torch when it is built
+    import torch
 
 FORMAT_VERSION = 1
 METADATA_KEY = b"gnnbench"
@@ -89,6 +92,8 @@ class SparseRows:
 
     def to_torch(self) -> torch.Tensor:
         """torch sparse CSR tensor (N, width), float32 values, int64 indices."""
+        import torch  # here: reading and writing the store needs no torch (table and split jobs never load it)
+
         with warnings.catch_warnings():  # "sparse CSR support is in beta": construction is stable and tested here
             warnings.simplefilter("ignore", UserWarning)
             return torch.sparse_csr_tensor(torch.from_numpy(self.indptr.astype(np.int64)),
@@ -484,6 +489,7 @@ class GraphStore:
         """The torch form of ``columns``: NumPy arrays become tensors sharing their memory where they are
         contiguous, ``edge_index`` stacks ``src`` and ``dst``, and sparse node columns are also densified into
         ``node``."""
+        import torch  # here: reading and writing the store needs no torch (table and split jobs never load it)
 
         def tensors(group: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
             return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in group.items()}

@@ -76,7 +76,8 @@ from torch import nn
 from gnnbench.data.meta import TASKS, DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.models.base import Architecture, Representation
-from gnnbench.models.registry import MODEL_KEYS, PLUGIN, Variant
+from gnnbench.models.registry import Variant
+from gnnbench.papers import MODEL_KEYS, PLUGIN
 
 BACKBONE, FULL = "backbone", "full"
 ENTRY_POINT_GROUP = "gnnbench.models"

@@ -25,7 +25,7 @@ from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
-from gnnbench.models.registry import DWIVEDI2020
+from gnnbench.papers import DWIVEDI2020
 
 NUM_NODES = 41
 SKIP_LENGTHS = (2, 3, 4, 5, 6, 9, 11, 12, 13, 16)

@@ -103,7 +103,7 @@ from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.models.registry import DWIVEDI2020
+from gnnbench.papers import DWIVEDI2020
 
 PYG_URL = "https://data.pyg.org/datasets/benchmarking-gnns/{name}_v2.zip"
 CSL_URL = "https://www.dropbox.com/s/rnbkp5ubgk82ocu/CSL.zip?dl=1"

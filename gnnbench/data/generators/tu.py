@@ -90,7 +90,7 @@ from gnnbench.data.generators import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.models.registry import DWIVEDI2020, ERRICA2020
+from gnnbench.papers import DWIVEDI2020, ERRICA2020
 from gnnbench.splits import renamed_error
 
 log = logging.getLogger(__name__)

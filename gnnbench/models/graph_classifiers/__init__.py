@@ -12,7 +12,8 @@ import numpy as np
 
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.models.graph_classifiers.base import GraphClassifier
-from gnnbench.models.registry import ERRICA2020, ModelData, build_model, families, resolve
+from gnnbench.models.registry import ModelData, build_model, families, resolve
+from gnnbench.papers import ERRICA2020
 
 MODEL_NAMES = tuple(families(ERRICA2020))
 

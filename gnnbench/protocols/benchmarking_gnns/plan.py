@@ -11,7 +11,7 @@ from gnnbench.config.keys import OTHER_KEYS, TRAIN_KEYS
 from gnnbench.config.presets import run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, GnnbenchError
-from gnnbench.models.registry import DWIVEDI2020, PLUGIN
+from gnnbench.papers import DWIVEDI2020, PLUGIN
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
 from gnnbench.protocols.benchmarking_gnns import (
     FOREIGN_TRAINING_DEFAULTS,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.io import sha256_json
-from gnnbench.models.registry import ERRICA2020
+from gnnbench.papers import ERRICA2020
 from gnnbench.protocols.fair_comparison import (
     MEMBER_KEYS,
     OBSERVER_KEYS,
@@ -110,7 +110,8 @@ def num_layers(config: dict) -> int | None:
     """Depth of a configuration for the "median number of layers selected" column: the classifier's own rule
     (Errica's zoo), ``L`` for the benchmark's models, ``num_layers`` (PyTorch Geometric's name) for a model from
     outside the package, None for the others."""
-    from gnnbench.models.registry import PLUGIN, resolve
+    from gnnbench.models.registry import resolve
+    from gnnbench.papers import PLUGIN
 
     variant = resolve(config, ERRICA2020)
     if variant.variant == ERRICA2020:

@@ -14,7 +14,7 @@ from gnnbench.config.presets import get_preset, preset_protocol, run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError
 from gnnbench.io import sha256_json
-from gnnbench.models.registry import ERRICA2020
+from gnnbench.papers import ERRICA2020
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
 from gnnbench.protocols.fair_comparison import (
     DEFAULT_FINAL_RUNS,

@@ -16,7 +16,7 @@ import torch
 from gnnbench.config.keys import coerce_all, protocol_types
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, read_json, sha256_json, write_json
-from gnnbench.models.registry import ERRICA2020
+from gnnbench.papers import ERRICA2020
 from gnnbench.protocols.fair_comparison import (
     FINAL_VAL_FRACTION,
     HOLDOUTS,

@@ -10,7 +10,7 @@ from gnnbench import paths
 from gnnbench.config.presets import run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, GnnbenchError
-from gnnbench.models.registry import SHCHUR2018
+from gnnbench.papers import SHCHUR2018
 from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
 from gnnbench.protocols.pitfalls import (
     DEFAULT_INITS,

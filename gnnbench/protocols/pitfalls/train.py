@@ -15,7 +15,7 @@ import torch
 
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, sha256_json, write_json
-from gnnbench.models.registry import SHCHUR2018
+from gnnbench.papers import SHCHUR2018
 from gnnbench.protocols.pitfalls import (
     NAME,
     PROPAGATION_MODELS,
