@@ -11,6 +11,7 @@ Parameters
                 ``LRGBDataset``): ``{train: {split: train}, val: {split: val}, test: {split: test}}`` — the extra
                 arguments of each part. The three datasets are stored train, val, test with a graph column
                 ``split``, so split scheme ``given`` is that split. Empty (default): one dataset from ``args``.
+                (Those three classes unpickle their raw files: they need ``trust_raw``, below.)
     ``task``    overrides the task inferred from the labels (:mod:`gnnbench.data.graph_files`): one of
                 node_classification, graph_classification, graph_regression, edge_classification.
     ``trust_raw``  (default false) the user trusts the files in ``resources/raw/pyg/<ClassName>``: the class then
@@ -47,7 +48,7 @@ When the processed files of an earlier run exist, PyG loads them instead of call
 read). PyG 2.8 loads processed files with ``torch.load(weights_only=True)`` but falls back to an unrestricted
 ``torch.load`` when torch's allow-list refuses a global, and loads ``processed/pre_transform.pt`` and
 ``pre_filter.pt`` unrestricted: so while the class is constructed, ``torch.load`` is ``weights_only=True`` whatever
-the caller asks, and a file that this refuses is one line naming it.
+the caller asks (process-wide, like the seeding), and a file that this refuses is one line naming it.
 
 Metadata (``describe``) comes from the converted data, so loading a suite constructs the class once (downloading
 then, if the files are not there yet); the summary is kept per process (keyed by class, args, splits, task and seed),
