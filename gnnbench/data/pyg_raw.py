@@ -31,6 +31,8 @@ AUDITED: dict[str, str] = {
     "torch_geometric.datasets.actor.Actor": "two text files and ten .npz split files, np.load without allow_pickle",
     "torch_geometric.datasets.heterophilous_graph_dataset.HeterophilousGraphDataset": "one .npz, np.load without "
                                                                                       "allow_pickle",
+    "torch_geometric.datasets.sbm_dataset.StochasticBlockModelDataset": "no raw files: graphs drawn in process",
+    "torch_geometric.datasets.sbm_dataset.RandomPartitionGraphDataset": "StochasticBlockModelDataset's process",
 }
 
 PINNED: dict[str, dict[str, str]] = {
