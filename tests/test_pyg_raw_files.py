@@ -28,6 +28,7 @@ from gnnbench.config.suite import load_suite
 from gnnbench.data import pyg_raw
 from gnnbench.data.generators import generate
 from gnnbench.data.generators import planetoid as planetoid_generator
+from gnnbench.data.generators import pyg as pyg_generator
 from gnnbench.data.generators.pyg import process_owner, qualified
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import sha256_file
@@ -41,6 +42,13 @@ ZINC_EXAMPLE = {"class": "torch_geometric.datasets.ZINC", "args": {"subset": Tru
                 "task": "graph_regression"}
 CORA = {"class": "Planetoid", "args": {"name": "Cora"}}
 PLANETOID_FILES = [f"ind.cora.{ext}" for ext in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")]
+
+
+@pytest.fixture(autouse=True)
+def fresh_summaries(monkeypatch):
+    """No summary kept from another test: describing a dataset constructs its class here (module doc of pyg)."""
+    monkeypatch.setattr(pyg_generator, "_SUMMARIES", {})
+    monkeypatch.setattr(pyg_generator, "_LAST", {})
 
 
 @pytest.fixture
