@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 import torch
 from test_hostile_downloads import Payload
-from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.data import Data, Dataset, InMemoryDataset
 from torch_geometric.datasets import ZINC, Planetoid, TUDataset
+from torch_geometric.io import fs
 
 from gnnbench.cli import main
 from gnnbench.config.suite import load_suite
@@ -342,6 +343,45 @@ class NoRawFiles(InMemoryDataset):
 def test_a_users_process_without_raw_files_needs_no_trust(raw):
     columns, meta = generate("pyg", "N", {"class": "test_pyg_raw_files:NoRawFiles"}, 0)
     assert meta.task == "graph_regression" and np.allclose(columns.graph["y"], [0.5, 1.5, 2.5])
+
+
+class GraphFiles(Dataset):
+    """A user's dataset that is not in memory: process writes one file per graph, get loads it (PyG's fs.torch_load,
+    which falls back to an unrestricted load) while gnnbench converts the dataset graph by graph."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+
+    @property
+    def raw_file_names(self) -> list[str]:
+        return []
+
+    @property
+    def processed_file_names(self) -> list[str]:
+        return ["graph_0.pt", "graph_1.pt"]
+
+    def process(self) -> None:
+        for i, path in enumerate(self.processed_paths):
+            torch.save(Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2, y=torch.tensor([i])), path)
+
+    def len(self) -> int:
+        return 2
+
+    def get(self, idx: int) -> Data:
+        return fs.torch_load(self.processed_paths[idx])
+
+
+def test_graphs_loaded_while_converting_are_loaded_weights_only(raw, marker, capsys, tmp_path):
+    params = {"class": "test_pyg_raw_files:GraphFiles"}
+    columns, _ = generate("pyg", "G", params, 0)
+    assert columns.graph["y"].tolist() == [0, 1]
+    processed = raw / "pyg" / "GraphFiles" / "processed" / "graph_1.pt"
+    torch.save(ExecPayload(marker), processed)
+    status, err = command(capsys, "G", params, tmp_path / "out")
+    assert status == 1 and one_error(err).startswith(
+        f"PyG dataset test_pyg_raw_files:GraphFiles(): refused {processed}: torch.load(weights_only=True) cannot "
+        "read it (UnpicklingError: Unsupported global: GLOBAL exec ")
+    assert not marker.exists() and not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------------------------------ the table

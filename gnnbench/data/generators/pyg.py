@@ -47,8 +47,9 @@ method, and several of PyG's classes unpickle them. Unless ``trust_raw`` is set,
 When the processed files of an earlier run exist, PyG loads them instead of calling ``process`` (raw files are not
 read). PyG 2.8 loads processed files with ``torch.load(weights_only=True)`` but falls back to an unrestricted
 ``torch.load`` when torch's allow-list refuses a global, and loads ``processed/pre_transform.pt`` and
-``pre_filter.pt`` unrestricted: so while the class is constructed, ``torch.load`` is ``weights_only=True`` whatever
-the caller asks (process-wide, like the seeding), and a file that this refuses is one line naming it.
+``pre_filter.pt`` unrestricted: so while the class is constructed and its graphs are read, ``torch.load`` is
+``weights_only=True`` whatever the caller asks (process-wide, like the seeding), and a file that this refuses is one
+line naming it.
 
 Metadata (``describe``) comes from the converted data, so loading a suite constructs the class once (downloading
 then, if the files are not there yet); the summary is kept per process (keyed by class, args, splits, task and seed),
@@ -70,7 +71,16 @@ import numpy as np
 
 from gnnbench.data import pyg_raw
 from gnnbench.data.generators import RAW_DIR, Generator
-from gnnbench.data.graph_files import TASKS, GraphSummary, _reason, _Source, collate_graphs, from_pyg, to_columns
+from gnnbench.data.graph_files import (
+    TASKS,
+    GraphSummary,
+    _pt_allowed,
+    _reason,
+    _Source,
+    collate_graphs,
+    from_pyg,
+    to_columns,
+)
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
@@ -225,11 +235,13 @@ def _guarded(cls: type, what: str) -> type:
 
 @contextlib.contextmanager
 def _weights_only(what: str, root: Path):
-    """``torch.load`` reads with ``weights_only=True`` whatever its caller asks (module doc); a file that this
-    refuses raises a DataError naming it. Restored afterwards."""
+    """``torch.load`` reads with ``weights_only=True`` whatever its caller asks (module doc), allowing torch's
+    process-wide list (with what PyG registers) and a pickled ``Data``'s classes (:func:`~gnnbench.data.graph_files.
+    load_pt`'s); a file that this refuses raises a DataError naming it. Both restored afterwards."""
     import torch
+    import torch.serialization as serialization
 
-    load = torch.load
+    load, allowed = torch.load, serialization.get_safe_globals()
 
     def strict_load(f, *args, **kwargs):
         kwargs["weights_only"] = True
@@ -243,22 +255,24 @@ def _weights_only(what: str, root: Path):
                             f"trust the files in {root}") from None
 
     torch.load = strict_load
+    serialization.add_safe_globals(_pt_allowed())  # torch.save(data) in a process, as PyG's tutorial does
     try:
         yield
     finally:
         torch.load = load
+        serialization.clear_safe_globals()
+        serialization.add_safe_globals(allowed)
 
 
 def construct(cls: type, args: dict, seed: int, root: Path, src: _Source, trust_raw: bool = False):
     """``cls(**args)`` (with ``root`` when the constructor takes one), seeded; PyG's prints go to the log. Unless
-    ``trust_raw``, the raw files are checked and ``torch.load`` is restricted (module doc)."""
+    ``trust_raw``, the raw files are checked first (:func:`_guarded`)."""
     kwargs = dict(args)
     if "root" in inspect.signature(cls).parameters:
         kwargs["root"] = str(root)
     printed = io.StringIO()
-    loads = contextlib.nullcontext() if trust_raw else _weights_only(src.what, root)
     try:
-        with _seeded(seed), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), loads:
+        with _seeded(seed), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             dataset = (cls if trust_raw else _guarded(cls, src.what))(**kwargs)
     except GnnbenchError:
         raise
@@ -300,23 +314,28 @@ def _key(params: dict, seed: int | None) -> str:
 
 
 def convert(params: dict, seed: int, raw_dir: str | Path | None = None) -> tuple[GraphColumns, GraphSummary]:
-    """Construct the dataset (each part of ``splits``) and convert it; the summary is kept for :func:`describe`."""
+    """Construct the dataset (each part of ``splits``) and convert it; the summary is kept for :func:`describe`.
+    Unless ``trust_raw``, ``torch.load`` is restricted meanwhile (module doc): a dataset that is not in memory loads
+    its graphs while it is converted."""
     cls = dataset_class(params["class"], "params.class")
     root = Path(RAW_DIR if raw_dir is None else raw_dir) / "pyg" / cls.__name__
     src = _Source(_describe_source(params), "its data does not fit gnnbench's graph store "
                   "(docs/datasets.md#your-own-dataset); set task, or use a subclass that prepares the data")
-    if not params["splits"]:
-        raw, notes = raw_columns(construct(cls, params["args"], seed, root, src, params["trust_raw"]), src)
-    else:
-        parts = []
-        for part in PARTS:
-            part_src = _Source(f"{src.what[:-1]}, {part} part {params['splits'][part]})", src.fix)
-            part_raw, notes = raw_columns(construct(cls, {**params["args"], **params["splits"][part]}, seed, root,
-                                                    part_src, params["trust_raw"]), part_src)
-            if "split" in part_raw.node:
-                raise part_src.error("holds one graph with its own node split (masks)",
-                                     "drop splits: the masks are used with scheme given")
-            parts.append(part_raw)
+    trust = params["trust_raw"]
+    with contextlib.nullcontext() if trust else _weights_only(src.what, root):
+        if not params["splits"]:
+            raw, notes = raw_columns(construct(cls, params["args"], seed, root, src, trust), src)
+        else:
+            parts = []
+            for part in PARTS:
+                part_src = _Source(f"{src.what[:-1]}, {part} part {params['splits'][part]})", src.fix)
+                part_raw, notes = raw_columns(construct(cls, {**params["args"], **params["splits"][part]}, seed,
+                                                        root, part_src, trust), part_src)
+                if "split" in part_raw.node:
+                    raise part_src.error("holds one graph with its own node split (masks)",
+                                         "drop splits: the masks are used with scheme given")
+                parts.append(part_raw)
+    if params["splits"]:
         raw = _concat(parts, src)
         raw.graph["split"] = np.repeat(np.arange(len(PARTS), dtype=np.int8), [p.num_graphs for p in parts])
         notes = [*notes, "graphs stored train, val, test (the class's parts by params.splits); graph column split"]
