@@ -11,8 +11,11 @@ Parameters
                 ``LRGBDataset``): ``{train: {split: train}, val: {split: val}, test: {split: test}}`` — the extra
                 arguments of each part. The three datasets are stored train, val, test with a graph column
                 ``split``, so split scheme ``given`` is that split. Empty (default): one dataset from ``args``.
+                (Those three classes unpickle their raw files: they need ``trust_raw``, below.)
     ``task``    overrides the task inferred from the labels (:mod:`gnnbench.data.graph_files`): one of
                 node_classification, graph_classification, graph_regression, edge_classification.
+    ``trust_raw``  (default false) the user trusts the files in ``resources/raw/pyg/<ClassName>``: the class then
+                reads them as PyG does, unverified and with PyG's own ``torch.load`` (below).
 
 The class is constructed with ``root = <raw_dir>/pyg/<ClassName>`` (``resources/raw/pyg/Planetoid`` in the
 workflow) when its constructor takes a ``root``; downloads go through PyG's own code into that folder (the user's
@@ -26,6 +29,28 @@ and ``slices`` — every graph's tensors at once; any other dataset graph by gra
 collate. The class's own split: ``train_mask`` / ``val_mask`` / ``test_mask`` of one graph become the node column
 ``split`` (scheme ``given``); conversion rules and checks: :func:`gnnbench.data.graph_files.to_columns`.
 
+Raw files (no download runs code). A class reads the files it downloads into its raw folder in its ``process``
+method, and several of PyG's classes unpickle them. Unless ``trust_raw`` is set, the class that defines the
+``process`` the dataset uses (the first in its MRO) decides, by the table :mod:`gnnbench.data.pyg_raw`:
+
+* audited (``AUDITED``: reads its raw files without running code) — used as it is;
+* pinned (``PINNED``: the SHA-256 of each raw file) — the class is constructed as a thin subclass of the same name
+  whose ``download`` first checks that every raw file it will fetch has a pin, and whose ``process`` first checks
+  every raw file against its pin, so verification runs after PyG downloads and before it reads anything, also when
+  the files were already there (offline);
+* any other class of ``torch_geometric`` — refused by the suite check (ConfigError naming the dataset key), before
+  anything is downloaded;
+* any other class (the user's own ``process``) — refused by that thin subclass when the dataset has raw files
+  (``raw_file_names``), before they are downloaded or read; a class without raw files, or without a ``process``
+  (``FakeDataset``, ``KarateClub``), reads none.
+
+When the processed files of an earlier run exist, PyG loads them instead of calling ``process`` (raw files are not
+read). PyG 2.8 loads processed files with ``torch.load(weights_only=True)`` but falls back to an unrestricted
+``torch.load`` when torch's allow-list refuses a global, and loads ``processed/pre_transform.pt`` and
+``pre_filter.pt`` unrestricted: so while the class is constructed and its graphs are read, ``torch.load`` is
+``weights_only=True`` whatever the caller asks (process-wide, like the seeding), and a file that this refuses is one
+line naming it.
+
 Metadata (``describe``) comes from the converted data, so loading a suite constructs the class once (downloading
 then, if the files are not there yet); the summary is kept per process (keyed by class, args, splits, task and seed),
 so describing and building the same dataset in one process converts it once.
@@ -38,17 +63,28 @@ import importlib
 import inspect
 import io
 import logging
+import pickle
 import random
 from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data import pyg_raw
 from gnnbench.data.generators import RAW_DIR, Generator
-from gnnbench.data.graph_files import TASKS, GraphSummary, _reason, _Source, collate_graphs, from_pyg, to_columns
+from gnnbench.data.graph_files import (
+    TASKS,
+    GraphSummary,
+    _pt_allowed,
+    _reason,
+    _Source,
+    collate_graphs,
+    from_pyg,
+    to_columns,
+)
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.data.store import GraphColumns
-from gnnbench.errors import ConfigError, DataError
-from gnnbench.io import sha256_json
+from gnnbench.errors import ConfigError, DataError, GnnbenchError
+from gnnbench.io import sha256_file, sha256_json
 
 log = logging.getLogger(__name__)
 
@@ -108,15 +144,138 @@ def _seeded(seed: int):
             np.random.set_state(numpy_state)
 
 
-def construct(cls: type, args: dict, seed: int, root: Path, src: _Source):
-    """``cls(**args)`` (with ``root`` when the constructor takes one), seeded; PyG's prints go to the log."""
+def qualified(cls: type) -> str:
+    """``module.QualifiedName`` of a class (the key of :mod:`gnnbench.data.pyg_raw`)."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def process_owner(cls: type) -> type | None:
+    """The class whose ``process`` a dataset of class ``cls`` runs (the first in the MRO that defines one), or None
+    when PyG calls none: the same rule as PyG's ``Dataset.has_process``."""
+    from torch_geometric.data import Dataset, InMemoryDataset
+    from torch_geometric.data.dataset import overrides_method
+
+    if not overrides_method(cls, "process"):
+        return None
+    return next(c for c in cls.__mro__ if "process" in vars(c) and c not in (Dataset, InMemoryDataset))
+
+
+def _check_reader(cls: type, params: dict, where: str) -> None:
+    """Refuse a class of PyG whose ``process`` reads raw files that :mod:`gnnbench.data.pyg_raw` does not vouch for
+    (module doc), before anything is downloaded."""
+    owner = process_owner(cls)
+    name = qualified(owner) if owner is not None else ""
+    if (params["trust_raw"] or not name.startswith("torch_geometric.") or name in pyg_raw.AUDITED
+            or name in pyg_raw.PINNED):
+        return  # trusted, nothing read, vouched for, or the user's own process (checked when constructed)
+    alternative = pyg_raw.ALTERNATIVES.get(name)
+    raise ConfigError(f"{where}.class: {params['class']} is refused: its process ({name}) reads the raw files PyG "
+                      f"downloads into {RAW_DIR / 'pyg' / cls.__name__}, and gnnbench neither knows it to read them "
+                      "without running code (it may unpickle them) nor pins their checksums; "
+                      f"{alternative + ', or ' if alternative else ''}set {where}.trust_raw: true if you trust the "
+                      "files there")
+
+
+def _raw_paths(dataset) -> list[Path]:
+    try:
+        return [Path(path) for path in dataset.raw_paths]
+    except NotImplementedError:  # no raw_file_names: the class names no raw files
+        return []
+
+
+def _check_raw_files(dataset, owner: type, what: str, verify: bool) -> None:
+    """Raise a DataError unless every raw file of ``dataset`` has a pin in :mod:`gnnbench.data.pyg_raw` (and, with
+    ``verify``, the pinned SHA-256)."""
+    paths = _raw_paths(dataset)
+    if not paths:
+        return
+    name, folder = qualified(owner), Path(dataset.raw_dir)
+    pins = pyg_raw.PINNED.get(name)
+    if pins is None:
+        raise DataError(f"{what}: refused: its process ({name}) reads raw files in {folder} that gnnbench can "
+                        "neither verify nor knows to be read without running code; set params.trust_raw: true if "
+                        "you trust the files there")
+    unpinned = [path.name for path in paths if path.name not in pins]
+    if unpinned:
+        alternative = pyg_raw.ALTERNATIVES.get(name)
+        raise DataError(f"{what}: refused: {name} unpickles its raw files and gnnbench pins no SHA-256 for "
+                        f"{', '.join(unpinned)}; {alternative + ', or ' if alternative else ''}set "
+                        f"params.trust_raw: true if you trust the files in {folder}")
+    for path in paths if verify else []:
+        got = sha256_file(path)
+        if got != pins[path.name]:
+            raise DataError(f"{what}: raw file {path} has SHA-256 {got}, expected the pinned {pins[path.name]}; it "
+                            f"is not the published file, and {name} would unpickle it (which can run code): delete "
+                            "it so that PyG downloads it again, or set params.trust_raw: true if you trust it")
+
+
+def _guarded(cls: type, what: str) -> type:
+    """``cls``, or a subclass of the same name whose ``download`` and ``process`` first check the raw files (module
+    doc). PyG calls ``download`` / ``process`` only where a class overrides them: the subclass overrides no other."""
+    from torch_geometric.data.dataset import overrides_method
+
+    owner = process_owner(cls)
+    if owner is None or qualified(owner) in pyg_raw.AUDITED:
+        return cls
+
+    def download(self) -> None:
+        _check_raw_files(self, owner, what, verify=False)  # before a byte is fetched
+        cls.download(self)
+
+    def process(self) -> None:
+        _check_raw_files(self, owner, what, verify=True)  # after download, before the class reads a file
+        cls.process(self)
+
+    namespace = {"process": process, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                 "__doc__": cls.__doc__}
+    if overrides_method(cls, "download"):
+        namespace["download"] = download
+    return type(cls.__name__, (cls,), namespace)
+
+
+@contextlib.contextmanager
+def _weights_only(what: str, root: Path):
+    """``torch.load`` reads with ``weights_only=True`` whatever its caller asks (module doc), allowing torch's
+    process-wide list (with what PyG registers) and a pickled ``Data``'s classes (:func:`~gnnbench.data.graph_files.
+    load_pt`'s); a file that this refuses raises a DataError naming it. Both restored afterwards."""
+    import torch
+    import torch.serialization as serialization
+
+    load, allowed = torch.load, serialization.get_safe_globals()
+
+    def strict_load(f, *args, **kwargs):
+        kwargs["weights_only"] = True
+        try:
+            return load(f, *args, **kwargs)
+        except pickle.UnpicklingError as exc:
+            path = getattr(f, "path", None) or getattr(f, "name", None) or f
+            raise DataError(f"{what}: refused {path}: torch.load(weights_only=True) cannot read it ({_reason(exc)}), "
+                            "and PyG would load it without that restriction, which can run code the file holds; "
+                            "delete it so that PyG makes or downloads it again, or set params.trust_raw: true if you "
+                            f"trust the files in {root}") from None
+
+    torch.load = strict_load
+    serialization.add_safe_globals(_pt_allowed())  # torch.save(data) in a process, as PyG's tutorial does
+    try:
+        yield
+    finally:
+        torch.load = load
+        serialization.clear_safe_globals()
+        serialization.add_safe_globals(allowed)
+
+
+def construct(cls: type, args: dict, seed: int, root: Path, src: _Source, trust_raw: bool = False):
+    """``cls(**args)`` (with ``root`` when the constructor takes one), seeded; PyG's prints go to the log. Unless
+    ``trust_raw``, the raw files are checked first (:func:`_guarded`)."""
     kwargs = dict(args)
     if "root" in inspect.signature(cls).parameters:
         kwargs["root"] = str(root)
     printed = io.StringIO()
     try:
         with _seeded(seed), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            dataset = cls(**kwargs)
+            dataset = (cls if trust_raw else _guarded(cls, src.what))(**kwargs)
+    except GnnbenchError:
+        raise
     except Exception as exc:  # noqa: BLE001 — a user's class may raise anything: one line, naming the class
         raise DataError(f"{src.what} failed ({_reason(exc)}); fix params.args (the class's constructor arguments), "
                         f"or make its files available under {root}") from None
@@ -155,23 +314,28 @@ def _key(params: dict, seed: int | None) -> str:
 
 
 def convert(params: dict, seed: int, raw_dir: str | Path | None = None) -> tuple[GraphColumns, GraphSummary]:
-    """Construct the dataset (each part of ``splits``) and convert it; the summary is kept for :func:`describe`."""
+    """Construct the dataset (each part of ``splits``) and convert it; the summary is kept for :func:`describe`.
+    Unless ``trust_raw``, ``torch.load`` is restricted meanwhile (module doc): a dataset that is not in memory loads
+    its graphs while it is converted."""
     cls = dataset_class(params["class"], "params.class")
     root = Path(RAW_DIR if raw_dir is None else raw_dir) / "pyg" / cls.__name__
     src = _Source(_describe_source(params), "its data does not fit gnnbench's graph store "
                   "(docs/datasets.md#your-own-dataset); set task, or use a subclass that prepares the data")
-    if not params["splits"]:
-        raw, notes = raw_columns(construct(cls, params["args"], seed, root, src), src)
-    else:
-        parts = []
-        for part in PARTS:
-            part_src = _Source(f"{src.what[:-1]}, {part} part {params['splits'][part]})", src.fix)
-            part_raw, notes = raw_columns(construct(cls, {**params["args"], **params["splits"][part]}, seed, root,
-                                                    part_src), part_src)
-            if "split" in part_raw.node:
-                raise part_src.error("holds one graph with its own node split (masks)",
-                                     "drop splits: the masks are used with scheme given")
-            parts.append(part_raw)
+    trust = params["trust_raw"]
+    with contextlib.nullcontext() if trust else _weights_only(src.what, root):
+        if not params["splits"]:
+            raw, notes = raw_columns(construct(cls, params["args"], seed, root, src, trust), src)
+        else:
+            parts = []
+            for part in PARTS:
+                part_src = _Source(f"{src.what[:-1]}, {part} part {params['splits'][part]})", src.fix)
+                part_raw, notes = raw_columns(construct(cls, {**params["args"], **params["splits"][part]}, seed,
+                                                        root, part_src, trust), part_src)
+                if "split" in part_raw.node:
+                    raise part_src.error("holds one graph with its own node split (masks)",
+                                         "drop splits: the masks are used with scheme given")
+                parts.append(part_raw)
+    if params["splits"]:
         raw = _concat(parts, src)
         raw.graph["split"] = np.repeat(np.arange(len(PARTS), dtype=np.int8), [p.num_graphs for p in parts])
         notes = [*notes, "graphs stored train, val, test (the class's parts by params.splits); graph column split"]
@@ -223,7 +387,7 @@ def _check(params: dict, where: str) -> None:
     if not params["class"]:
         raise ConfigError(f"{where}.class: generator pyg needs the dataset class, e.g. class: Planetoid (or "
                           "package.module:Class)")
-    dataset_class(params["class"], f"{where}.class")
+    _check_reader(dataset_class(params["class"], f"{where}.class"), params, where)
     for key in params["args"]:
         if not isinstance(key, str):
             raise ConfigError(f"{where}.args: argument names must be strings, got {key!r}")
@@ -248,7 +412,7 @@ PYG = Generator(
     name="pyg",
     description="any PyTorch Geometric dataset class (class: Planetoid, args: {name: Cora}), converted once into "
                 "the graph store; its own split (masks, or the parts named by splits) when it has one",
-    defaults={"class": "", "args": {}, "splits": {}, "task": ""},
+    defaults={"class": "", "args": {}, "splits": {}, "task": "", "trust_raw": False},
     default_split=_default_split,
     describe=describe,
     build=_build,
