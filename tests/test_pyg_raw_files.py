@@ -202,7 +202,7 @@ def test_the_real_cora_files_still_convert_offline_and_again_from_processed(raw,
     torch.save(ExecPayload(marker), processed / "pre_transform.pt")  # PyG reads this one unrestricted
     status, err = command(capsys, "Cora-PyG", CORA, tmp_path / "out")
     assert status == 1 and one_error(err).startswith(
-        "PyG dataset Planetoid(name='Cora'): refused resources/raw/pyg/Planetoid/Cora/processed/pre_transform.pt: "
+        "PyG dataset Planetoid(name='Cora'): refused a file under resources/raw/pyg/Planetoid: "
         "torch.load(weights_only=True) cannot read it (UnpicklingError: Unsupported global: GLOBAL exec was not an "
         "allowed global by default.")
     assert not marker.exists() and not (tmp_path / "out").exists()
@@ -253,11 +253,13 @@ def test_an_audited_class_reads_its_text_files_and_a_tampered_processed_file_is_
     status, err = command(capsys, "TOY", params, tmp_path / "out")
     assert status == 1
     message = one_error(err)
-    assert message.startswith(f"PyG dataset TUDataset(name='TOY'): refused {processed}: torch.load(weights_only=True) "
-                              "cannot read it (UnpicklingError: Unsupported global: GLOBAL exec ")
+    assert message.startswith("PyG dataset TUDataset(name='TOY'): refused a file under resources/raw/pyg/TUDataset: "
+                              "torch.load(weights_only=True) cannot read it (UnpicklingError: Unsupported global: "
+                              "GLOBAL exec ")
     assert message.endswith("and PyG would load it without that restriction, which can run code the file holds; "
-                            "delete it so that PyG makes or downloads it again, or set params.trust_raw: true if you "
-                            "trust the files in resources/raw/pyg/TUDataset")
+                            "delete the folder's processed/ files (and any raw file you do not trust) so that PyG "
+                            "makes or downloads them again, or set params.trust_raw: true if you trust the files in "
+                            "resources/raw/pyg/TUDataset")
     assert not marker.exists() and not (tmp_path / "out").exists()
     with pytest.raises(RuntimeError):  # the control: PyG's own load falls back to unrestricted, runs it, fails
         TUDataset(str(raw / "pyg" / "TUDataset"), "TOY")
@@ -379,8 +381,8 @@ def test_graphs_loaded_while_converting_are_loaded_weights_only(raw, marker, cap
     torch.save(ExecPayload(marker), processed)
     status, err = command(capsys, "G", params, tmp_path / "out")
     assert status == 1 and one_error(err).startswith(
-        f"PyG dataset test_pyg_raw_files:GraphFiles(): refused {processed}: torch.load(weights_only=True) cannot "
-        "read it (UnpicklingError: Unsupported global: GLOBAL exec ")
+        "PyG dataset test_pyg_raw_files:GraphFiles(): refused a file under resources/raw/pyg/GraphFiles: "
+        "torch.load(weights_only=True) cannot read it (UnpicklingError: Unsupported global: GLOBAL exec ")
     assert not marker.exists() and not (tmp_path / "out").exists()
 
 

@@ -48,8 +48,8 @@ When the processed files of an earlier run exist, PyG loads them instead of call
 read). PyG 2.8 loads processed files with ``torch.load(weights_only=True)`` but falls back to an unrestricted
 ``torch.load`` when torch's allow-list refuses a global, and loads ``processed/pre_transform.pt`` and
 ``pre_filter.pt`` unrestricted: so while the class is constructed and its graphs are read, ``torch.load`` is
-``weights_only=True`` whatever the caller asks (process-wide, like the seeding), and a file that this refuses is one
-line naming it.
+``weights_only=True`` whatever the caller asks (torch's ``TORCH_FORCE_WEIGHTS_ONLY_LOAD``, process-wide like the
+seeding), and a file that this refuses is one line naming the dataset's folder.
 
 Metadata (``describe``) comes from the converted data, so loading a suite constructs the class once (downloading
 then, if the files are not there yet); the summary is kept per process (keyed by class, args, splits, task and seed),
@@ -63,8 +63,10 @@ import importlib
 import inspect
 import io
 import logging
+import os
 import pickle
 import random
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -235,31 +237,33 @@ def _guarded(cls: type, what: str) -> type:
 
 @contextlib.contextmanager
 def _weights_only(what: str, root: Path):
-    """``torch.load`` reads with ``weights_only=True`` whatever its caller asks (module doc), allowing torch's
-    process-wide list (with what PyG registers) and a pickled ``Data``'s classes (:func:`~gnnbench.data.graph_files.
-    load_pt`'s); a file that this refuses raises a DataError naming it. Both restored afterwards."""
-    import torch
+    """Every ``torch.load`` reads with ``weights_only=True`` whatever its caller asks (module doc): torch's own switch,
+    the environment variable ``TORCH_FORCE_WEIGHTS_ONLY_LOAD``, set meanwhile (and its opposite unset), with torch's
+    process-wide allow-list (and what PyG registers) plus a pickled ``Data``'s classes
+    (:func:`~gnnbench.data.graph_files.load_pt`'s). A file that this refuses raises a DataError naming the folder
+    of the files read; the variables and the allow-list are restored afterwards."""
     import torch.serialization as serialization
 
-    load, allowed = torch.load, serialization.get_safe_globals()
-
-    def strict_load(f, *args, **kwargs):
-        kwargs["weights_only"] = True
-        try:
-            return load(f, *args, **kwargs)
-        except pickle.UnpicklingError as exc:
-            path = getattr(f, "path", None) or getattr(f, "name", None) or f
-            raise DataError(f"{what}: refused {path}: torch.load(weights_only=True) cannot read it ({_reason(exc)}), "
-                            "and PyG would load it without that restriction, which can run code the file holds; "
-                            "delete it so that PyG makes or downloads it again, or set params.trust_raw: true if you "
-                            f"trust the files in {root}") from None
-
-    torch.load = strict_load
+    saved = {name: os.environ.pop(name, None) for name in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD",
+                                                            "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")}
+    allowed = serialization.get_safe_globals()
+    os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
     serialization.add_safe_globals(_pt_allowed())  # torch.save(data) in a process, as PyG's tutorial does
     try:
-        yield
+        with warnings.catch_warnings():  # PyG warns before its fallback, which refuses too: the error says it all
+            warnings.filterwarnings("ignore", message="Weights only load failed")
+            yield
+    except pickle.UnpicklingError as exc:
+        raise DataError(f"{what}: refused a file under {root}: torch.load(weights_only=True) cannot read it "
+                        f"({_reason(exc)}), and PyG would load it without that restriction, which can run code the "
+                        "file holds; delete the folder's processed/ files (and any raw file you do not trust) so "
+                        "that PyG makes or downloads them again, or set params.trust_raw: true if you trust the files "
+                        f"in {root}") from None
     finally:
-        torch.load = load
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
         serialization.clear_safe_globals()
         serialization.add_safe_globals(allowed)
 
@@ -274,7 +278,7 @@ def construct(cls: type, args: dict, seed: int, root: Path, src: _Source, trust_
     try:
         with _seeded(seed), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             dataset = (cls if trust_raw else _guarded(cls, src.what))(**kwargs)
-    except GnnbenchError:
+    except (GnnbenchError, pickle.UnpicklingError):  # refusals: named by _guarded, _weights_only
         raise
     except Exception as exc:  # noqa: BLE001 — a user's class may raise anything: one line, naming the class
         raise DataError(f"{src.what} failed ({_reason(exc)}); fix params.args (the class's constructor arguments), "
