@@ -47,6 +47,7 @@ import scipy.sparse as sp
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
+from gnnbench.data.pyg_raw import PLANETOID_SHA256
 from gnnbench.data.safe_pickle import safe_load, to_csr
 from gnnbench.data.store import GraphColumns
 from gnnbench.data.transductive import (
@@ -65,28 +66,7 @@ URL = "https://github.com/kimiyoung/planetoid/raw/master/data/ind.{name}.{ext}"
 VAL_SIZE = 500  # the public split's validation set: the 500 nodes after the training nodes
 PUBLISHED = {"cora": (1433, 7), "citeseer": (3703, 6), "pubmed": (500, 3)}  # (features, classes) of the raw files
 
-PINNED_SHA256 = {  # kimiyoung/planetoid@af6abf46 (the files PyG downloads)
-    "cora": {
-        "x": "23cfa55d91c6f624233f5eb7b6e3f141f1bd2b2ae39608a63cf5d084bb27baab",
-        "y": "94465c14eb53e04ca262198dcbb2521ee8af60fb3f3d546cd6ca24a511b0e7d1",
-        "tx": "b9afbaa4a400df991f6f02ef677e1e44da55ffc04801fd02f9e673987829226a",
-        "ty": "41f5ac76596a1699cc33f53084a2419e92961c42bb75f36fc38e616d348532ad",
-        "allx": "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543",
-        "ally": "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71",
-        "graph": "58f13302f39dde8852dad6fe6d15b89b077b6d7f837626bce671ef80344b383d",
-        "test.index": "297ce89af2b51a6a194181c7dbe1796c6a1cf9cd9349a88383b1b1e227867875",
-    },
-    "citeseer": {
-        "x": "d20de19150741e555de0ed037195630fc194114ebc7fd72ced62810148aa22f6",
-        "y": "8ba87e515d8e3ee3cf52f6d2c5b86aa73f11ecad825a808455209ec26cd54924",
-        "tx": "539a8906a2da97628d212f2fdd668c109a8b3f0d36574b59e5d3fd5b5303da21",
-        "ty": "55e5bd1ba1e733a04598753ad1a8d57957f4b8f89e74519f41f4f4938767e4ce",
-        "allx": "2ac30345d95c9ec933a817ee0bdd6a5f077f8c184a20e696910192d534414668",
-        "ally": "f704b2d986dde6c2669934de1f3ae5696a6cf9455c0f6b2646a2d135ea0a1c95",
-        "graph": "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7",
-        "test.index": "2af990671580b6b2df5d158d1038f8292e30c9cd821b5453f399659b25b723d4",
-    },
-}
+PINNED_SHA256 = PLANETOID_SHA256  # kimiyoung/planetoid@af6abf46 (the files PyG downloads)
 
 WHAT = "Planetoid file"
 
