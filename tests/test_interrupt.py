@@ -344,7 +344,9 @@ def test_an_exception_from_the_users_model_is_in_the_jobs_log_with_its_traceback
     assert status == 1, output[-3000:]
     assert f"log: {JOB_LOG} (check log file(s) for error details)" in output
     lines = (folder / JOB_LOG).read_text().splitlines()
-    first = next(i for i, line in enumerate(lines) if " ERROR " in line)
+    errors = [i for i, line in enumerate(lines) if " ERROR " in line]
+    assert errors, f"no error in the job's log:\n{chr(10).join(lines)}"
+    first = errors[0]
     assert lines[first].split(" ", 2)[2] == "ERROR gnnbench: the job failed: ValueError: the model's own bug"
     assert lines[first + 1] == "Traceback (most recent call last):"
     line = MODEL.splitlines().index('        raise ValueError("the model\'s own bug")') + 1
