@@ -30,7 +30,8 @@ PROTOCOL --help``); every job also writes its run records (:mod:`gnnbench.record
 Errors a user can fix are printed as one line (``gnnbench: error: ...``) with exit status 1: bad values (seeds
 outside [0, 2**32 − 1], hyper-parameters out of range, labels that cannot be folder names), ``--out`` where a file
 stands in the way, a path that cannot be written. Ctrl-C prints ``gnnbench: interrupted ...`` and exits with 130;
-what was finished is kept (files are written atomically) and a training run resumes from its checkpoint.
+what was finished is kept (files are written atomically) and a training run resumes from its checkpoint;
+``gnnbench run`` first stops Snakemake and its jobs and waits for Snakemake to remove its lock (:func:`run_snakemake`).
 """
 
 from __future__ import annotations
@@ -267,7 +268,6 @@ def run_workflow(suite: str, snakemake_args: list[str]) -> int:
     a bare ``--profile NAME`` names the workflow's profile NAME when no folder NAME is here. Snakemake's exit
     status."""
     import os
-    import subprocess
 
     from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, profile_dir, snakefile
 
@@ -288,9 +288,94 @@ def run_workflow(suite: str, snakemake_args: list[str]) -> int:
             packaged = profile_dir(value) if value and not Path(value).exists() else None
             if packaged is not None:
                 args[i:i + (1 if "=" in arg else 2)] = ["--profile", str(packaged)]
+    # Snakemake leaves the jobs it was running when interrupted marked incomplete, whatever they had written: their
+    # rerun is what the user wants (outputs are written atomically and training resumes from its checkpoint)
+    rerun = [] if {"--rerun-incomplete", "--ri"} & set(args) else ["--rerun-incomplete"]
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile()), "--configfile",
-               str(path.absolute()), *args]
-    return subprocess.run(command).returncode
+               str(path.absolute()), *rerun, *args]
+    return run_snakemake(command)
+
+
+# how long gnnbench run waits after Ctrl-C for Snakemake to stop its jobs and remove its lock before killing them:
+# SLURM's default KillWait, the time a training job is given to stop after SIGTERM
+STOP_SECONDS = 30.0
+
+
+def run_snakemake(command: list[str]) -> int:
+    """Run ``command`` (Snakemake in the working directory) to its end; its exit status.
+
+    Snakemake runs in a session of its own, with its jobs: gnnbench alone passes signals on, so that they get each
+    signal once, whether Ctrl-C reached the terminal's whole foreground group or only gnnbench (``kill -INT PID``).
+    SIGINT (or SIGHUP, the terminal gone) sends SIGINT to Snakemake and its jobs: the jobs end (training keeps its
+    checkpoint), Snakemake removes its lock, and KeyboardInterrupt is raised here. A second SIGINT, or a Snakemake
+    not done after ``STOP_SECONDS``, kills them all, and the lock files this Snakemake wrote are removed. SIGTERM is
+    passed on (training jobs save their checkpoint and exit 143, Snakemake waits for them); Ctrl-Z (SIGTSTP) stops
+    Snakemake and its jobs with gnnbench, SIGCONT continues them.
+    """
+    import os
+    import signal
+    import subprocess
+    import time
+
+    received: list[int] = []  # acted on below, not in the handler: one thread, no race with the start of Snakemake
+
+    def record(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    relayed = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGTSTP, signal.SIGCONT)
+    previous = {s: signal.signal(s, record) for s in relayed if signal.getsignal(s) is not signal.SIG_IGN}
+    held = _lock_files()  # other Snakemake instances' (on other outputs): left alone
+    try:
+        snakemake = subprocess.Popen(command, start_new_session=True)
+
+        def to_group(signum: int) -> None:
+            try:
+                os.killpg(snakemake.pid, signum)
+            except ProcessLookupError:  # all gone already
+                pass
+
+        interrupts, deadline, killed = 0, math.inf, False
+        while True:
+            while received:
+                signum = received.pop(0)
+                if signum in (signal.SIGINT, signal.SIGHUP):
+                    interrupts += 1
+                    if interrupts == 1:
+                        to_group(signal.SIGINT)
+                        deadline = time.monotonic() + STOP_SECONDS
+                elif signum == signal.SIGTSTP:  # SIGSTOP: a SIGTSTP to a group with no parent in its session is void
+                    to_group(signal.SIGSTOP)
+                    os.kill(os.getpid(), signal.SIGSTOP)
+                else:
+                    to_group(signum)
+            if snakemake.poll() is not None:
+                break
+            if not killed and (interrupts > 1 or time.monotonic() > deadline):
+                to_group(signal.SIGKILL)
+                killed = True
+            time.sleep(0.1)  # the handler only records a signal: it is acted on within 0.1 s
+        if interrupts:
+            to_group(signal.SIGKILL)  # a job Snakemake left behind (none, when it stopped them itself)
+            if killed:
+                for lock, _ in _lock_files() - held:
+                    lock.unlink(missing_ok=True)
+            raise KeyboardInterrupt
+        return snakemake.returncode
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _lock_files() -> set[tuple[Path, int]]:
+    """Snakemake's lock files in the working directory, with their modification times (a lock file removed and made
+    again under the same name is another)."""
+    found = set()
+    for path in Path(".snakemake", "locks").glob("*.lock"):
+        try:
+            found.add((path, path.stat().st_mtime_ns))
+        except FileNotFoundError:  # removed meanwhile
+            pass
+    return found
 
 
 def _run(args: argparse.Namespace) -> int | None:

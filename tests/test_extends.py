@@ -195,18 +195,19 @@ def test_paper_suites_are_found_by_name_in_the_checkout():
 
 def test_gnnbench_run_hands_its_arguments_to_snakemake_on_the_packaged_workflow(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(subprocess, "run", lambda command: calls.append(command) or subprocess.CompletedProcess(
-        command, 3))
+    monkeypatch.setattr(cli, "run_snakemake", lambda command: calls.append(command) or 3)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "suite.yaml").write_text("datasets: {}\n")
     target = str(Path("results/tables/CSL").with_suffix(".md"))  # a Snakemake target, passed on as it is
     assert cli.main(["run", "suite.yaml", "--cores", "2", "--profile", "slurm", target]) == 3
     assert calls[-1] == [sys.executable, "-m", "snakemake", "--snakefile", str(REPO_ROOT / "workflow" / "Snakefile"),
-                         "--configfile", str(tmp_path / "suite.yaml"), "--cores", "2", "--profile",
-                         str(REPO_ROOT / "workflow" / "profiles" / "slurm"), target]
+                         "--configfile", str(tmp_path / "suite.yaml"), "--rerun-incomplete", "--cores", "2",
+                         "--profile", str(REPO_ROOT / "workflow" / "profiles" / "slurm"), target]
     (tmp_path / "slurm").mkdir()  # a profile folder of the user's own wins over the packaged one
     assert cli.main(["run", "pitfalls", "--profile=slurm", "-n"]) == 3
-    assert calls[-1][6:] == [str(SUITES / "pitfalls.yaml"), "--profile=slurm", "-n"]
+    assert calls[-1][6:] == [str(SUITES / "pitfalls.yaml"), "--rerun-incomplete", "--profile=slurm", "-n"]
+    assert cli.main(["run", "pitfalls", "--ri"]) == 3  # given: not twice
+    assert calls[-1][6:] == [str(SUITES / "pitfalls.yaml"), "--ri"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -218,7 +219,7 @@ def test_gnnbench_run_hands_its_arguments_to_snakemake_on_the_packaged_workflow(
      "argument; the working directory is where results/ goes: cd there); drop it"),
 ])
 def test_gnnbench_run_refuses_in_one_line(args, message, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(subprocess, "run", lambda command: pytest.fail("snakemake must not start"))
+    monkeypatch.setattr(cli, "run_snakemake", lambda command: pytest.fail("snakemake must not start"))
     monkeypatch.chdir(tmp_path)
     assert cli.main(args) == 1
     assert capsys.readouterr().err == f"gnnbench: error: {message.format(cwd=tmp_path)}\n"

@@ -264,14 +264,17 @@ def test_workflow_job_with_an_output_folder_that_is_a_file_fails_in_one_logged_l
     assert blocker.read_text() == "in the way\n"
 
 
-def test_workflow_step_does_not_mask_an_os_error_without_a_file_name():
-    from gnnbench.workflow import run_step
+def test_workflow_job_logs_an_os_error_without_a_file_name_with_its_traceback(tmp_path):
+    """Not a path the user can fix, so not one line: the traceback, in the job's log file too."""
+    from gnnbench.workflow import job
 
-    def step():
+    log = tmp_path / "job.log"
+    with pytest.raises(SystemExit) as exit_, job(types.SimpleNamespace(log=[str(log)], threads=1), torch_threads=False):
         raise OSError("a bug, not a path")
-
-    with pytest.raises(OSError, match="a bug, not a path"):
-        run_step(types.SimpleNamespace(log=[], threads=1), step, torch_threads=False)
+    assert exit_.value.code == 1
+    lines = log.read_text().splitlines()
+    assert lines[0].split(" ", 2)[2] == "ERROR gnnbench: the job failed: OSError: a bug, not a path"
+    assert lines[1] == "Traceback (most recent call last):" and lines[-1] == "OSError: a bug, not a path"
 
 
 # ------------------------------------------------------------------------------------------------------ Ctrl-C

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-out = snakemake.output
-run_step(snakemake, lambda: aggregate_tables(list(snakemake.input.runs), out.csv, out.md, out.parquet,
-                                             dataset_dir=Path(snakemake.input.meta).parent,
-                                             presets=dict(snakemake.params.presets)))
+with job(snakemake):
+    from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
+
+    out = snakemake.output
+    aggregate_tables(list(snakemake.input.runs), out.csv, out.md, out.parquet,
+                     dataset_dir=Path(snakemake.input.meta).parent,
+                     presets=dict(snakemake.params.presets))

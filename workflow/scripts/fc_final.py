@@ -2,13 +2,15 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.fair_comparison.train import run_final
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-run_step(snakemake, lambda: run_final(
-    dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
-    fold=int(snakemake.wildcards.fold), selection_path=snakemake.input.selection, runs=snakemake.params.runs,
-    holdout=snakemake.params.holdout, seed=snakemake.params.seed, out=snakemake.output.runs,
-    history_out=snakemake.output.history, device=snakemake.params.device, threads=snakemake.threads,
-    label=snakemake.wildcards.model, records_out=snakemake.output.records,
-    stack=bool(snakemake.params.get("stack", False))))
+with job(snakemake):
+    from gnnbench.protocols.fair_comparison.train import run_final
+
+    run_final(
+        dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
+        fold=int(snakemake.wildcards.fold), selection_path=snakemake.input.selection, runs=snakemake.params.runs,
+        holdout=snakemake.params.holdout, seed=snakemake.params.seed, out=snakemake.output.runs,
+        history_out=snakemake.output.history, device=snakemake.params.device, threads=snakemake.threads,
+        label=snakemake.wildcards.model, records_out=snakemake.output.records,
+        stack=bool(snakemake.params.get("stack", False)))

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
-from gnnbench.paths import RAW_DIR
-from gnnbench.pipeline import generate_dataset
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-run_step(snakemake, lambda: generate_dataset(
-    snakemake.params.generator, snakemake.wildcards.dataset, snakemake.params.params, snakemake.params.seed,
-    Path(snakemake.output.meta).parent, raw_dir=RAW_DIR))
+with job(snakemake):
+    from gnnbench.paths import RAW_DIR
+    from gnnbench.pipeline import generate_dataset
+
+    generate_dataset(
+        snakemake.params.generator, snakemake.wildcards.dataset, snakemake.params.params, snakemake.params.seed,
+        Path(snakemake.output.meta).parent, raw_dir=RAW_DIR)

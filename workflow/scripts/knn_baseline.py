@@ -1,9 +1,11 @@
 """Snakemake adapter for rule tsp_knn_baseline: gnnbench.pipeline.knn_baseline."""
 
-from gnnbench.pipeline import knn_baseline
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-out = snakemake.output
-run_step(snakemake, lambda: knn_baseline(
-    snakemake.input.meta.rsplit("/", 1)[0], snakemake.input.splits, snakemake.params.batch_size,
-    out.json, snakemake.params.k, record_out=out.record))
+with job(snakemake):
+    from gnnbench.pipeline import knn_baseline
+
+    out = snakemake.output
+    knn_baseline(
+        snakemake.input.meta.rsplit("/", 1)[0], snakemake.input.splits, snakemake.params.batch_size,
+        out.json, snakemake.params.k, record_out=out.record)

@@ -2,8 +2,9 @@
 
 from pathlib import Path
 
-from gnnbench.pipeline import compute_pe
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-run_step(snakemake, lambda: compute_pe(Path(snakemake.input.meta).parent, int(snakemake.wildcards.k),
-                                       snakemake.output[0]))
+with job(snakemake):
+    from gnnbench.pipeline import compute_pe
+
+    compute_pe(Path(snakemake.input.meta).parent, int(snakemake.wildcards.k), snakemake.output[0])

@@ -2,10 +2,11 @@
 
 from pathlib import Path
 
-from gnnbench.pipeline import make_split_file
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-split = dict(snakemake.params.split)
-published = list(snakemake.input.get("published", [])) or None
-run_step(snakemake, lambda: make_split_file(Path(snakemake.input.meta).parent, split.pop("scheme"), split,
-                                            snakemake.output[0], published))
+with job(snakemake):
+    from gnnbench.pipeline import make_split_file
+
+    split = dict(snakemake.params.split)
+    published = list(snakemake.input.get("published", [])) or None
+    make_split_file(Path(snakemake.input.meta).parent, split.pop("scheme"), split, snakemake.output[0], published)

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.pitfalls.tables import dataset_report
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-out = snakemake.output
-run_step(snakemake, lambda: dataset_report(list(snakemake.input.runs), out.csv, out.md, out.parquet, out.png, out.svg,
-                                           dataset_dir=Path(snakemake.input.meta).parent,
-                                           split=dict(snakemake.params.split), presets=dict(snakemake.params.presets)))
+with job(snakemake):
+    from gnnbench.protocols.pitfalls.tables import dataset_report
+
+    out = snakemake.output
+    dataset_report(list(snakemake.input.runs), out.csv, out.md, out.parquet, out.png, out.svg,
+                   dataset_dir=Path(snakemake.input.meta).parent,
+                   split=dict(snakemake.params.split), presets=dict(snakemake.params.presets))

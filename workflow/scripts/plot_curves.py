@@ -1,8 +1,9 @@
 """Snakemake adapter for rule learning_curves: gnnbench.reporting.plots.learning_curves."""
 
-from gnnbench.reporting.plots import learning_curves
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-out = snakemake.output
-run_step(snakemake, lambda: learning_curves(list(snakemake.input.metrics), snakemake.wildcards.dataset, out.png,
-                                            out.svg), torch_threads=False)
+with job(snakemake, torch_threads=False):
+    from gnnbench.reporting.plots import learning_curves
+
+    out = snakemake.output
+    learning_curves(list(snakemake.input.metrics), snakemake.wildcards.dataset, out.png, out.svg)

@@ -2,11 +2,13 @@
 
 from pathlib import Path
 
-from gnnbench.protocols.pitfalls.train import run_chunk
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-run_step(snakemake, lambda: run_chunk(
-    dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
-    splits=list(snakemake.params.splits), config=dict(snakemake.params.config), inits=snakemake.params.inits,
-    seed=snakemake.params.seed, out_dir=Path(snakemake.output.runs).parent, device=snakemake.params.device,
-    threads=snakemake.threads, label=snakemake.wildcards.model, records_out=snakemake.output.records))
+with job(snakemake):
+    from gnnbench.protocols.pitfalls.train import run_chunk
+
+    run_chunk(
+        dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
+        splits=list(snakemake.params.splits), config=dict(snakemake.params.config), inits=snakemake.params.inits,
+        seed=snakemake.params.seed, out_dir=Path(snakemake.output.runs).parent, device=snakemake.params.device,
+        threads=snakemake.threads, label=snakemake.wildcards.model, records_out=snakemake.output.records)

@@ -2,9 +2,11 @@
 
 from pathlib import Path
 
-from gnnbench.pipeline import merge_tsp_shards
-from gnnbench.workflow import run_step
+from gnnbench.workflow import job
 
-run_step(snakemake, lambda: merge_tsp_shards(
-    snakemake.wildcards.dataset, snakemake.params.params, snakemake.params.seed, list(snakemake.input.shards),
-    Path(snakemake.output.meta).parent))
+with job(snakemake):
+    from gnnbench.pipeline import merge_tsp_shards
+
+    merge_tsp_shards(
+        snakemake.wildcards.dataset, snakemake.params.params, snakemake.params.seed, list(snakemake.input.shards),
+        Path(snakemake.output.meta).parent)
