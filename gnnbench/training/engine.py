@@ -50,7 +50,7 @@ import torch
 
 from gnnbench.errors import ConfigError
 from gnnbench.training import checkpoint as _checkpoint
-from gnnbench.training import eager_optim
+from gnnbench.training import eager_optim, wide
 from gnnbench.training.checkpoint import load_resumable, restore_rng, rng_state
 from gnnbench.training.preemption import Preempted, StopOnSignal
 from gnnbench.training.stacked_adam import StackedAdam
@@ -60,15 +60,23 @@ log = logging.getLogger(__name__)
 OPTIMIZERS = ("Adam", "SGD", "TF1Adam")
 
 
-def make_optimizer(params: torch.nn.Module | Iterable[torch.Tensor], lr: float, weight_decay: float = 0.0,
-                   name: str = "Adam"):
+def make_optimizer(params: torch.nn.Module | Iterable[torch.Tensor], lr: float | torch.Tensor,
+                   weight_decay: float | torch.Tensor = 0.0, name: str = "Adam"):
     """The optimiser of a run. ``Adam`` and ``SGD`` (no momentum): ``torch.optim`` with classic (coupled) L2 weight
     decay, fused kernels (one pass over all parameters, the same update up to rounding: small models spend most of a
     step in the per-tensor loop otherwise), as :mod:`~gnnbench.training.eager_optim` runs them (without importing
     torch's compiler in a process that compiles nothing). ``TF1Adam``: TensorFlow 1's Adam
     (:mod:`~gnnbench.training.stacked_adam`, the pitfalls protocol; L2 is a loss term there, so ``weight_decay`` must
     be 0). No parameters at all is a ConfigError (suites and ``gnnbench train`` refuse such a model before any job
-    runs: :func:`gnnbench.models.registry.check_buildable`)."""
+    runs: :func:`gnnbench.models.registry.check_buildable`).
+
+    For a wide stack (:class:`~gnnbench.training.wide.WideStack`), ``lr`` and ``weight_decay`` may be per-member
+    (R,) tensors: its one optimiser, :class:`~gnnbench.training.wide.WideOptimizer` (``Adam`` or ``SGD`` as above,
+    each member with its own values)."""
+    if isinstance(params, wide.WideStack):
+        if name not in ("Adam", "SGD"):
+            raise ValueError(f"a wide stack trains with Adam or SGD, not {name}")
+        return wide.WideOptimizer(params, name.lower(), lr=lr, weight_decay=weight_decay)
     params = list(params.parameters() if isinstance(params, torch.nn.Module) else params)
     if not any(p.requires_grad for p in params):
         raise ConfigError("the model has no trainable parameters, so training would change nothing and report its "

@@ -61,6 +61,7 @@ from gnnbench.training.engine import (
     SingleStep,
     Step,
     fit_or_resume,
+    make_optimizer,
     payload,
     stoppable,
 )
@@ -192,9 +193,9 @@ class SeedStackStep(Step):
         models = [self.seed_runs[m].model for m in active]
         stack = _wide.WideStack(models)
         _wide.check_widened(stack, models, (self.example,))
-        self.optimizer = _wide.WideOptimizer(
-            stack, "adam", lr=torch.tensor([self.seed_runs[m].schedule.lr for m in active], dtype=torch.float64),
-            weight_decay=torch.tensor([self.seed_runs[m].cfg["weight_decay"] for m in active], dtype=torch.float64))
+        self.optimizer = make_optimizer(
+            stack, torch.tensor([self.seed_runs[m].schedule.lr for m in active], dtype=torch.float64),
+            torch.tensor([self.seed_runs[m].cfg["weight_decay"] for m in active], dtype=torch.float64))
         self.stack, self.active = stack, list(active)
         self.split = _splitter(stack, models[0], self.example)
 

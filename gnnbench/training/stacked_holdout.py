@@ -24,7 +24,7 @@ from torch import nn
 
 from gnnbench.data.batching import GraphLoader
 from gnnbench.training import wide
-from gnnbench.training.engine import Rule, Run, Step, fit
+from gnnbench.training.engine import Rule, Run, Step, fit, make_optimizer
 from gnnbench.training.functional_stack import _reason
 from gnnbench.training.holdout import Schedule, stopping_rules
 
@@ -113,10 +113,10 @@ class HoldoutStack(Step):
                                             generator=self.shuffle)
         blocks = len(cfgs)
         try:
-            self.optimizer = wide.WideOptimizer(
-                self.model, first.get("optimizer", "Adam"), lr=torch.tensor([c["learning_rate"] for c in cfgs],
-                                                                            dtype=torch.float64),
-                weight_decay=torch.tensor([float(c.get("l2", 0.0)) for c in cfgs], dtype=torch.float64))
+            self.optimizer = make_optimizer(
+                self.model, torch.tensor([c["learning_rate"] for c in cfgs], dtype=torch.float64),
+                torch.tensor([float(c.get("l2", 0.0)) for c in cfgs], dtype=torch.float64),
+                first.get("optimizer", "Adam"))
         except ValueError as exc:  # an optimiser the wide stack does not have
             raise wide.NotWidenable(str(exc)) from exc
         self.clip = float(first.get("gradient_clipping", 0.0) or 0.0)
