@@ -8,7 +8,7 @@ configurations) on the real ENZYMES, outer fold 0 (486 inner-training, 54 hold-o
     ``run_inner`` does without ``stack``);
 (c) stacked — the configurations of one shape (``gnnbench.protocols.fair_comparison.grid.stack_groups``: fair_GIN's 128
     points are 16 shapes × 8 members differing in dropout, stopping rule and train_eps) trained as one wide stack
-    each (``gnnbench.training.stacked_holdout.MemberStack``; ``run_inner(stack=True)`` without shared
+    each (``gnnbench.training.stacked_holdout.HoldoutStack``; ``run_inner(stack=True)`` without shared
     trajectories);
 (d) stacked + shared trajectories — what ``run_inner(stack=True)`` does: the configurations of one shape that differ
     only in the stopping settings (``trajectories``: fair_GIN's accuracy / loss rule) are one trajectory, a member
@@ -56,6 +56,7 @@ import torch
 from gnnbench.protocols.fair_comparison import grid as fc_grid
 from gnnbench.protocols.fair_comparison import plan as fc_plan
 from gnnbench.protocols.fair_comparison import train as fc_train
+from gnnbench.training.stacked_holdout import fit_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ZIP = ROOT.parent / "shared" / "data" / "real" / "tu" / "ENZYMES.zip"
@@ -87,9 +88,9 @@ def prepare(zip_path: Path, work: Path, preset: str = "fair_GIN"):
     return suite.benchmarks["ENZYMES"].grids["M"]
 
 
-def shared_stack(group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model, variant,
+def shared_stack(group, cfgs, grid, model_data, data, parts, cpu, HoldoutStack, build_model, variant,
                  overrides=None):
-    """(d): one MemberStack of the shape's trajectories, member t observed by its configurations' stopping rules, the
+    """(d): one HoldoutStack of the shape's trajectories, member t observed by its configurations' stopping rules, the
     observer-free seeds (what run_inner(stack=True) builds); ``overrides``: stopping settings for every observer."""
     by_position = dict(zip(group, cfgs, strict=True))
     paths = [[group[j] for j in t] for t in fc_grid.trajectories([grid[i] for i in group])]
@@ -98,12 +99,12 @@ def shared_stack(group, cfgs, grid, model_data, data, parts, cpu, MemberStack, b
     builds = [lambda c=b: build_model(c, model_data, default_variant=variant) for b, _ in built]
     seeds = [fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(grid[t[0]]))) for t in paths]
     observers = [[{**fc_grid.observer_settings(by_position[i]), **(overrides or {})} for i in t] for t in paths]
-    stack = MemberStack(builds, seeds, members, data.store, parts, device=cpu, frozen=[set(f) for _, f in built],
-                        observers=observers)
+    stack = HoldoutStack(builds, seeds, members, data.store, parts, device=cpu, frozen=[set(f) for _, f in built],
+                         observers=observers)
     return stack, [i for t in paths for i in t]
 
 
-def short_runs(args, groups, grid, model_data, data, parts, cpu, MemberStack, build_model, variant, coerce_all,
+def short_runs(args, groups, grid, model_data, data, parts, cpu, HoldoutStack, build_model, variant, coerce_all,
                protocol_types) -> float:
     """(c) and (d) with real early stopping (``--short-patience`` up to ``--short-epochs``) on the timed shapes, the
     observer-free seeds in both; prints and returns (d)/(c) in configurations per CPU second."""
@@ -117,21 +118,18 @@ def short_runs(args, groups, grid, model_data, data, parts, cpu, MemberStack, bu
         built = [fc_grid.member_build(c) for c in cfgs]
         builds = [lambda c=b: build_model(c, model_data, default_variant=variant) for b, _ in built]
         seeds = [fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(grid[i]))) for i in group]
-        MemberStack(builds, seeds, cfgs, data.store, parts, device=cpu, frozen=[set(f) for _, f in built]).fit()
+        fit_stack(HoldoutStack(builds, seeds, cfgs, data.store, parts, device=cpu, frozen=[set(f) for _, f in built]))
         cpu_s["c"] += time.process_time() - start
         start = time.process_time()  # (d): one member per trajectory
-        stack, order = shared_stack(group, cfgs, grid, model_data, data, parts, cpu, MemberStack, build_model,
+        stack, order = shared_stack(group, cfgs, grid, model_data, data, parts, cpu, HoldoutStack, build_model,
                                     variant, stopping)
-        results = stack.fit()
+        results = fit_stack(stack)
         cpu_s["d"] += time.process_time() - start
         configs += len(group)
-        at = 0
-        for obs in stack.observers:
-            epochs = [s.epoch for s in obs.states]
+        for block in range(len(stack.cfgs)):  # each trajectory's observers' stop epochs
+            epochs = [r["epochs"] for r, b in zip(results, stack.block_of, strict=True) if b == block]
             stops += epochs
             longest.append(max(epochs))
-            at += len(epochs)
-        assert at == len(results)
     factor = cpu_s["c"] / cpu_s["d"]
     print(f"short runs (patience {args.short_patience}, cap {args.short_epochs}): {configs} configurations, "
           f"mean stop epoch {sum(stops) / len(stops):.1f} ({sum(e == args.short_epochs for e in stops)} at the cap), "
@@ -163,7 +161,7 @@ def main() -> int:
     from gnnbench.models.registry import ModelData, build_model
     from gnnbench.papers import ERRICA2020
     from gnnbench.training.holdout import train_holdout
-    from gnnbench.training.stacked_holdout import MemberStack
+    from gnnbench.training.stacked_holdout import HoldoutStack
 
     work = Path(tempfile.mkdtemp())
     try:
@@ -199,20 +197,20 @@ def main() -> int:
                 built = [fc_grid.member_build(c) for c in cfgs]
                 builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020) for b, _ in built]
                 wall, start = time.perf_counter(), time.process_time()
-                stack = MemberStack(builds, [seeds[i] for i in group], cfgs, data.store, parts, device=cpu,
-                                    frozen=[set(f) for _, f in built])
+                stack = HoldoutStack(builds, [seeds[i] for i in group], cfgs, data.store, parts, device=cpu,
+                                     frozen=[set(f) for _, f in built])
                 ready = time.process_time()
-                results = stack.fit()
+                results = fit_stack(stack)
                 done = time.process_time()
                 assert all(r["epochs"] == args.epochs for r in results)
                 cost["c"] = [cost["c"][0] + ready - start, cost["c"][1] + done - ready,
                              cost["c"][2] + time.perf_counter() - wall, cost["c"][3] + len(group)]
             if "d" not in args.skip:  # (d) one wide stack of the shape's trajectories, each observed by its configs
                 wall, start = time.perf_counter(), time.process_time()
-                stack, order = shared_stack(group, cfgs, grid, model_data, data, parts, cpu, MemberStack,
+                stack, order = shared_stack(group, cfgs, grid, model_data, data, parts, cpu, HoldoutStack,
                                             build_model, ERRICA2020)
                 ready = time.process_time()
-                results = stack.fit()
+                results = fit_stack(stack)
                 done = time.process_time()
                 assert len(results) == len(group) and all(r["epochs"] == args.epochs for r in results)
                 cost["d"] = [cost["d"][0] + ready - start, cost["d"][1] + done - ready,
@@ -265,7 +263,7 @@ def main() -> int:
             print(f"stacked + shared / one at a time (capped, best case): {rates['d'] / rates['b']:.2f}x; "
                   f"stacked + shared / stacked (capped): {rates['d'] / rates['c']:.2f}x" if "c" in rates else "")
         if args.short_patience:
-            short = short_runs(args, groups, grid, model_data, data, parts, cpu, MemberStack, build_model,
+            short = short_runs(args, groups, grid, model_data, data, parts, cpu, HoldoutStack, build_model,
                                ERRICA2020, coerce_all, protocol_types)
             if "b" in rates and "c" in rates:
                 print(f"realistic stacked + shared / one at a time: (c)/(b) capped {rates['c'] / rates['b']:.2f}x "

@@ -520,14 +520,14 @@ def run_stack_case(case: Case, device: str, data: dict, out: Path, threads: int)
                 "metric": float(np.mean([m["test"]["metric"] for m in metrics])),
                 "metric_name": f"test {metrics[0]['metric']} (mean of seeds)", "epochs": len(histories[0]),
                 "seconds": list(histories[0]["seconds"])}
-    from gnnbench.protocols.fair_comparison.train import run_inner
+    from gnnbench.protocols.fair_comparison.train import kept_runs, run_inner
 
     configs = case.config["configs"]
     run_inner(dataset_dir=data["data"], splits_path=data["splits"], fold=0, configs=configs,
               positions=list(range(len(configs))), seed=0, out=out / "part0.parquet", device=device,
               threads=threads, stack=True)
     rows = pq.read_table(out / "part0.parquet").to_pylist()
-    results = [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*.json"))]
+    results = kept_runs(out / "part0.parquet")
     if len(results) != len(configs) or not all("stack" in r for r in results):
         raise RuntimeError("the grid points did not train as one wide stack")
     results.sort(key=lambda r: json.dumps(r["config"], sort_keys=True))
@@ -597,13 +597,12 @@ def run_case(case: Case, device: str, data: dict, out: Path, threads: int) -> di
         return {"losses": {"train_loss": list(history["train_loss"]), "val_loss": list(history["val_loss"])},
                 "metric": metrics["test_accuracy_mean"], "metric_name": "test accuracy (mean of inits)",
                 "epochs": epochs, "seconds": [metrics["train_seconds"] / max(epochs, 1)] * epochs}
-    from gnnbench.protocols.fair_comparison.train import run_inner
+    from gnnbench.protocols.fair_comparison.train import kept_runs, run_inner
 
     run_inner(dataset_dir=data["data"], splits_path=data["splits"], fold=0, configs=[case.config], positions=[0],
               seed=0, out=out / "part0.parquet", device=device, threads=threads)
     row = pq.read_table(out / "part0.parquet").to_pylist()[0]
-    runs = sorted((out / "runs").glob("*.json"))
-    history = json.loads(runs[0].read_text())["history"]
+    history = kept_runs(out / "part0.parquet")[0]["history"]
     return {"losses": {"train_loss": [h["train_loss"] for h in history], "val_loss": [h["val_loss"] for h in history]},
             "metric": row["val_accuracy"], "metric_name": "val accuracy (early-stopping epoch)",
             "epochs": len(history), "seconds": [h["seconds"] for h in history]}

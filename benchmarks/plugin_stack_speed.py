@@ -12,11 +12,11 @@ the epoch count), so the three modes do the same number of epochs:
 
 (a) **functional stack**: a PyG GCN (``torch_geometric.nn.models.GCN``: two ``GCNConv`` layers, 64 hidden, dropout
     0.5, behind ``forward(batch)`` → (N, C) logits) — ``--inits`` initialisations of a split as one vmapped model
-    (:class:`~gnnbench.training.functional_stack.FunctionalStackTrainer`);
+    (:class:`~gnnbench.training.functional_stack.FunctionalStackStep`);
 (b) **one after another**: the same model and initialisations in the same process
-    (:class:`~gnnbench.training.initialisations.SequentialTrainer`);
+    (:class:`~gnnbench.training.initialisations.SequentialStep`);
 (c) **hand-written stack**: the zoo's GCN of the pitfalls paper (``pitfalls_GCN``: 64 hidden, sparse input
-    features) as the protocol trains it (:class:`~gnnbench.training.initialisations.StackedTrainer`);
+    features) as the protocol trains it (:class:`~gnnbench.training.initialisations.StackedStep`);
 
 and with ``--benchmark-gcn`` the benchmark's GCN (dwivedi2020, 64 wide, batch norm) in modes (a) and (b): a model whose
 sparse products have vmap rules (members folded into the columns of one product).
@@ -84,8 +84,8 @@ def trainers(dataset: Path, splits_path: Path, split: int, inits: int, epochs: i
     from gnnbench.protocols import pitfalls
     from gnnbench.protocols.pitfalls import train as pitfalls_train
     from gnnbench.splits import read_splits
-    from gnnbench.training.functional_stack import FunctionalStackTrainer
-    from gnnbench.training.initialisations import SequentialTrainer
+    from gnnbench.training.functional_stack import FunctionalStackStep
+    from gnnbench.training.initialisations import SequentialStep
 
     meta, graph, labels = pitfalls_train.load_node_graph(dataset)
     parts = {p: torch.from_numpy(idx) for p, idx in read_splits(splits_path, meta).fold(split).items()}
@@ -102,13 +102,13 @@ def trainers(dataset: Path, splits_path: Path, split: int, inits: int, epochs: i
 
     gcn = run_config("WikiCS_node_classification_GCN_100k", {"L": 2, "hidden_dim": 64, "out_dim": 64},
                      protocol="pitfalls")
-    extra = {"benchmark GCN (dwivedi2020), functional stack": lambda: FunctionalStackTrainer(
+    extra = {"benchmark GCN (dwivedi2020), functional stack": lambda: FunctionalStackStep(
                  lambda: build(gcn), batch, labels, parts, **settings),
-             "benchmark GCN (dwivedi2020), one after another": lambda: SequentialTrainer(
+             "benchmark GCN (dwivedi2020), one after another": lambda: SequentialStep(
                  lambda: build(gcn), batch, labels, parts, **settings)} if benchmark_gcn else {}
     return {
-        "PyG GCN, functional stack": lambda: FunctionalStackTrainer(make, batch, labels, parts, **settings),
-        "PyG GCN, one after another": lambda: SequentialTrainer(make, batch, labels, parts, **settings),
+        "PyG GCN, functional stack": lambda: FunctionalStackStep(make, batch, labels, parts, **settings),
+        "PyG GCN, one after another": lambda: SequentialStep(make, batch, labels, parts, **settings),
         "zoo GCN (shchur2018), hand-written stack": lambda: pitfalls_train.make_trainer(
             {**pitfalls.TRAINING_DEFAULTS, **zoo}, graph, labels, parts, 0, split, list(range(inits))),
         **extra,
@@ -117,21 +117,23 @@ def trainers(dataset: Path, splits_path: Path, split: int, inits: int, epochs: i
 
 def scaling(dataset: Path, splits_path: Path, inits: int) -> None:
     """ms per epoch of the functional stack against its number of members, and the cost of dropping members."""
-    from gnnbench.training.functional_stack import FunctionalStackTrainer
+    from gnnbench.training.functional_stack import FunctionalStackStep
 
     print(f"\nfunctional stack, PyG GCN: time per epoch by members in the stack (R = {inits} built)")
     print(f"{'members':>8s} {'CPU ms/epoch':>13s} {'CPU ms/epoch/member':>20s}")
     for members in sorted({inits, max(inits // 2, 1), max(inits // 4, 1), 1}, reverse=True):
         trainer = trainers(dataset, splits_path, 0, inits, 10_000)["PyG GCN, functional stack"]()
-        assert isinstance(trainer, FunctionalStackTrainer)
+        assert isinstance(trainer, FunctionalStackStep)
+        run, _ = trainer.fit_parts()
         if members < inits:
             start = time.process_time()
-            trainer._finish(torch.arange(inits - members), "early_stopping")
+            trainer.leave(list(range(inits - members)))  # as members that stopped leave the stack
             dropped = time.process_time() - start
-        trainer.train_epoch()  # warm-up
+            run.active = run.active[inits - members:]
+        trainer.epoch(run, run.active)  # warm-up
         start, n = time.process_time(), 5
         for _ in range(n):
-            trainer.train_epoch()
+            trainer.epoch(run, run.active)
         ms = 1000 * (time.process_time() - start) / n
         note = f"  (dropping {inits - members} members: {1000 * dropped:.1f} ms)" if members < inits else ""
         print(f"{members:8d} {ms:13.1f} {ms / members:20.1f}{note}", flush=True)

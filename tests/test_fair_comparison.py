@@ -220,21 +220,19 @@ BASELINE = {"model": "DeepMultisets", "hidden_units": 16, "batch_size": 32, "lea
             **fc.TRAINING_DEFAULTS, "patience": 3}
 
 
-def test_inner_runs_touch_no_test_graph_and_reuse_finished_runs(families, tmp_path):
+def test_inner_runs_touch_no_test_graph_and_score_the_best_epoch(families, tmp_path):
     configs = [{**BASELINE, "early_stopping": s} for s in ("accuracy", "loss")]
     out = tmp_path / "fold1" / "inner" / "part0.parquet"
     fc_train.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
-                 positions=[0, 1], seed=3, out=out, device="cpu")
+                       positions=[0, 1], seed=3, out=out, device="cpu")
     rows = pq.read_table(out).to_pylist()
     assert [r["position"] for r in rows] == [0, 1] and all(0 <= r["val_accuracy"] <= 100 for r in rows)
-    stored = sorted((out.parent / "runs").glob("*.json"))
+    stored = fc_train.kept_runs(out)
     assert len(stored) == 2
-    history = json.loads(stored[0].read_text())["history"]
-    assert "test_accuracy" not in history[0]  # model selection never evaluates the test fold
+    assert "test_accuracy" not in stored[0]["history"][0]  # model selection never evaluates the test fold
     # the score kept is the validation accuracy of the best epoch under the run's criterion
     for row in rows:
-        run = next(json.loads(p.read_text()) for p in stored if json.loads(p.read_text())["config_id"] ==
-                   row["config_id"])
+        run = next(r for r in stored if r["config_id"] == row["config_id"])
         best = run["history"][row["best_epoch"]]
         assert row["val_accuracy"] == best["val_accuracy"]
         key = "val_accuracy" if run["config"]["early_stopping"] == "accuracy" else "val_loss"
@@ -242,13 +240,12 @@ def test_inner_runs_touch_no_test_graph_and_reuse_finished_runs(families, tmp_pa
         values = [h[key] for h in run["history"]]
         assert best[key] == pick(values) and row["best_epoch"] == max(
             i for i, v in enumerate(values) if v == pick(values))
-    # rerun (e.g. a grid point added): the finished runs are reused, not retrained
-    before = {p: p.stat().st_mtime_ns for p in stored}
+    # a finished job run again (Snakemake's --forcerun) trains afresh, to the same rows
     out.unlink()
     fc_train.run_inner(dataset_dir=families / "ds", splits_path=families / "s.json", fold=1, configs=configs,
-                 positions=[0, 1], seed=3, out=out, device="cpu")
-    assert {p: p.stat().st_mtime_ns for p in stored} == before
-    assert pq.read_table(out).to_pylist() == rows
+                       positions=[0, 1], seed=3, out=out, device="cpu")
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in pq.read_table(out).to_pylist()] == [
+        {k: v for k, v in r.items() if k != "seconds"} for r in rows]
 
 
 @pytest.mark.parametrize("holdout", ["fresh", "selection"])
@@ -268,7 +265,7 @@ def test_final_runs_hold_out_and_score_at_the_early_stopping_epoch(families, tmp
         assert r["test_accuracy"] == h.loc[r["best_epoch"], "test_accuracy"]
     splits = read_splits(families / "s.json")
     parts = splits.fold(0)
-    stored = [json.loads(p.read_text()) for p in sorted((tmp_path / "runs").glob("*.json"))]
+    stored = fc_train.kept_runs(out)
     data = fc_train._load(families / "ds", families / "s.json")
     holdouts = []
     for run in range(3):
@@ -379,12 +376,15 @@ def test_a_killed_inner_job_resumes_to_the_results_of_an_uninterrupted_one(famil
     with pytest.raises(Preempted):
         fc_train.run_inner(out=out, **kwargs)
     assert not out.exists()
-    [checkpoint] = (out.parent / "runs").glob("*.checkpoint.pt")
+    from gnnbench.training.checkpoint import read_checkpoint
+
+    checkpoint = out.with_name("part0.checkpoint.pt")
+    assert read_checkpoint(checkpoint)["current"]["fit"]["run"]["states"][0]["epoch"] == 3  # the 4th epoch abandoned
     monkeypatch.setattr(holdout, "_epoch_scores", real)
     fc_train.run_inner(out=out, **kwargs)
-    assert not checkpoint.exists()
-    ref = json.loads(next((tmp_path / "ref" / "runs").glob("*.json")).read_text())
-    got = json.loads(next((out.parent / "runs").glob("*.json")).read_text())
+    assert read_checkpoint(checkpoint)["finished"]  # the job is done: kept, never resumed
+    [ref] = fc_train.kept_runs(tmp_path / "ref" / "part0.parquet")
+    [got] = fc_train.kept_runs(out)
     strip = lambda h: [{k: v for k, v in row.items() if k != "seconds"} for row in h]  # noqa: E731
     assert len(got["history"]) == 8 and strip(got["history"]) == strip(ref["history"])
     assert got["val_accuracy"] == ref["val_accuracy"] and got["best_epoch"] == ref["best_epoch"]
@@ -445,8 +445,7 @@ def test_an_inner_run_with_a_huge_learning_rate_is_recorded_diverged_and_not_sel
     bad, good = pq.read_table(out).to_pylist()
     assert bad["status"] == "diverged" and bad["stop_reason"] == "diverged" and math.isnan(bad["val_accuracy"])
     assert good["status"] == "completed" and good["diverged_epoch"] is None and good["stop_reason"] != "diverged"
-    run = next(json.loads(p.read_text()) for p in (out.parent / "runs").glob("*.json")
-               if json.loads(p.read_text())["config_id"] == bad["config_id"])
+    run = next(r for r in fc_train.kept_runs(out) if r["config_id"] == bad["config_id"])
     history = run["history"]  # training stopped at the epoch whose loss was not finite
     assert len(history) == bad["epochs"] == bad["diverged_epoch"] + 1
     assert not (math.isfinite(history[-1]["train_loss"]) and math.isfinite(history[-1]["val_loss"]))
@@ -458,7 +457,7 @@ def test_an_inner_run_with_a_huge_learning_rate_is_recorded_diverged_and_not_sel
 def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, tmp_path, monkeypatch):
     from gnnbench.training import holdout
 
-    real_train, real_scores, calls = holdout.train_holdout, holdout._epoch_scores, {"n": 0}
+    real_train, real_scores, calls = fc_train._train_alone, holdout._epoch_scores, {"n": 0}
 
     def train(*args, **kwargs):  # the second final run's training loss turns NaN in its third epoch
         calls["n"] += 1
@@ -485,7 +484,7 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
               "device": "cpu"}
     fc_train.run_inner(configs=[BASELINE], positions=[0], out=fold / "inner" / "part0.parquet", **common)
     fc_select.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF", model="B", fold=0)
-    monkeypatch.setattr(holdout, "train_holdout", train)
+    monkeypatch.setattr(fc_train, "_train_alone", train)
     fc_train.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh", out=fold / "final.parquet",
                  history_out=fold / "final_history.parquet", **common)
     finals = pq.read_table(fold / "final.parquet").to_pandas()
@@ -509,12 +508,12 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
 def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_path):
 
     from gnnbench.models.graph_classifiers import build_classifier
-    from gnnbench.training.holdout import train_holdout
+    from gnnbench.training.engine import fit, restore
+    from gnnbench.training.holdout import holdout_fit, holdout_results
 
     data = fc_train._load(families / "ds", families / "s.json")
     parts = {p: torch.from_numpy(v) for p, v in data.splits.fold(0).items() if p != "test"}
     cfg = {**BASELINE, "learning_rate": 1e30}
-    saved = []
 
     def build():
         torch.manual_seed(0)
@@ -522,10 +521,22 @@ def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_
         model.prepare(data.store)
         return model
 
-    first = train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu"),
-                          on_epoch=lambda run: saved.append(copy.deepcopy(run.payload())))  # a checkpoint's state
+    saved = []
+
+    class EveryEpoch:  # the engine's checkpoint hook: the state a checkpoint would hold after every epoch
+        def due(self) -> bool:
+            return True
+
+        def save(self, state: dict) -> None:
+            saved.append(copy.deepcopy(state))
+
+    run, step, rules = holdout_fit(build(), data.store, parts, cfg, device=torch.device("cpu"))
+    fit(run, step, rules, checkpoint=EveryEpoch())
+    [first] = holdout_results(run)
     assert first["status"] == "diverged"
-    state = saved[-1]  # the checkpoint written after the diverged epoch
-    again = train_holdout(build(), data.store, parts, cfg, device=torch.device("cpu"), state=state)
+    again_run, again_step, again_rules = holdout_fit(build(), data.store, parts, cfg, device=torch.device("cpu"))
+    restore(saved[-1], again_run, again_step, again_rules)  # the checkpoint written after the diverged epoch
+    fit(again_run, again_step, again_rules)
+    [again] = holdout_results(again_run)
     assert again["status"] == "diverged" and again["diverged_epoch"] == first["diverged_epoch"]
     assert again["epochs"] == first["epochs"] and len(again["history"]) == len(first["history"])

@@ -1,5 +1,5 @@
 """The fair-comparison protocol's grid points of one shape trained as one wide stack
-(gnnbench.training.stacked_holdout.MemberStack, gnnbench.protocols.fair_comparison.train.run_inner with ``stack``), and
+(gnnbench.training.stacked_holdout.HoldoutStack, gnnbench.protocols.fair_comparison.train.run_inner with ``stack``), and
 Errica's GIN with dropout modules: the same masks and results as its functional form.
 
 Member-equals-alone: in float64 with dropout 0 a member of a stack (its own learning rate, weight decay, stopping
@@ -152,9 +152,9 @@ REL = 1e-9  # float64: two summation orders drift apart by up to 1.1e-10 in 8 ep
 
 
 def _stack(families, members, seeds, perturb=None, **common):
-    """A MemberStack of GIN configurations (float64, dropout 0) and their alone runs' ingredients; ``perturb``: one
+    """A HoldoutStack of GIN configurations (float64, dropout 0) and their alone runs' ingredients; ``perturb``: one
     more member with these settings whose results are not compared (it must not change the others)."""
-    from gnnbench.training.stacked_holdout import MemberStack
+    from gnnbench.training.stacked_holdout import HoldoutStack, fit_stack
 
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 8, **common, **m} for m in members]
@@ -165,17 +165,17 @@ def _stack(families, members, seeds, perturb=None, **common):
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
     built = [fc_grid.member_build(c) for c in cfgs]
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
-    stack = MemberStack(builds, seeds, cfgs, data.store, parts, device=torch.device("cpu"),
-                        frozen=[set(f) for _, f in built])
-    final, real_stop = {}, stack._stop
+    stack = HoldoutStack(builds, seeds, cfgs, data.store, parts, device=torch.device("cpu"),
+                         frozen=[set(f) for _, f in built])
+    final, real_leave = {}, stack.leave
 
-    def stop(done):  # each member's weights as it leaves the stack
-        for i in done:
-            final[stack.active[i]] = stack.model.member_state_dict(i)
-        real_stop(done)
+    def leave(members):  # each member's weights as it leaves the stack
+        for m in members:
+            final[m] = stack.member_state_dict(m)
+        real_leave(members)
 
-    stack._stop = stop
-    results = stack.fit()
+    stack.leave = leave
+    results = fit_stack(stack)
     return data, parts, cfgs, model_data, results, final
 
 
@@ -251,31 +251,42 @@ def _inner(families, out, configs, stack):
     return pq.read_table(out / "inner.parquet").to_pylist()
 
 
-def _plain(data, config, parts, seed, run_dir):
-    """The configuration's run alone (the single-run path, ``_train_cached``) with ``seed``."""
+def _plain(data, config, parts, seed, out):
+    """The configuration's run alone (the single-run path, ``_train_alone``) with ``seed``."""
+    from gnnbench.training.engine import Checkpoint, Job
+
     what = {"fold": 0, "config_id": fc_grid.config_id(config), "stage": "selection"}
-    return fc_train._train_cached(data, config, {k: v.numpy() for k, v in parts.items()}, seed, run_dir, what,
-                            torch.device("cpu"), None)
+    job = Job(Checkpoint(out / "plain.checkpoint.pt", "plain", None))
+    return fc_train._train_alone(job, data, config, {k: v.numpy() for k, v in parts.items()}, seed, what,
+                                 torch.device("cpu"))
 
 
 def _count(monkeypatch):
-    """Counts of trainings: train_holdout calls and MemberStack fits."""
-    from gnnbench.training import holdout, stacked_holdout
+    """Counts of trainings: runs alone or observed (one trajectory each) and stacks."""
+    from gnnbench.protocols.fair_comparison import train as fc_train_module
 
     counts = {"alone": 0, "stacks": 0, "members": []}
-    real_train, real_fit = holdout.train_holdout, stacked_holdout.MemberStack.fit
+    real_alone, real_observed, real_stack = (fc_train_module._train_alone, fc_train_module._train_observed,
+                                             fc_train_module._train_stack)
 
-    def train(*args, **kwargs):
+    def alone(*args, **kwargs):
         counts["alone"] += 1
-        return real_train(*args, **kwargs)
+        return real_alone(*args, **kwargs)
 
-    def fit(self):
-        counts["stacks"] += 1
-        counts["members"].append(len(self.cfgs))
-        return real_fit(self)
+    def observed(*args, **kwargs):
+        counts["alone"] += 1
+        return real_observed(*args, **kwargs)
 
-    monkeypatch.setattr(holdout, "train_holdout", train)
-    monkeypatch.setattr(stacked_holdout.MemberStack, "fit", fit)
+    def stack(job, data, configs, *args, **kwargs):
+        result = real_stack(job, data, configs, *args, **kwargs)
+        if result is not None:
+            counts["stacks"] += 1
+            counts["members"].append(len(configs))
+        return result
+
+    monkeypatch.setattr(fc_train_module, "_train_alone", alone)
+    monkeypatch.setattr(fc_train_module, "_train_observed", observed)
+    monkeypatch.setattr(fc_train_module, "_train_stack", stack)
     return counts
 
 
@@ -283,9 +294,9 @@ def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(famil
     """Four GIN grid points of one shape (train_eps per member, two stopping rules each) train as one stack of two
     trajectories, each observed by its two configurations; GraphSAGE (not widenable) trains one trajectory for its
     two stopping rules and a run for its other learning rate, each row exactly the run alone with the observer-free
-    seed; without stacks the job is today's (a run per configuration, seeds from the whole configuration); a rerun
-    reads the stored results."""
-    from gnnbench.training.stacked_holdout import MemberStack
+    seed; without stacks the job is today's (a run per configuration, seeds from the whole configuration); a rerun of
+    the finished job trains afresh to the same rows."""
+    from gnnbench.training.stacked_holdout import HoldoutStack, fit_stack
 
     gin = [{**GIN, "hidden_units": [8], "epochs": 3, "train_eps": eps, "early_stopping": rule}
            for eps in (True, False) for rule in ("accuracy", "loss")]
@@ -308,7 +319,7 @@ def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(famil
         assert stacked[i]["seed"] == fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(config)))
     drop = ("seconds",)
     for i in (1, 5, 6):  # not widenable: each row is its run alone with the observer-free seed
-        alone = _plain(data, configs[i], parts, stacked[i]["seed"], tmp_path / "c")
+        alone = _plain(data, configs[i], parts, stacked[i]["seed"], tmp_path)
         assert {k: stacked[i][k] for k in (*fc_train.INNER_COLUMNS[3:], "seed") if k not in drop} == {
             k: alone[k] for k in (*fc_train.INNER_COLUMNS[3:], "seed") if k not in drop}
     assert stacked[1]["epochs"] != stacked[5]["epochs"] or stacked[1]["best_epoch"] != stacked[5]["best_epoch"]
@@ -317,21 +328,19 @@ def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(famil
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=parts["train"])
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020) for b, _ in built]
     seeds = [fc_grid.run_seed(0, 0, fc_grid.seed_key(fc_grid.trajectory_config(c))) for c in gin]
-    members = MemberStack([builds[0], builds[2]], [seeds[0], seeds[2]], [cfgs[0], cfgs[2]], data.store, parts,
-                          device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
-                          observers=[[fc_grid.observer_settings(c) for c in pair]
-                                     for pair in (cfgs[:2], cfgs[2:])]).fit()
+    members = fit_stack(HoldoutStack([builds[0], builds[2]], [seeds[0], seeds[2]], [cfgs[0], cfgs[2]], data.store,
+                                     parts, device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
+                                     observers=[[fc_grid.observer_settings(c) for c in pair]
+                                                for pair in (cfgs[:2], cfgs[2:])]))
     for i, member in zip((0, 2, 3, 4), members, strict=True):
         row = stacked[i]
         assert (row["best_epoch"], row["epochs"], row["val_accuracy"], row["val_loss"]) == (
             member["best_epoch"], member["epochs"], member["scores"]["val_accuracy"], member["scores"]["val_loss"])
-    runs = tmp_path / "a" / "runs"
-    before = {p: p.stat().st_mtime_ns for p in runs.glob("*.json")}
-    assert len(before) == len(configs)  # one result file per configuration
     counts.update(alone=0, stacks=0, members=[])
-    assert [{k: v for k, v in r.items()} for r in _inner(families, tmp_path / "a", configs, True)] == stacked
-    assert {p: p.stat().st_mtime_ns for p in runs.glob("*.json")} == before
-    assert (counts["stacks"], counts["alone"]) == (0, 0)
+    untimed = [{k: v for k, v in r.items() if k != "seconds"} for r in stacked]
+    again = _inner(families, tmp_path / "a", configs, True)
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in again] == untimed
+    assert (counts["stacks"], counts["members"], counts["alone"]) == (1, [2], 2)
 
 
 # ---------------------------------------------------------------------------------------------- shared trajectories
@@ -372,9 +381,9 @@ def test_one_trajectory_observed_by_two_rules_is_each_run_alone_not_widenable(fa
 
 
 def test_one_wide_member_observed_by_two_rules_is_each_run_alone(families):
-    """GIN (float64, dropout 0): a MemberStack of two trajectories, each observed by the accuracy and the loss rule,
+    """GIN (float64, dropout 0): a HoldoutStack of two trajectories, each observed by the accuracy and the loss rule,
     gives every observer its run alone with its trajectory's seed on the stack's batch order."""
-    from gnnbench.training.stacked_holdout import MemberStack
+    from gnnbench.training.stacked_holdout import HoldoutStack, fit_stack
 
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 8, **m, "patience": 2, **rule}
@@ -384,10 +393,10 @@ def test_one_wide_member_observed_by_two_rules_is_each_run_alone(families):
     built = [fc_grid.member_build(c) for c in cfgs]
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
     seeds = [11, 22]
-    results = MemberStack([builds[0], builds[2]], seeds, [cfgs[0], cfgs[2]], data.store, parts,
-                          device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
-                          observers=[[fc_grid.observer_settings(c) for c in cfgs[:2]],
-                                     [fc_grid.observer_settings(c) for c in cfgs[2:]]]).fit()
+    results = fit_stack(HoldoutStack([builds[0], builds[2]], seeds, [cfgs[0], cfgs[2]], data.store, parts,
+                                     device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
+                                     observers=[[fc_grid.observer_settings(c) for c in cfgs[:2]],
+                                                [fc_grid.observer_settings(c) for c in cfgs[2:]]]))
     assert len(results) == 4
     for a, b in (results[:2], results[2:]):  # in each trajectory the two rules stop and score at other epochs
         assert a["epochs"] > b["epochs"] and a["best_epoch"] > b["best_epoch"]
@@ -425,35 +434,50 @@ def test_jobs_hold_whole_shapes_with_stack_and_the_old_chunks_without(per_job):
     assert [stacked.part_configs("GIN", p) for p in range(len(parts))] == [[grid[i] for i in part] for part in parts]
 
 
+class _EveryEpoch:
+    """The engine's checkpoint hook: the state a checkpoint would hold after every epoch."""
+
+    def __init__(self) -> None:
+        self.states = []
+
+    def due(self) -> bool:
+        return True
+
+    def save(self, state: dict) -> None:
+        import copy
+
+        self.states.append(copy.deepcopy(state))
+
+
 def test_an_observed_trajectory_resumes_to_the_same_results(families):
-    """The observers' stopping state travels in the run's checkpoint payload: resumed after epoch 3 (one observer
-    still training, or both), the results equal the uninterrupted run's."""
-    import copy
+    """The observers' stopping state travels in the fit's checkpoint: resumed after epoch 3 (one observer still
+    training, or both), the results equal the uninterrupted run's."""
+    from gnnbench.training.engine import fit, restore
+    from gnnbench.training.holdout import holdout_fit, holdout_results
 
     data, parts = _data(families, double=True)
     configs = [{**SAGE, "learning_rate": 0.05, "epochs": 10, "patience": 1, **rule} for rule in RULES]
     cfgs = [coerce_all(c, "config", protocol_types(fc_plan.FairComparison, c)) for c in configs]
     observers = [fc_grid.observer_settings(c) for c in cfgs]
     _, build = _builder(data, parts, configs[0], double=True)
-    saved = {}
-
-    def keep(run):
-        if run.state.epoch == 3:
-            saved["payload"] = copy.deepcopy(run.payload())
-
     torch.manual_seed(5)
-    whole = train_holdout(build(), data.store, parts, cfgs[0], device=torch.device("cpu"), on_epoch=keep,
-                          observers=observers)
-    resumed = train_holdout(build(), data.store, parts, cfgs[0], device=torch.device("cpu"),
-                            state=saved["payload"], observers=observers)
-    assert [_strip(r) for r in resumed] == [_strip(r) for r in whole]
+    run, step, rules = holdout_fit(build(), data.store, parts, cfgs[0], device=torch.device("cpu"),
+                                   observers=observers)
+    every = _EveryEpoch()
+    fit(run, step, rules, checkpoint=every)
+    whole = holdout_results(run)
+    run, step, rules = holdout_fit(build(), data.store, parts, cfgs[0], device=torch.device("cpu"),
+                                   observers=observers)
+    restore(every.states[2], run, step, rules)  # after epoch 3
+    fit(run, step, rules)
+    assert [_strip(r) for r in holdout_results(run)] == [_strip(r) for r in whole]
 
 
 def test_a_stack_of_observed_trajectories_resumes_to_the_same_results(families, tmp_path):
-    """A MemberStack with observers, checkpointed after every epoch, resumed from its last checkpoint (the epoch
-    before the last observer stopped): the same results as the uninterrupted stack."""
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.stacked_holdout import MemberStack
+    """A HoldoutStack with observers, checkpointed after every epoch, resumed from its last checkpoint before the
+    last observer stopped: the same results as the uninterrupted stack."""
+    from gnnbench.training.engine import fit, restore
+    from gnnbench.training.stacked_holdout import HoldoutStack
 
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 6, **m, "patience": 1, **rule} for m in MEMBERS[:2] for rule in RULES]
@@ -463,13 +487,20 @@ def test_a_stack_of_observed_trajectories_resumes_to_the_same_results(families, 
     builds = [lambda c=b: build_model(c, model_data, default_variant=ERRICA2020).double() for b, _ in built]
 
     def make():
-        return MemberStack([builds[0], builds[2]], [11, 22], [cfgs[0], cfgs[2]], data.store, parts,
-                           device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
-                           checkpoint=Checkpoint(tmp_path / "stack.pt", "k", None, every_s=0.0),
-                           observers=[[fc_grid.observer_settings(c) for c in cfgs[:2]],
-                                      [fc_grid.observer_settings(c) for c in cfgs[2:]]])
+        step = HoldoutStack([builds[0], builds[2]], [11, 22], [cfgs[0], cfgs[2]], data.store, parts,
+                            device=torch.device("cpu"), frozen=[set(built[0][1]), set(built[2][1])],
+                            observers=[[fc_grid.observer_settings(c) for c in cfgs[:2]],
+                                       [fc_grid.observer_settings(c) for c in cfgs[2:]]])
+        run, rules = step.fit_parts()
+        return run, step, rules
 
-    whole = make().fit()
-    stack = make()
-    assert stack.resume() and 0 < stack.epoch < max(r["epochs"] for r in whole)
-    assert [_strip(r) for r in stack.fit()] == [_strip(r) for r in whole]
+    run, step, rules = make()
+    every = _EveryEpoch()
+    fit(run, step, rules, checkpoint=every)
+    whole = step.results(run)
+    resumed_from = next(s for s in reversed(every.states) if s["run"]["active"])  # the stack still training
+    run, step, rules = make()
+    restore(resumed_from, run, step, rules)
+    assert 0 < max(s.epoch for s in run.states) < max(r["epochs"] for r in whole)
+    fit(run, step, rules)
+    assert [_strip(r) for r in step.results(run)] == [_strip(r) for r in whole]

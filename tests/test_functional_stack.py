@@ -1,6 +1,6 @@
 """R initialisations of any contract model trained as one functional stack (torch.func): each member equals the same
-initialisation trained alone by SequentialTrainer, members stop one by one and leave the stack, models that cannot
-be vmapped fall back to SequentialTrainer, and an interrupted stack or job resumes to identical results."""
+initialisation trained alone by SequentialStep, members stop one by one and leave the stack, models that cannot
+be vmapped fall back to SequentialStep, and an interrupted stack or job resumes to identical results."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import torch.nn.functional as F
-from test_initialisations import assert_resumes_identically
+from test_initialisations import assert_resumes_identically, state_after
 from torch import nn
 from torch.func import vmap
 from torch_geometric.nn import GCNConv
@@ -25,8 +25,9 @@ from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import pitfalls
 from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.splits import read_splits
-from gnnbench.training.functional_stack import FunctionalStackTrainer, stacked_or_sequential
-from gnnbench.training.initialisations import SequentialTrainer, StackedTrainer, train_split
+from gnnbench.training.engine import fit
+from gnnbench.training.functional_stack import FunctionalStackStep, stacked_or_sequential
+from gnnbench.training.initialisations import SequentialStep, StackedStep, train_split
 from gnnbench.training.preemption import Preempted
 
 SETTINGS = {"weight_decay": 0.001, "criterion": "gnnbench", "max_epochs": 1000, "dropout_seed": 7}
@@ -106,12 +107,12 @@ def model_cases(graph, dropout: float):
 @pytest.mark.parametrize("dropout", [0.0, 0.35])
 @pytest.mark.parametrize("case", ["benchmark GCN", "PyG GCNConv", "PyG GCNConv, own L2"])
 def test_a_member_of_the_stack_equals_the_initialisation_trained_alone(graph, case, dropout):
-    """Same stop epoch, scored epoch, stop reason and scores as SequentialTrainer's run of the same initialisation
+    """Same stop epoch, scored epoch, stop reason and scores as SequentialStep's run of the same initialisation
     (the user's PyG models in float64, the benchmark GCN in float32); tolerances: the restored weights within 1e-4
     of the tensor's scale and losses within 1e-4 (relative); for the benchmark GCN, whose batch-norm gradients round
     differently when batched, 1e-3 and 1e-2, and its
     pre-batch-norm biases compared through the outputs (logits of the restored models within 1e-3). With dropout:
-    the same masks (one draw per epoch shared by the members, as SequentialTrainer reseeds the split's dropout seed
+    the same masks (one draw per epoch shared by the members, as SequentialStep reseeds the split's dropout seed
     for every initialisation)."""
     make, training, seeds = model_cases(graph, dropout)[case]
     batch = graph.batch
@@ -122,9 +123,9 @@ def test_a_member_of_the_stack_equals_the_initialisation_trained_alone(graph, ca
         batch = copy.copy(graph.batch)
         batch.x = batch.x.double()
         make = (lambda make32: lambda: make32().double())(make)
-    stack, together, _ = trained(FunctionalStackTrainer, make, graph, seeds, batch, **training)
-    _, alone, models = trained(SequentialTrainer, make, graph, seeds, batch, **training)
-    assert isinstance(stack, FunctionalStackTrainer)
+    stack, together, _ = trained(FunctionalStackStep, make, graph, seeds, batch, **training)
+    _, alone, models = trained(SequentialStep, make, graph, seeds, batch, **training)
+    assert isinstance(stack, FunctionalStackStep)
     keys = ("init", "epochs", "best_epoch", "stop_reason", "status", "train_accuracy", "val_accuracy",
             "test_accuracy")
     tolerance, loss_tolerance = (1e-3, 1e-2) if case == "benchmark GCN" else (1e-4, 1e-4)
@@ -156,17 +157,24 @@ def test_members_stop_one_by_one_and_leave_the_stack(graph):
     """Per-member early stopping (patience on the total validation loss, the best epoch restored): a stopped member's
     rows leave every stacked tensor, so the stack holds exactly the members still training."""
     make, training, seeds = model_cases(graph, 0.0)["benchmark GCN"]
-    trainer = FunctionalStackTrainer(make, graph.batch, graph.labels, graph.parts, init_ids=[0, 1, 2, 3],
-                                     seeds=seeds, **{**SETTINGS, **training})
+    trainer = FunctionalStackStep(make, graph.batch, graph.labels, graph.parts, init_ids=[0, 1, 2, 3],
+                                  seeds=seeds, **{**SETTINGS, **training})
+    run, rules = trainer.fit_parts()
     sizes = []
-    while not trainer.finished:
-        trainer.train_epoch()
-        running = int((trainer.epochs == 0).sum())
-        assert trainer.active.numel() == running
-        assert all(t.shape[0] == running for t in (*trainer.params.values(), *trainer.buffers.values()))
-        sizes.append(running)
+
+    class EveryEpoch:  # the engine's checkpoint hook: called after the stopped members left the stack
+        def due(self) -> bool:
+            return True
+
+        def save(self, state: dict) -> None:
+            running = len(run.active)
+            assert trainer.active.tolist() == run.active
+            assert all(t.shape[0] == running for t in (*trainer.params.values(), *trainer.buffers.values()))
+            sizes.append(running)
+
+    fit(run, trainer, rules, checkpoint=EveryEpoch())
     assert sizes[0] == 4 and sizes[-1] == 0 and len(set(sizes)) > 2  # several drops, at different epochs
-    result = trainer.results()
+    result = trainer.results(run)
     for record in result.records:
         assert record["stop_reason"] == "early_stopping"
         assert record["epochs"] == record["best_epoch"] + 1 + training["patience"]
@@ -201,17 +209,17 @@ class UnreplacedWeights(PyGGCN):
     (UnreplacedWeights, "member 1's vmapped outputs differ from its own forward pass"),
 ])
 def test_a_model_that_cannot_be_stacked_trains_one_initialisation_after_another(graph, caplog, model, reason):
-    """The dry run fails or its outputs disagree: one log line saying why, and SequentialTrainer's results."""
+    """The dry run fails or its outputs disagree: one log line saying why, and SequentialStep's results."""
     settings = {**SETTINGS, **PYG_TRAINING, "init_ids": [0, 1], "seeds": [1, 2]}
     with caplog.at_level(logging.INFO, logger="gnnbench.training.functional_stack"):
         trainer = stacked_or_sequential(lambda: model(8, 16, 3), graph.batch, graph.labels, graph.parts,
                                         name=f"model {model.__name__}", **settings)
-    assert isinstance(trainer, SequentialTrainer)
+    assert isinstance(trainer, SequentialStep)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and lines[0].startswith(f"model {model.__name__}: initialisations trained one after "
                                                    "another, not stacked") and reason in lines[0]
     result = train_split(trainer)
-    direct = train_split(SequentialTrainer(lambda: model(8, 16, 3), graph.batch, graph.labels, graph.parts,
+    direct = train_split(SequentialStep(lambda: model(8, 16, 3), graph.batch, graph.labels, graph.parts,
                                            **settings))
     assert result.records == direct.records  # the failed attempt left nothing behind (weights, random draws)
 
@@ -225,11 +233,11 @@ def test_the_pitfalls_job_picks_the_hand_written_stack_then_the_functional_stack
         config = {**pitfalls.TRAINING_DEFAULTS, **run_config(preset, overrides, protocol="pitfalls")}
         return pitfalls_train.make_trainer(config, node_graph, labels, graph.parts, 0, 0, [0, 1], whole)
 
-    assert isinstance(trainer("pitfalls_GCN"), StackedTrainer)  # Shchur's GCN: its own stacked form
-    assert isinstance(trainer("WikiCS_node_classification_GCN_100k"), FunctionalStackTrainer)
+    assert isinstance(trainer("pitfalls_GCN"), StackedStep)  # Shchur's GCN: its own stacked form
+    assert isinstance(trainer("WikiCS_node_classification_GCN_100k"), FunctionalStackStep)
     with caplog.at_level(logging.INFO, logger="gnnbench.training.functional_stack"):
         gat = trainer("WikiCS_node_classification_GAT_100k")  # its attention is an autograd.Function without vmap
-    assert isinstance(gat, SequentialTrainer)
+    assert isinstance(gat, SequentialStep)
     assert "model GAT (dwivedi2020): initialisations trained one after another, not stacked (it uses a " \
            "torch.autograd.Function without a vmap rule)" in caplog.text
 
@@ -239,7 +247,7 @@ def test_a_stack_resumes_mid_way_to_identical_results(graph):
     make, training, seeds = model_cases(graph, 0.35)["benchmark GCN"]
 
     def fresh():
-        return FunctionalStackTrainer(make, graph.batch, graph.labels, graph.parts, init_ids=[0, 1, 2, 3],
+        return FunctionalStackStep(make, graph.batch, graph.labels, graph.parts, init_ids=[0, 1, 2, 3],
                                       seeds=seeds, **{**SETTINGS, **training})
 
     assert_resumes_identically(fresh, lambda straight: min(r["epochs"] for r in straight.records) + 3)
@@ -255,24 +263,25 @@ def test_a_killed_pitfalls_job_of_a_functional_stack_resumes_from_its_checkpoint
     first, second = (straight[straight["split"] == k]["epochs"] for k in (0, 1))
     assert second.min() + 5 < second.max()
     kill_at = first.max() + second.min() + 5  # in split 1, after a member left the stack
-    original, calls = FunctionalStackTrainer.train_epoch, {"n": 0}
+    original, calls = FunctionalStackStep.epoch, {"n": 0}
 
-    def dying(self):
+    def dying(self, run, members):
         calls["n"] += 1
         if calls["n"] == kill_at:
             raise Preempted(15)
-        original(self)
+        return original(self, run, members)
 
     monkeypatch.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
-    monkeypatch.setattr(FunctionalStackTrainer, "train_epoch", dying)
+    monkeypatch.setattr(FunctionalStackStep, "epoch", dying)
     with pytest.raises(Preempted):
         pitfalls_train.run_chunk(out_dir=tmp_path / "killed", **common)
     from gnnbench.training.checkpoint import read_checkpoint
 
     state = read_checkpoint(tmp_path / "killed" / "checkpoint.pt")
-    assert [d["split"] for d in state["done"]] == [0] and state["current"]["trainer"]["kind"] == "functional_stack"
-    assert 0 < state["current"]["trainer"]["active"].numel() < 3  # saved with members gone from the stack
-    monkeypatch.setattr(FunctionalStackTrainer, "train_epoch", original)
+    assert [u["split"] for u in state["units"].values()] == [0] and state["current"]["fit"]["kind"] == \
+        "functional_stack"
+    assert 0 < state["current"]["fit"]["active"].numel() < 3  # saved with members gone from the stack
+    monkeypatch.setattr(FunctionalStackStep, "epoch", original)
     pitfalls_train.run_chunk(out_dir=tmp_path / "killed", **common)
     runs = {name: pq.read_table(tmp_path / name / "runs.parquet").to_pandas().drop(columns="seconds")
             for name in ("straight", "killed")}
@@ -301,8 +310,7 @@ def test_sparse_products_under_vmap_equal_one_product_per_member():
 def test_a_checkpoint_of_another_trainer_is_refused(graph):
     make, training, seeds = model_cases(graph, 0.0)["PyG GCNConv"]
     settings = {**SETTINGS, **training, "init_ids": [0, 1], "seeds": seeds[:2]}
-    sequential = SequentialTrainer(make, graph.batch, graph.labels, graph.parts, **settings)
-    sequential.train_epoch()
-    stack = FunctionalStackTrainer(make, graph.batch, graph.labels, graph.parts, **settings)
+    sequential = state_after(SequentialStep(make, graph.batch, graph.labels, graph.parts, **settings), 1)
+    stack = FunctionalStackStep(make, graph.batch, graph.labels, graph.parts, **settings)
     with pytest.raises(ValueError, match="not written by a functional stack"):
-        stack.load_state_dict(sequential.state_dict())
+        stack.load_state_dict(sequential)

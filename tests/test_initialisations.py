@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from gnnbench.errors import ConfigError
-from gnnbench.training.initialisations import PropagationTrainer, SequentialTrainer, StackedTrainer, train_split
+from gnnbench.training.engine import fit, restore
+from gnnbench.training.initialisations import PropagationStep, SequentialStep, StackedStep, train_split
 from gnnbench.training.stacked_adam import StackedAdam
 from gnnbench.training.stopping import EarlyStopping
 
@@ -84,7 +85,7 @@ def test_stacked_runs_equal_runs_trained_one_at_a_time_by_a_reference_loop():
     x, labels, parts = problem()
     seeds = [3, 11, 29, 47]
     model = StackedLogReg(x, 3, seeds, l2=0.05)
-    trainer = StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
+    trainer = StackedStep(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
                              max_epochs=400, init_ids=[0, 1, 2, 3])
     result = train_split(trainer)
     epochs = []
@@ -138,7 +139,7 @@ class SingleForm(torch.nn.Module):
 
 def sequential(x, labels, parts, build, init_ids, seeds, **kwargs):
     rule = {"learning_rate": 0.05, "weight_decay": 0.0, "criterion": "gnnbench", "patience": 10, "max_epochs": 400}
-    return SequentialTrainer(build, x, labels, parts, init_ids=init_ids, seeds=seeds, dropout_seed=0,
+    return SequentialStep(build, x, labels, parts, init_ids=init_ids, seeds=seeds, dropout_seed=0,
                              **{**rule, **kwargs})
 
 
@@ -176,7 +177,7 @@ def test_a_stacked_member_equals_the_same_model_trained_one_after_another():
     same arithmetic (no dropout), so the same stopping epoch, best epoch and scores."""
     x, labels, parts = problem(3)
     seeds = [7, 8]
-    stacked = StackedTrainer(StackedLogReg(x, 3, seeds, l2=0.05), labels, parts, learning_rate=0.05,
+    stacked = StackedStep(StackedLogReg(x, 3, seeds, l2=0.05), labels, parts, learning_rate=0.05,
                              criterion="gnnbench", patience=10, max_epochs=400, init_ids=[0, 1])
     together = train_split(stacked)
     builds = iter(seeds)
@@ -192,18 +193,51 @@ def test_a_stacked_member_equals_the_same_model_trained_one_after_another():
                               alone.history[key])
 
 
+class _Stopped(Exception):
+    pass
+
+
+class StopAfter:
+    """A stand-in for a job's checkpoint: takes the fit's state after every epoch, the engine's own saves, and stops
+    the fit (as a kill would) after ``epochs`` of them."""
+
+    def __init__(self, epochs: int) -> None:
+        self.epochs, self.saves, self.state = epochs, 0, None
+
+    def due(self) -> bool:
+        return True
+
+    def save(self, state: dict) -> None:
+        self.saves += 1
+        if self.saves == self.epochs:
+            self.state = state
+            raise _Stopped
+
+
+def state_after(step, epochs: int) -> dict:
+    """The checkpoint state of ``step``'s fit after ``epochs`` epochs (the fit is stopped there)."""
+    run, rules = step.fit_parts()
+    stop = StopAfter(epochs)
+    with pytest.raises(_Stopped):
+        fit(run, step, rules, checkpoint=stop)
+    return stop.state
+
+
+def resumed_split(step, state: dict):
+    """``step``'s split resumed from a checkpoint ``state`` (the engine's resume path) and trained to its end."""
+    run, rules = step.fit_parts()
+    restore(state, run, step, rules)
+    fit(run, step, rules)
+    return step.results(run)
+
+
 def assert_resumes_identically(fresh, stop_after) -> None:
-    """A trainer stopped after ``stop_after(uninterrupted result)`` epochs, saved through its state dict and resumed
-    in a fresh trainer ends with the records and history of an uninterrupted one."""
+    """A split stopped after ``stop_after(uninterrupted result)`` epochs, saved through the engine's checkpoint state
+    and resumed in a fresh step ends with the records and history of an uninterrupted one."""
     straight = train_split(fresh())
-    first = fresh()
-    for _ in range(stop_after(straight)):
-        first.train_epoch()
-    state = first.state_dict()
+    state = state_after(fresh(), stop_after(straight))
     torch.save(state, "/dev/null")  # a checkpoint must be serialisable
-    second = fresh()
-    second.load_state_dict(state)
-    resumed = train_split(second)
+    resumed = resumed_split(fresh(), state)
     assert resumed.records == straight.records
     assert all(np.array_equal(resumed.history[k], straight.history[k]) for k in straight.history)
 
@@ -220,7 +254,7 @@ def test_runs_one_after_another_resume_mid_run_to_identical_results():
 def test_max_epochs_stops_every_run_and_keeps_the_best_weights():
     x, labels, parts = problem(1)
     model = StackedLogReg(x, 3, [5, 6], l2=0.0)
-    trainer = StackedTrainer(model, labels, parts, learning_rate=0.01, criterion="gnnbench", patience=1000,
+    trainer = StackedStep(model, labels, parts, learning_rate=0.01, criterion="gnnbench", patience=1000,
                              max_epochs=7, init_ids=[4, 9])
     result = train_split(trainer)
     assert [r["epochs"] for r in result.records] == [7, 7] and [r["init"] for r in result.records] == [4, 9]
@@ -233,10 +267,10 @@ def test_state_dict_round_trip_resumes_to_identical_results():
     def fresh():
         torch.manual_seed(0)
         model = StackedLogReg(x, 3, [1, 2, 3], l2=0.02)
-        return StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=8,
+        return StackedStep(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=8,
                               max_epochs=300, init_ids=[0, 1, 2])
 
-    assert_resumes_identically(fresh, lambda straight: 25)
+    assert_resumes_identically(fresh, lambda straight: min(r["epochs"] for r in straight.records) - 2)
 
 
 def test_tf_adam_update_by_hand():
@@ -303,7 +337,7 @@ def test_propagation_trainer_runs_patience_steps_and_restores_the_best_state():
     labels = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 2])
     parts = {"train": torch.tensor([0, 4, 8]), "val": torch.tensor([1, 5, 9]), "test": torch.tensor([2, 3, 6, 7])}
     prop = ToyPropagation(labels, parts["train"])
-    trainer = PropagationTrainer(prop, labels, parts, criterion="gat_tol", patience=6, max_epochs=1000,
+    trainer = PropagationStep(prop, labels, parts, criterion="gat_tol", patience=6, max_epochs=1000,
                                  tolerance=1e-3)
     result = train_split(trainer)
     record = result.records[0]
@@ -339,22 +373,22 @@ class PoisonedLogReg(StackedLogReg):
         return logits
 
 
-def track_rows(trainer: StackedTrainer, model: PoisonedLogReg) -> None:
-    """Keep the model's notion of which run sits at which stack position in step with the trainer."""
-    original = trainer._finish
+def track_rows(trainer: StackedStep, model: PoisonedLogReg) -> None:
+    """Keep the model's notion of which run sits at which stack position in step with the step."""
+    original = trainer.leave
 
-    def finish(rows, reason):
-        original(rows, reason)
+    def leave(members):
+        original(members)
         model.rows = trainer.active.tolist()
 
-    trainer._finish = finish
+    trainer.leave = leave
 
 
 def test_a_run_whose_loss_turns_nan_leaves_the_stack_as_diverged_and_the_others_are_unchanged():
     x, labels, parts = problem()
     seeds = [3, 11, 29]
     model = PoisonedLogReg(x, 3, seeds, l2=0.05, run=1, epoch=7)
-    trainer = StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
+    trainer = StackedStep(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
                              max_epochs=400, init_ids=[0, 1, 2])
     track_rows(trainer, model)
     result = train_split(trainer)
@@ -378,7 +412,7 @@ def test_a_run_whose_loss_turns_nan_leaves_the_stack_as_diverged_and_the_others_
 def test_a_huge_learning_rate_makes_every_run_diverge_in_its_first_epochs():
     x, labels, parts = problem()
     model = StackedLogReg(x, 3, [3, 11], l2=0.05)
-    trainer = StackedTrainer(model, labels, parts, learning_rate=1e30, criterion="gnnbench", patience=10,
+    trainer = StackedStep(model, labels, parts, learning_rate=1e30, criterion="gnnbench", patience=10,
                              max_epochs=400, init_ids=[0, 1])
     result = train_split(trainer)
     assert [r["status"] for r in result.records] == ["diverged", "diverged"]
@@ -396,20 +430,19 @@ def test_a_diverged_run_stays_diverged_after_a_resume():
 
     def fresh():
         model = PoisonedLogReg(x, 3, [3, 11, 29], l2=0.05, run=2, epoch=4)
-        trainer = StackedTrainer(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
+        trainer = StackedStep(model, labels, parts, learning_rate=0.05, criterion="gnnbench", patience=10,
                                  max_epochs=400, init_ids=[0, 1, 2])
         track_rows(trainer, model)
         return trainer, model
 
     straight = train_split(fresh()[0])
-    first, _ = fresh()
-    for _ in range(9):  # past the divergence (epoch 4)
-        first.train_epoch()
-    state = first.state_dict()
+    state = state_after(fresh()[0], 9)  # past the divergence (epoch 4)
     second, model = fresh()
-    second.load_state_dict(state)
+    run, rules = second.fit_parts()
+    restore(state, run, second, rules)
     model.rows = second.active.tolist()
-    resumed = train_split(second)
+    fit(run, second, rules)
+    resumed = second.results(run)
     assert resumed.records[2]["status"] == "diverged" and resumed.records[2]["diverged_epoch"] == 4
 
     def numbers(records):  # NaN != NaN: compare the diverged run's missing scores by position
@@ -432,12 +465,12 @@ def test_label_propagation_whose_loss_is_not_finite_is_diverged():
             prop.state = prop.state * math.inf  # 0 · inf = NaN
 
     prop.step = step_to_nan
-    trainer = PropagationTrainer(prop, labels, parts, criterion="gat_tol", patience=6, max_epochs=1000,
+    trainer = PropagationStep(prop, labels, parts, criterion="gat_tol", patience=6, max_epochs=1000,
                                  tolerance=1e-3)
     record = train_split(trainer).records[0]
     assert record["status"] == "diverged" and record["stop_reason"] == "diverged"
     assert record["diverged_epoch"] == 2 and record["epochs"] == 3 and math.isnan(record["test_accuracy"])
-    completed = train_split(PropagationTrainer(ToyPropagation(labels, parts["train"]), labels, parts,
+    completed = train_split(PropagationStep(ToyPropagation(labels, parts["train"]), labels, parts,
                                                 criterion="gat_tol", patience=6, max_epochs=1000,
                                                 tolerance=1e-3)).records[0]
     assert completed["status"] == "completed" and completed["diverged_epoch"] is None

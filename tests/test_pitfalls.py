@@ -21,7 +21,7 @@ from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.pitfalls import tables as pitfalls_tables
 from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.protocols.pitfalls.train import run_chunk
-from gnnbench.training.initialisations import StackedTrainer
+from gnnbench.training.initialisations import StackedStep
 from gnnbench.training.preemption import Preempted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -102,28 +102,28 @@ def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(csbm, tmp_p
     chunk(csbm, straight, splits=(0, 1))
     killed = tmp_path / "killed"
     calls = {"n": 0}
-    original = StackedTrainer.train_epoch
+    original = StackedStep.epoch
 
-    def dying(self):
+    def dying(self, run, members):
         calls["n"] += 1
         if calls["n"] == 180:  # inside split 1, after mid-split checkpoints
             raise Preempted(15)
-        original(self)
+        return original(self, run, members)
 
     monkeypatch.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
-    monkeypatch.setattr(StackedTrainer, "train_epoch", dying)
+    monkeypatch.setattr(StackedStep, "epoch", dying)
     with pytest.raises(Preempted, match="training stopped by SIGTERM; checkpoint .* run the same command again"):
         chunk(csbm, killed, splits=(0, 1))
     assert (killed / "checkpoint.pt").is_file() and not (killed / "runs.parquet").exists()
     from gnnbench.training.checkpoint import read_checkpoint
 
     state = read_checkpoint(killed / "checkpoint.pt")  # as the rerun reads it: weights_only=True
-    assert [d["split"] for d in state["done"]] == [0] and state["current"]["split"] == 1
-    monkeypatch.setattr(StackedTrainer, "train_epoch", original)
+    assert [u["split"] for u in state["units"].values()] == [0] and state["current"] is not None
+    monkeypatch.setattr(StackedStep, "epoch", original)
     caplog.clear()
-    with caplog.at_level("INFO", logger="gnnbench.protocols.pitfalls"):
+    with caplog.at_level("INFO"):
         chunk(csbm, killed, splits=(0, 1))
-    epoch = state["current"]["trainer"]["epoch"]
+    epoch = state["current"]["fit"]["epochs"]
     assert f"resuming split 1 from {killed / 'checkpoint.pt'} at epoch {epoch}" in caplog.text
     assert "split 0:" not in caplog.text  # the finished split is not trained again
     columns = [c for c in runs_of(straight).columns if c != "seconds"]
@@ -217,19 +217,19 @@ def test_a_job_killed_after_a_divergence_resumes_with_the_run_still_diverged(csb
     chunk(csbm, straight, splits=(0,), inits=2)
     killed = tmp_path / "killed"
     calls = {"n": 0}
-    original = StackedTrainer.train_epoch
+    original = StackedStep.epoch
 
-    def dying(self):
+    def dying(self, run, members):
         calls["n"] += 1
         if calls["n"] == 20:  # after the divergence at epoch 3 and after mid-split checkpoints
             raise Preempted(15)
-        original(self)
+        return original(self, run, members)
 
     monkeypatch.setattr("gnnbench.protocols.pitfalls.train.CHECKPOINT_SECONDS", 0.0)
-    monkeypatch.setattr(StackedTrainer, "train_epoch", dying)
+    monkeypatch.setattr(StackedStep, "epoch", dying)
     with pytest.raises(Preempted):
         chunk(csbm, killed, splits=(0,), inits=2)
-    monkeypatch.setattr(StackedTrainer, "train_epoch", original)
+    monkeypatch.setattr(StackedStep, "epoch", original)
     chunk(csbm, killed, splits=(0,), inits=2)
     columns = [c for c in runs_of(straight).columns if c != "seconds"]
     pd.testing.assert_frame_equal(runs_of(killed)[columns], runs_of(straight)[columns])

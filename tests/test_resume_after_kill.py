@@ -133,8 +133,9 @@ def test_a_killed_pitfalls_chunk_keeps_its_finished_splits_and_resumes_inside_th
     killed = gnnbench(p2_args(data, out), *every_epoch, "--after-save", "27")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     state = read_checkpoint(out / "checkpoint.pt")  # holds the finished split's NumPy history
-    assert [d["split"] for d in state["done"]] == [0] and isinstance(state["done"][0]["history"]["epoch"], np.ndarray)
-    assert state["current"]["split"] == 1 and state["current"]["trainer"]["epoch"] == 5
+    [done] = state["units"].values()
+    assert done["split"] == 0 and isinstance(done["history"]["epoch"], np.ndarray)
+    assert state["current"]["fit"]["epochs"] == 5  # the stack of split 1, five epochs in
     assert not (out / "runs.parquet").exists()
 
     resumed = gnnbench(p2_args(data, out), *every_epoch)
@@ -160,19 +161,20 @@ def test_a_killed_fair_comparison_inner_job_keeps_its_finished_runs_and_resumes_
     every_epoch = ("--checkpoint-seconds", "0")
     reference = straight(p3_args(data, tmp_path / "straight"), every_epoch=True)
     out = tmp_path / "killed"
-    killed = gnnbench(p3_args(data, out), *every_epoch, "--after-save", "9")  # 6 epochs of config 1, 3 of config 2
+    # saves: the job's empty state, 6 epochs of config 1, config 1 finished, then 3 epochs of config 2
+    killed = gnnbench(p3_args(data, out), *every_epoch, "--after-save", "11")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    runs = out / "inner" / "runs"
-    assert len(list(runs.glob("*.json"))) == 1 and not (out / "inner" / "part0.parquet").exists()
-    [path] = runs.glob("*.checkpoint.pt")
-    assert read_checkpoint(path)["epoch"] == 3
+    path = out / "inner" / "part0.checkpoint.pt"
+    state = read_checkpoint(path)
+    assert len(state["units"]) == 1 and not (out / "inner" / "part0.parquet").exists()
+    assert state["current"]["fit"]["run"]["states"][0]["epoch"] == 3
 
     resumed = gnnbench(p3_args(data, out), *every_epoch)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert re.search(rf"resuming \{{.*'stage': 'selection'\}} from {re.escape(str(path))} at epoch 3$", resumed.stderr,
                      re.M), resumed.stderr[-3000:]
     assert saves(killed) + saves(resumed) == reference  # config 1 and the first 3 epochs are not redone
-    assert not path.exists()
+    assert read_checkpoint(path)["finished"]  # the job is done: kept, never resumed
     for name in ("inner/part0.parquet", "final.parquet"):
         pd.testing.assert_frame_equal(without_seconds(pd.read_parquet(out / name)),
                                       without_seconds(pd.read_parquet(tmp_path / "straight" / name)))
@@ -234,7 +236,8 @@ def test_pitfalls_checkpoints_read_back(data, tmp_path, read_back, preset):
                        out_dir=tmp_path, threads=1)
     # mid-split states, and states holding a finished split's NumPy history, were among those read back
     assert any(s["current"] is not None for s in read_back)
-    assert any(s["done"] and isinstance(s["done"][0]["history"]["val_loss"], np.ndarray) for s in read_back)
+    assert any(s["units"] and isinstance(next(iter(s["units"].values()))["history"]["val_loss"], np.ndarray)
+               for s in read_back)
 
 
 def test_fair_comparison_checkpoints_read_back(data, tmp_path, read_back):
@@ -243,7 +246,9 @@ def test_fair_comparison_checkpoints_read_back(data, tmp_path, read_back):
     fair_comparison_train.run_inner(dataset_dir=data["GF"], splits_path=data["GF_splits"], fold=0, configs=[config],
                               positions=[0], seed=3, out=tmp_path / "inner" / "part0.parquet", device="cpu",
                               threads=1)
-    assert len(read_back) == 3 and all(s["model"] is not None for s in read_back)
+    # the job's empty state, its run after each of 3 epochs (weights in it), the run finished, the job finished
+    assert len(read_back) == 6 and sum(s["current"] is not None and "model" in s["current"]["fit"]
+                                       for s in read_back) == 3
 
 
 def test_numpy_values_are_stored_as_tensors_and_come_back_as_they_were(tmp_path):

@@ -1,4 +1,4 @@
-"""The fair-comparison protocol's final runs trained as one wide stack (gnnbench.training.stacked_holdout.MemberStack,
+"""The fair-comparison protocol's final runs trained as one wide stack (gnnbench.training.stacked_holdout.HoldoutStack,
 run_final with ``stack``): a member equals the same run trained alone on the stack's shared batch order (the first
 run's stream; float64, no dropout), members stop at different epochs and leave the stack, gradient clipping is per
 member; the final-run job keeps its outputs; a model that does not widen (GraphSAGE) and fresh hold-outs give exactly
@@ -68,8 +68,8 @@ def test_gradient_clipping_is_per_member(families, monkeypatch):
     step of the final-run stack each member's clipped gradient equals clip_grad_norm_ on its own gradient alone."""
     data, parts = _data(families)
     cfg, build = _builder(data, parts, {**GIN, "dropout": 0.0, "gradient_clipping": 0.01, "epochs": 1})
-    stack = stacked_holdout.MemberStack([build] * 3, SEEDS, [cfg] * 3, data.store, parts, device=torch.device("cpu"))
-    real_clip, seen = stack.wide.clip_members, []
+    stack = stacked_holdout.HoldoutStack([build] * 3, SEEDS, [cfg] * 3, data.store, parts, device=torch.device("cpu"))
+    real_clip, seen = stacked_holdout.wide.clip_members, []
 
     def clip(model, max_norm):  # the step's gradients before and after its clipping
         params = [p for p in model.parameters() if p.grad is not None]
@@ -78,7 +78,7 @@ def test_gradient_clipping_is_per_member(families, monkeypatch):
         seen.append([(g, p.grad.detach().clone()) for g, p in zip(before, params, strict=True)])
         return out
 
-    monkeypatch.setattr(stack.wide, "clip_members", clip)
+    monkeypatch.setattr(stacked_holdout.wide, "clip_members", clip)
     monkeypatch.setattr(stack.optimizer, "step", lambda: None)
     stack._scores([next(iter(stack.loaders["train"]))], train=True)
     (pairs,) = seen
@@ -121,8 +121,8 @@ def test_final_job_trains_the_stack_and_keeps_its_outputs(families, tmp_path):
     data, parts = _data(families)
     cfg, build = _builder(data, parts, GIN)
     seeds = [r["seed"] for r in stacked[0]]
-    members = stacked_holdout.MemberStack([build] * 3, seeds, [cfg] * 3, data.store, parts,
-                                          device=torch.device("cpu")).fit()
+    members = stacked_holdout.fit_stack(stacked_holdout.HoldoutStack([build] * 3, seeds, [cfg] * 3, data.store,
+                                                                     parts, device=torch.device("cpu")))
     for row, member in zip(stacked[0], members, strict=True):
         assert {k: row[k] for k in ("best_epoch", "epochs", "stop_reason", "status")} == {
             k: member[k] for k in ("best_epoch", "epochs", "stop_reason", "status")}
@@ -136,11 +136,8 @@ def test_final_job_trains_the_stack_and_keeps_its_outputs(families, tmp_path):
                  selection_path=_selection(tmp_path / "c", GIN), runs=3, holdout="selection", seed=0, out=out,
                  history_out=hist, device="cpu")
     assert _rows((pq.read_table(out).to_pylist(), pq.read_table(hist).to_pylist())) == _rows(separate)
-    # a second call reads the members' stored results: nothing trains
-    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "a" / "runs").glob("*.json")}
-    assert len(before) == 3
+    # a finished job run again (Snakemake's --forcerun) trains afresh, to the same rows
     assert _rows(_run_final(families, tmp_path / "a", GIN)) == _rows(stacked)
-    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "a" / "runs").glob("*.json")} == before
 
 
 def test_fresh_holdouts_and_unstackable_models_train_as_today(families, tmp_path, caplog):
@@ -166,7 +163,7 @@ def test_graphsage_does_not_widen(families):
     data, parts = _data(families)
     cfg, build = _builder(data, parts, SAGE)
     with pytest.raises(NotWidenable, match="ClosedSAGEConv holds a parameter 'weight'"):
-        stacked_holdout.MemberStack([build] * 3, SEEDS, [cfg] * 3, data.store, parts, device=torch.device("cpu"))
+        stacked_holdout.HoldoutStack([build] * 3, SEEDS, [cfg] * 3, data.store, parts, device=torch.device("cpu"))
 
 
 def test_a_stopped_stack_resumes_to_the_same_results(families, tmp_path, monkeypatch):
@@ -178,29 +175,31 @@ def test_a_stopped_stack_resumes_to_the_same_results(families, tmp_path, monkeyp
     saves = {"n": 0}
     real = engine._checkpoint.save_checkpoint
 
-    def save_then_stop(path, state):  # killed right after the stack's third checkpoint
+    def save_then_stop(path, state):  # killed right after the stack's third epoch is saved
         real(path, state)
         saves["n"] += 1
-        if saves["n"] == 3:
+        if saves["n"] == 4:  # the job's empty state, then the stack after each epoch
             raise Preempted(15, "stopped")
 
     monkeypatch.setattr("gnnbench.protocols.fair_comparison.train.CHECKPOINT_SECONDS", 0)
     monkeypatch.setattr(engine._checkpoint, "save_checkpoint", save_then_stop)
     with pytest.raises(Preempted):
         _run_final(families, tmp_path / "b", config)
-    checkpoints = list((tmp_path / "b" / "runs").glob("*.checkpoint.pt"))
-    assert len(checkpoints) == 1 and engine.checkpoint_epochs(checkpoints[0]) == 3
+    from gnnbench.training.checkpoint import read_checkpoint
+
+    checkpoint = tmp_path / "b" / "final.checkpoint.pt"
+    assert read_checkpoint(checkpoint)["current"]["fit"]["run"]["states"][0]["epoch"] == 3
     monkeypatch.setattr(engine._checkpoint, "save_checkpoint", real)
-    real_step, steps = stacked_holdout.MemberStack._step, []
+    real_epoch, steps = stacked_holdout.HoldoutStack.epoch, []
 
-    def counted(self, *args):
-        steps.append(self.epoch)
-        return real_step(self, *args)
+    def counted(self, run, members):
+        steps.append(run.states[members[0]].epoch)
+        return real_epoch(self, run, members)
 
-    monkeypatch.setattr(stacked_holdout.MemberStack, "_step", counted)
+    monkeypatch.setattr(stacked_holdout.HoldoutStack, "epoch", counted)
     resumed = _rows(_run_final(families, tmp_path / "b", config))
     assert resumed == whole
     assert steps == list(range(3, max(r["epochs"] for r in resumed[0])))  # from epoch 3 on, not from scratch
-    assert not list((tmp_path / "b" / "runs").glob("*.checkpoint.pt"))
+    assert read_checkpoint(checkpoint)["finished"]  # the job is done: kept, never resumed
     assert all(math.isfinite(r["test_accuracy"]) for r in resumed[0])
     assert np.unique([r["epochs"] for r in resumed[0]]).size > 1

@@ -484,3 +484,50 @@ class GatedGCN(Architecture):
             h_layer, e = layer(h, e, edge_index, edge_output=i < last, adjacency=adjacency)
             h = h_layer if self.gru is None else gru_update(self.gru, h, h_layer)
         return Representation(h)
+
+
+# ---------------------------------------------------------------------------------------------- wide forms
+# The layers in a wide stack (gnnbench.training.wide): the projections as grouped products, not the block-diagonal
+# matrices their concatenated weights would become.
+
+def _wide_project_abde(self, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """GatedGCN's A h, B h, D h, E h, each (N, R·out) (its own form concatenates the weights, which would be the
+    block-diagonal matrices here)."""
+    return tuple(m(h) for m in (self.A, self.B, self.D, self.E))  # four grouped products, no copies
+
+
+def _wide_gated_forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True,
+                       adjacency=None):
+    """The benchmark's standard GatedGCN layer (``GatedGCNLayer``) in autograd operations with grouped products:
+    its fused edge function would read C's weight as the block-diagonal matrix (R times the arithmetic on every
+    edge). Same formula and tail; sums in another order (rounding), more memory for the backward."""
+    e, edge_index = _call_order(e, edge_index)
+    src, dst = edge_index
+    Ah, Bh, Dh, Eh = self._project_abde(h)
+    constant = e.stride(0) == 0  # the same input on every edge: transform it once
+    Ce = self.C(e[:1]) if constant else self.C(e)
+    e_hat = Dh.index_select(0, src) + Ce + Eh.index_select(0, dst)
+    sigma = torch.sigmoid(e_hat)
+    num_nodes = h.shape[0]
+    numerator = scatter_sum(sigma * Bh.index_select(0, src), dst, num_nodes)
+    denominator = scatter_sum(sigma, dst, num_nodes)
+    h_new = post_aggregation(Ah + numerator / (denominator + 1e-6), h, self.bn_node_h, **self._tail())
+    if not edge_output:
+        return h_new, None
+    return h_new, post_aggregation(e_hat, e, self.bn_node_e, **self._tail())
+
+
+def _wide_isotropic_forward(self, h: torch.Tensor, e, edge_index=None, edge_output: bool = True, adjacency=None):
+    """``GatedGCNLayerIsotropic.forward`` with its A and B as grouped products (not the block-diagonal matrices)."""
+    e, edge_index = _call_order(e, edge_index)
+    if adjacency is None:
+        num_nodes, dtype = h.shape[0], h.dtype
+        adjacency = cached_structure(self, edge_index, (num_nodes, dtype),
+                                     lambda: unit_adjacency(edge_index, num_nodes, dtype))
+    h_new = post_aggregation(self.A(h) + adjacency.propagate(self.B(h)), h, self.bn_node_h, **self._tail())
+    return h_new, e
+
+
+_LayerBase.WIDE_FORM = {"methods": {"_project_abde": _wide_project_abde}}
+GatedGCNLayer.WIDE_FORM = {"methods": {"_project_abde": _wide_project_abde, "forward": _wide_gated_forward}}
+GatedGCNLayerIsotropic.WIDE_FORM = {"methods": {"forward": _wide_isotropic_forward}}

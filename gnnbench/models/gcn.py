@@ -45,6 +45,7 @@ from gnnbench.models.stacked import (
     stacked_parameter,
     with_values,
 )
+from gnnbench.models.wide_ops import wide_matmul
 
 
 def gcn_adjacency(edge_index: torch.Tensor, num_nodes: int) -> SparseAdjacency:
@@ -107,6 +108,24 @@ class GCNLayer(nn.Module):
             x = torch.addmm(self.bias, adjacency.propagate(h), self.weight)
         return post_aggregation(x, h, self.batchnorm_h, batch_norm=self.batch_norm, residual=self.residual,
                                 dropout=self.dropout, training=self.training, activation=self.activation)
+
+
+def _wide_forward(self, h: torch.Tensor, adjacency) -> torch.Tensor:
+    """The benchmark's ``GCNLayer.forward`` with a grouped product for W: (R, in, out)."""
+    if isinstance(adjacency, torch.Tensor):
+        edge_index, num_nodes = adjacency, h.shape[0]
+        adjacency = cached_structure(self, edge_index, (num_nodes,), lambda: gcn_adjacency(edge_index, num_nodes))
+    weight, bias = self._parameters["weight"], self._parameters["bias"].reshape(-1)
+    if weight.shape[1] > weight.shape[2]:  # multiply first when it shrinks the features
+        x = adjacency.propagate(wide_matmul(h, weight)) + bias
+    else:
+        x = wide_matmul(adjacency.propagate(h), weight) + bias
+    return post_aggregation(x, h, self.batchnorm_h, batch_norm=self.batch_norm, residual=self.residual,
+                            dropout=self.dropout, training=self.training, activation=self.activation)
+
+
+# the layer in a wide stack (gnnbench.training.wide): W as (R, in, out), one grouped product for every member
+GCNLayer.WIDE_FORM = {"tensors": ("weight", "bias"), "methods": {"forward": _wide_forward}}
 
 
 class GCN(Architecture):

@@ -1,7 +1,7 @@
 """R initialisations of *any* model of the model contract trained at once, without a hand-written stacked form: the
 pitfalls task (:mod:`gnnbench.training.initialisations`) for the other zoos' networks and for users' own models.
 
-R copies of the model are built exactly as :class:`~gnnbench.training.initialisations.SequentialTrainer` builds
+R copies of the model are built exactly as :class:`~gnnbench.training.initialisations.SequentialStep` builds
 initialisation r (``torch.manual_seed(seeds[r])``, then ``build()``); their parameters and buffers are stacked along
 a new dim 0 (``torch.func.stack_module_state``) and one forward pass computes every member's outputs on the one
 graph (``torch.func.vmap`` over ``torch.func.functional_call`` of the first copy, the full batch shared):
@@ -12,7 +12,7 @@ graph (``torch.func.vmap`` over ``torch.func.functional_call`` of the first copy
         val_loss_r  = mean CE over the validation nodes (model.eval()) + L2_r
         rule(val_loss_r, val_acc_r) → save θ_r (and buffers) as best / stop member r
 
-which is :class:`SequentialTrainer`'s procedure member by member:
+which is :class:`SequentialStep`'s procedure member by member:
 
 * Adam is element-wise and TF1's step count is shared by members that started together, so one optimiser on the
   stacked tensors is R optimisers; L2 is a loss term (the model's own ``l2_penalty()`` evaluated on each member's
@@ -23,7 +23,7 @@ which is :class:`SequentialTrainer`'s procedure member by member:
   updated in place under vmap); in eval mode it reads them. "Best weights" are parameters and buffers.
 * Random draws inside the forward pass (dropout) use ``randomness="same"``: one draw of the unbatched shape from
   the global generator, shared by every member. The trainer seeds that generator with the split's dropout seed,
-  so at epoch e every member sees the e-th draw of that stream — exactly the masks SequentialTrainer gives each
+  so at epoch e every member sees the e-th draw of that stream — exactly the masks SequentialStep gives each
   member (it reseeds the split's dropout seed for every initialisation). Results therefore do not depend on R or
   on which members share a stack, with or without dropout; what differs from R separate runs is float rounding
   (batched products and batch-norm reductions sum in another order), e.g. the gradients of biases just before a
@@ -41,7 +41,7 @@ measures it. A hand-written stacked form (Shchur's zoo: sparse input features, f
 Where a model cannot be stacked — a dry vmapped forward and backward on the real graph fails (e.g. an
 ``autograd.Function`` without a vmap rule, data-dependent Python control flow on weights, ``.item()``), its output
 is not (N, C) logits, or a member's vmapped outputs differ from that copy's own forward (state the functional call
-does not replace) — :func:`stacked_or_sequential` falls back to :class:`SequentialTrainer` (R initialisations one
+does not replace) — :func:`stacked_or_sequential` falls back to :class:`SequentialStep` (R initialisations one
 after another in the same process) and logs one line saying why.
 
 The trainer's whole state is a ``state_dict`` (as the other trainers'), so a job checkpoints between epochs and
@@ -57,8 +57,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from gnnbench.training.engine import make_optimizer
-from gnnbench.training.initialisations import PARTS, MemberStack, SequentialTrainer, SplitResult, masked_scores
+from gnnbench.training.engine import Run, make_optimizer
+from gnnbench.training.initialisations import PARTS, SequentialStep, SplitResult, StackMembers, masked_scores
 
 log = logging.getLogger(__name__)
 KIND = "functional_stack"  # marks this trainer's checkpoints
@@ -80,10 +80,10 @@ class _WithPenalty(nn.Module):
         return self.model(batch), self.model.l2_penalty()
 
 
-class FunctionalStackTrainer(MemberStack):
+class FunctionalStackStep(StackMembers):
     """R initialisations of a contract model (``forward(batch)`` → (N, C) logits of the one graph) trained as one
     vmapped model (module docstring); the interface and records of
-    :class:`~gnnbench.training.initialisations.StackedTrainer`. Arguments as :class:`SequentialTrainer`'s.
+    :class:`~gnnbench.training.initialisations.StackedStep`. Arguments as :class:`SequentialStep`'s.
     Raises :class:`NotStackable` when the copies cannot be stacked or the dry run fails (nothing trained)."""
 
     def __init__(self, build: Callable[[], nn.Module], batch, labels: torch.Tensor, parts: dict[str, torch.Tensor],
@@ -93,7 +93,7 @@ class FunctionalStackTrainer(MemberStack):
         self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
         self.init_ids, self.weight_decay = list(init_ids), weight_decay
         models = []
-        for seed in seeds:  # initialisation r as SequentialTrainer builds it
+        for seed in seeds:  # initialisation r as SequentialStep builds it
             torch.manual_seed(seed)
             models.append(build())
         self.skeleton = models[0]  # the module every member runs, its tensors replaced by the member's
@@ -173,9 +173,9 @@ class FunctionalStackTrainer(MemberStack):
     def _scores(self, outputs: torch.Tensor, part: str) -> tuple[torch.Tensor, torch.Tensor]:
         return masked_scores(outputs.index_select(1, self.parts[part]), self.targets[part])
 
-    def train_epoch(self) -> None:
-        """One epoch of every member still training: a training step (train mode), the validation loss and accuracy
-        (eval mode), then the stopping rule."""
+    def _losses(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A training step of every member in the stack (train mode), then the validation loss and accuracy (eval
+        mode)."""
         self.skeleton.train()
         self.optimizer.zero_grad()
         outputs, penalty = self._call()
@@ -187,7 +187,7 @@ class FunctionalStackTrainer(MemberStack):
             outputs, val_penalty = self._call()
             val_ce, val_acc = self._scores(outputs, "val")
             val_loss = val_ce + val_penalty
-        self._end_epoch(train_ce + penalty, val_loss, val_acc)
+        return train_ce + penalty, val_loss, val_acc
 
     def _drop(self, keep: torch.Tensor) -> None:
         for p in self.params.values():  # the same leaf tensors: the optimiser keeps its references
@@ -196,7 +196,7 @@ class FunctionalStackTrainer(MemberStack):
         self.buffers = {name: b.index_select(0, keep) for name, b in self.buffers.items()}
 
     @torch.no_grad()
-    def results(self) -> SplitResult:
+    def results(self, run: Run) -> SplitResult:
         """Every member's best weights restored, scored on train / val / test (eval mode), one record each."""
         for name, p in self.params.items():
             p.data = self.final[name].clone()
@@ -207,7 +207,7 @@ class FunctionalStackTrainer(MemberStack):
         for part in PARTS:
             ce, acc = self._scores(outputs, part)
             scores[part] = ((ce + penalty).double().cpu(), acc.cpu())
-        return self._records(scores)
+        return self.records(run, scores)
 
     def member_state(self, position: int) -> dict[str, torch.Tensor]:
         """The state dict (parameters and buffers) of the member at ``position`` among all members: its best weights
@@ -220,7 +220,7 @@ class FunctionalStackTrainer(MemberStack):
     # ------------------------------------------------------------------------------------------ checkpoints
 
     def state_dict(self) -> dict:
-        """Stacked parameters and buffers, optimiser, stopping state, history and RNG state, for a checkpoint."""
+        """Stacked parameters and buffers, optimiser, best weights and history, for a checkpoint."""
         return {"kind": KIND, "params": {n: p.detach() for n, p in self.params.items()}, "buffers": self.buffers,
                 **self._members_state()}
 
@@ -258,12 +258,13 @@ def _reason(exc: Exception, where: str = "vmap") -> str:
 
 def stacked_or_sequential(build: Callable[[], nn.Module], batch, labels: torch.Tensor,
                           parts: dict[str, torch.Tensor], *, name: str = "model", **settings):
-    """A :class:`FunctionalStackTrainer` of the model ``build()`` makes, or, where it cannot be stacked, a
-    :class:`SequentialTrainer` with the same settings (one log line per model and reason per process)."""
+    """A :class:`FunctionalStackStep` of the model ``build()`` makes, or, where it cannot be stacked, a
+    :class:`~gnnbench.training.initialisations.SequentialStep` with the same settings (one log line per model and
+    reason per process)."""
     try:
-        return FunctionalStackTrainer(build, batch, labels, parts, **settings)
+        return FunctionalStackStep(build, batch, labels, parts, **settings)
     except NotStackable as exc:
         if (name, str(exc)) not in _explained:
             _explained.add((name, str(exc)))
             log.info("%s: initialisations trained one after another, not stacked (%s)", name, exc)
-        return SequentialTrainer(build, batch, labels, parts, **settings)
+        return SequentialStep(build, batch, labels, parts, **settings)

@@ -19,7 +19,8 @@ epochs without improvement, at ``epochs``, or when the run's wall-clock time exc
 paper's 72-hour cap; the run then reports ``stop_reason: time_limit``). The scores kept are those of the best
 (last improving) epoch — train, val and test loss/accuracy as measured at that epoch; weights are not restored
 (the test score is read from the history, as the original does). The loop is :func:`gnnbench.training.engine.fit`
-with the callbacks ``Diverged``, ``Patience``, ``MaxEpochs``, ``TimeLimit`` and ``StepSchedule``.
+(:func:`holdout_fit`: a :class:`HoldoutStep` and the rules ``Diverged``, ``Patience``, ``MaxEpochs``, ``TimeLimit``,
+then the learning rate's :class:`Schedule`).
 
 Divergence: an epoch whose training or validation loss is NaN or ±inf ends the run at once with ``stop_reason``
 and ``status`` ``"diverged"`` and ``diverged_epoch`` that epoch (0-based; after a non-finite training loss the model
@@ -31,10 +32,11 @@ diverged.
 
 Observers (``observers``, the fair-comparison protocol's stacks): configurations that differ only in the stopping
 settings (:data:`OBSERVER_KEYS`: ``early_stopping``, ``patience``, ``epochs``, ``time_limit_hours``) take the same
-training steps, so one trajectory serves them all: each observer has its own ``Diverged``, ``Patience``,
-``MaxEpochs`` and ``TimeLimit`` in the order above, on its own copy of the run's state (epochs, seconds, history,
-best row); the trajectory trains until every observer has stopped, and each observer's result is what the run with
-its settings alone returns (its history ends at its own stop, its scores are its own last improving epoch's).
+training steps, so one trajectory serves them all: each is a member of the fit (:mod:`gnnbench.training.engine`)
+with its own ``Diverged``, ``Patience``, ``MaxEpochs`` and ``TimeLimit`` in the order above and its own run state
+(epochs, seconds, history, best row); the step trains the trajectory until every member has stopped, and each
+member's result is what the run with its settings alone returns (its history ends at its own stop, its scores are
+its own last improving epoch's).
 
 Determinism: weights, dropout and shuffling draw from the global torch RNG seeded with the run's seed, so the same
 seed, data and thread count give identical results on CPU; a resumed run (``state``) continues the same streams.
@@ -43,7 +45,7 @@ seed, data and thread count give identical results on CPU; a resumed run (``stat
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -51,15 +53,15 @@ import torch.nn.functional as F
 from gnnbench.data.batching import GraphBatch, GraphLoader
 from gnnbench.errors import ConfigError
 from gnnbench.training.engine import (
-    Callback,
-    Checkpoint,
     Diverged,
     MaxEpochs,
     Patience,
+    PerMember,
+    Rule,
+    Run,
     RunState,
-    StepSchedule,
+    Step,
     TimeLimit,
-    Trainable,
     fit,
     make_optimizer,
 )
@@ -106,137 +108,108 @@ def _epoch_scores(model, batches, device, optimizer=None, clip: float = 0.0) -> 
     return float(total_loss / graphs), float(correct) * 100.0 / graphs
 
 
-class Observers(Callback):
-    """The stopping rules of several configurations (``cfgs``: each with its :data:`OBSERVER_KEYS`) observing one
-    trajectory (module docstring, "Observers"): a callback that stops the trajectory as ``"finished"`` once every
-    observer has stopped; :meth:`results` gives each observer's result as :func:`train_holdout` returns it."""
+def stopping_rules(cfgs: Sequence[dict]) -> PerMember:
+    """Each member's stopping rules in the original's order: divergence, its ``Patience``, ``epochs``, its time
+    limit (``cfgs[m]``: member m's settings)."""
+    return PerMember([[Diverged(), Patience(c["early_stopping"], c["patience"]), MaxEpochs(c["epochs"]),
+                       TimeLimit(c.get("time_limit_hours", math.inf) * 3600, "time_limit")] for c in cfgs])
 
-    def __init__(self, cfgs: list[dict]) -> None:
-        self.states = [RunState() for _ in cfgs]
-        self.patience = [Patience(c["early_stopping"], c["patience"]) for c in cfgs]
-        self.rules = [[Diverged(), patience, MaxEpochs(c["epochs"]),
-                       TimeLimit(c.get("time_limit_hours", math.inf) * 3600, "time_limit")]
-                      for c, patience in zip(cfgs, self.patience, strict=True)]
-        self.active = list(range(len(cfgs)))
 
-    def on_epoch_start(self, state: RunState) -> str | None:
-        """Apply every active observer's start-of-epoch rules (epoch cap, time limit); ``"finished"`` once none is
-        left."""
-        for m in list(self.active):
-            for rule in self.rules[m]:
-                if (reason := rule.on_epoch_start(self.states[m])) is not None:
-                    self.states[m].stop_reason = reason
-                    self.active.remove(m)
-                    break
-        return None if self.active else "finished"
+class Schedule(Rule):
+    """Before every epoch, the learning rate of each member's trajectory from its configuration's schedule
+    (:func:`learning_rate`), handed to ``set_lrs(members, lrs)``; never stops a member."""
 
-    def on_epoch_end(self, state: RunState, row: dict | None) -> str | None:
-        """Record the epoch's row in every active observer's own state and apply its rules; ``"finished"`` once
-        none is left."""
-        for m in list(self.active):
-            own = self.states[m]
-            own.elapsed += row["seconds"]
-            own.epoch += 1
-            own.history.append(row)
-            for rule in self.rules[m]:
-                if (reason := rule.on_epoch_end(own, row)) is not None:
-                    own.stop_reason = reason
-                    self.active.remove(m)
-                    break
-        return None if self.active else "finished"
+    def __init__(self, cfgs: Sequence[dict], set_lrs: Callable[[list[int], list[float]], None]) -> None:
+        self.cfgs, self.set_lrs = list(cfgs), set_lrs
 
-    def results(self) -> list[dict]:
-        """Each observer's result, in order, as :func:`train_holdout` returns a run's."""
-        return [_result(state, patience) for state, patience in zip(self.states, self.patience, strict=True)]
+    def start(self, run: Run, members: list[int]) -> dict[int, str]:
+        """Set the members' learning rates for the coming epoch."""
+        self.set_lrs(members, [learning_rate(self.cfgs[m], run.states[m].epoch) for m in members])
+        return {}
+
+
+class HoldoutStep(Step):
+    """One training trajectory (module docstring) observed by the fit's members (one member: the run itself): each
+    epoch trains ``model`` on the training graphs in a fresh order from the global RNG, then evaluates it on the
+    validation (and test) graphs; every member gets a copy of the epoch's row."""
+
+    def __init__(self, model: torch.nn.Module, store, parts: dict[str, torch.Tensor], cfg: dict,
+                 device: torch.device) -> None:
+        self.model, self.device = model, device
+        self.optimizer = make_optimizer(model, cfg["learning_rate"], cfg.get("l2", 0.0), cfg.get("optimizer", "Adam"))
+        self.loaders = {part: GraphLoader(store, idx, cfg["batch_size"]) for part, idx in parts.items()}
+        # shuffled from the global RNG, whose state the checkpoints carry
+        self.loaders["train"] = GraphLoader(store, parts["train"], cfg["batch_size"], shuffle=True,
+                                            generator=torch.default_generator)
+        self.clip = cfg.get("gradient_clipping", 0.0)
+
+    def set_lrs(self, members: list[int], lrs: list[float]) -> None:
+        """The trajectory's learning rate (its members share one)."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lrs[0]
+
+    def epoch(self, run: Run, members: list[int]) -> list[dict]:
+        """One epoch of the trajectory; a copy of its row for every member."""
+        model = self.model
+        lr = self.optimizer.param_groups[0]["lr"]
+        model.train()
+        train_loss, train_acc = _epoch_scores(model, self.loaders["train"], self.device, self.optimizer, self.clip)
+        model.eval()
+        row = {"epoch": run.states[members[0]].epoch, "lr": lr, "train_loss": train_loss,
+               "train_accuracy": train_acc}
+        with torch.no_grad():
+            for part in ("val", "test"):
+                if part in self.loaders:
+                    row[f"{part}_loss"], row[f"{part}_accuracy"] = (
+                        _epoch_scores(model, self.loaders[part], self.device) if math.isfinite(train_loss)
+                        else (math.nan, math.nan))  # diverged: no point in evaluating
+        return [dict(row) for _ in members]
 
     def state_dict(self) -> dict:
-        """The observers' states, patience counters and which are still active (for checkpoints)."""
-        return {"active": list(self.active), "states": [s.state_dict() for s in self.states],
-                "patience": [p.state_dict() for p in self.patience]}
+        """The model's and the optimiser's states."""
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore :meth:`state_dict`'s output; ValueError for a checkpoint of other observers."""
-        if len(state["states"]) != len(self.states):
-            raise ValueError("this checkpoint has other observers")
-        self.active = list(state["active"])
-        for s, saved in zip(self.states, state["states"], strict=True):
-            s.load_state_dict(saved)
-        for p, saved in zip(self.patience, state["patience"], strict=True):
-            p.load_state_dict(saved)
+        """Restore the model and the optimiser."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
 
 
-def _result(state: RunState, patience: Patience) -> dict:
+def holdout_fit(model: torch.nn.Module, store, parts: dict[str, torch.Tensor], cfg: dict, *, device: torch.device,
+                observers: list[dict] | None = None) -> tuple[Run, HoldoutStep, list[Rule]]:
+    """The fit of one run of ``cfg`` (module docstring), or with ``observers`` (the stopping settings of several
+    configurations, :data:`OBSERVER_KEYS`) of one trajectory observed by each: (run, step, rules) for
+    :func:`gnnbench.training.engine.fit`; :func:`holdout_results` reads the members' results."""
+    cfgs = [cfg] if observers is None else [{**cfg, **o} for o in observers]
+    step = HoldoutStep(model, store, parts, cfg, device)
+    return Run(len(cfgs)), step, [stopping_rules(cfgs), Schedule(cfgs, step.set_lrs)]
+
+
+def holdout_results(run: Run) -> list[dict]:
+    """Each member's result (module docstring): the best epoch's scores (none when it diverged), the stop reason,
+    the status and the history."""
+    return [_result(state) for state in run.states]
+
+
+def _result(state: RunState) -> dict:
     last = state.history[-1] if state.history else {}
     scores = {k: math.nan for k in last if k not in ("epoch", "lr", "seconds")} if state.diverged else state.best
-    return {"best_epoch": patience.best_epoch, "epochs": state.epoch, "stop_reason": state.stop_reason,
+    return {"best_epoch": state.best_epoch, "epochs": state.epoch, "stop_reason": state.stop_reason,
             **state.status(), "seconds": state.elapsed, "scores": scores, "history": state.history}
 
 
 def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor], cfg: dict, *,
-                  device: torch.device, state: dict | None = None, checkpoint: Checkpoint | None = None,
-                  on_epoch: Callable[[Trainable], None] | None = None,
-                  observers: list[dict] | None = None) -> dict | list[dict]:
+                  device: torch.device, observers: list[dict] | None = None) -> dict | list[dict]:
     """Train ``model`` on ``parts['train']``, early-stopping on ``parts['val']`` (and scoring ``parts['test']``
-    when present); returns the best epoch's scores, the stop reason, the status ("completed" or "diverged",
-    module docstring) and the history.
-
-    ``checkpoint``: where the run is saved (after an epoch, at most every ``checkpoint.every_s`` seconds) and resumed
-    from; ``state``: a saved state (:meth:`~gnnbench.training.engine.Trainable.payload`) to resume from instead;
-    ``on_epoch(run)`` is called after every epoch.
-
-    ``observers``: the stopping settings of several configurations (dicts with :data:`OBSERVER_KEYS`; ``cfg``'s
-    own are then not read) observing this one trajectory (module docstring, "Observers"); returns one result per
-    observer, in order, each what the run with its settings alone returns.
-    """
-    optimizer = make_optimizer(model, cfg["learning_rate"], cfg.get("l2", 0.0), cfg.get("optimizer", "Adam"))
-    if observers is not None:
-        observed = Observers([{**cfg, **o} for o in observers])
-        parts_ = {"model": model, "optimizer": optimizer, "observers": observed}
-    else:
-        patience = Patience(cfg["early_stopping"], cfg["patience"])
-        parts_ = {"model": model, "optimizer": optimizer, "patience": patience}
-    run = Trainable(RunState(), parts_, checkpoint=checkpoint)
-    if state is not None:
-        run.restore(state)
-    else:
-        run.resume(save_initial=False)
-    loaders = {part: GraphLoader(store, idx, cfg["batch_size"]) for part, idx in parts.items()}
-    # shuffled from the global RNG, whose state the checkpoints carry
-    loaders["train"] = GraphLoader(store, parts["train"], cfg["batch_size"], shuffle=True,
-                                   generator=torch.default_generator)
-    clip = cfg.get("gradient_clipping", 0.0)
-
-    def step() -> dict:
-        lr = optimizer.param_groups[0]["lr"]
-        model.train()
-        train_loss, train_acc = _epoch_scores(model, loaders["train"], device, optimizer, clip)
-        model.eval()
-        row = {"epoch": run.state.epoch, "lr": lr, "train_loss": train_loss, "train_accuracy": train_acc}
-        with torch.no_grad():
-            for part in ("val", "test"):
-                if part in loaders:
-                    row[f"{part}_loss"], row[f"{part}_accuracy"] = (
-                        _epoch_scores(model, loaders[part], device) if math.isfinite(train_loss)
-                        else (math.nan, math.nan))  # diverged: no point in evaluating
-        return row
-
-    def after_epoch(state: RunState) -> None:
-        run.after_epoch(state)
-        if on_epoch is not None:
-            on_epoch(run)
-
-    schedule = StepSchedule(optimizer, lambda epoch: learning_rate(cfg, epoch))
-    if observers is not None:  # each observer's rules in the original's order, then the learning rate
-        fit(run.state, step, [observed, schedule], after_epoch)
-        return observed.results()
-    # stop rules in the original's order; the step schedule sets each epoch's learning rate before it trains
-    rules = [Diverged(), patience, MaxEpochs(cfg["epochs"]),
-             TimeLimit(cfg.get("time_limit_hours", math.inf) * 3600, "time_limit"),
-             schedule]
-    return _result(fit(run.state, step, rules, after_epoch), patience)
+    when present), without a checkpoint; returns the best epoch's scores, the stop reason, the status ("completed"
+    or "diverged", module docstring) and the history — with ``observers``, one such result per observer, in
+    order (:func:`holdout_fit`)."""
+    run, step, rules = holdout_fit(model, store, parts, cfg, device=device, observers=observers)
+    fit(run, step, rules)
+    results = holdout_results(run)
+    return results if observers is not None else results[0]
 
 
 def diverged_row(row: dict) -> bool:
     """Whether an epoch's history row shows divergence: a NaN or infinite training or validation loss."""
     return not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"]))
-

@@ -1,8 +1,10 @@
 """R initialisations of one model on one node split of one graph, full batch, each with its own early stopping: the
 task of the "Pitfalls of GNN evaluation" protocol (Shchur et al.; the released code's ``gnnbench/train.py``;
-docs/protocols/pitfalls.md), trained by :mod:`gnnbench.training.engine` (:func:`train_split`).
+docs/protocols/pitfalls.md), trained by :func:`gnnbench.training.engine.fit`: the initialisations are the fit's
+members, the strategies below are its steps, and :class:`InitialisationRule` (the protocol's early stopping, vectorised
+over the members) its rule.
 
-For one split (train / val / test node sets) a :class:`StackedTrainer` trains R initialisations of a
+For one split (train / val / test node sets) a :class:`StackedStep` trains R initialisations of a
 :class:`~gnnbench.models.stacked.StackedModel` (every parameter stacked along dim 0) as one model:
 
     every epoch, for every active run r:
@@ -24,34 +26,33 @@ costs no extra device synchronisation).
 
 Runs are independent: their weights come from their own seeds, their gradients never mix (not even with a NaN
 in another run's loss), and dropping a run changes nothing for the others except the dropout draws (one global RNG
-serves the whole stack, seeded per split). Label propagation has no weights: :class:`PropagationTrainer` runs its
+serves the whole stack, seeded per split). Label propagation has no weights: :class:`PropagationStep` runs its
 propagation steps under the same rules (one "run", the state Y saved and restored like weights).
 
 A model without a hand-written stacked form (any contract model: ``forward(batch)`` → (N, C) logits of the one graph)
 is stacked by torch.func (:mod:`gnnbench.training.functional_stack`, the procedure below member by member); where it
-cannot be, it trains its initialisations one after another under the same rules (:class:`SequentialTrainer`): the
+cannot be, it trains its initialisations one after another under the same rules (:class:`SequentialStep`): the
 same TF1 Adam, the same loss (mean CE over the training nodes + the model's ``l2_penalty()``, or for a model without
 one the coupled L2 ``weight_decay``/2·Σ‖w‖² over all its parameters, whose gradient is torch's ``weight_decay``), the
 same stopping rule on the total validation loss, the best weights restored and scored, the same records and
 history. Each initialisation draws its weights from its own seed and its dropout masks from the split's seed, as it
 would alone in a stack of one: ``init_ids=[i]`` of a stacked model and initialisation i here run the same procedure.
 
-The trainers' whole state (weights, optimiser, bests, counters, history, RNG) is a ``state_dict``, so a job can
-checkpoint between epochs and resume to the same results.
+The steps' state (weights, optimiser, best weights, history) with the rule's (bests, counters) and the engine's (run
+states, RNG) is one checkpoint, so a job can checkpoint between epochs and resume to the same results.
 """
 
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gnnbench.training.engine import RunState, UntilDone, fit, make_optimizer
+from gnnbench.training.engine import Rule, Run, Step, fit, make_optimizer
 from gnnbench.training.stopping import EarlyStopping
 
 PARTS = ("train", "val", "test")
@@ -117,79 +118,168 @@ def copy_rows(dst: torch.Tensor, src: torch.Tensor, spans: list[tuple[int, int]]
         dst.narrow(0, first, length).copy_(src.narrow(0, first, length))
 
 
-class MemberStack(ABC):
-    """What every trainer of R members in one stack shares (the procedure of the module docstring): per-member early
-    stopping on the total validation loss with the best weights kept per member, members leaving the stack when they
-    stop, diverge or reach ``max_epochs``, and one record per member. A subclass holds the stacked tensors
-    (:meth:`_tensors`: name → (R', ...) tensor of the members still training), drops rows of them in :meth:`_drop`,
-    and calls :meth:`_start_members` once its tensors exist and :meth:`_end_epoch` after each optimiser step."""
+class EpochLosses(Sequence):
+    """One epoch's losses of the members a step trained, as CPU float64 tensors aligned with them (no per-member
+    rows: :class:`InitialisationRule` reads the tensors; the steps keep the history)."""
+
+    def __init__(self, train_loss: torch.Tensor, val_loss: torch.Tensor, val_accuracy: torch.Tensor) -> None:
+        self.train_loss, self.val_loss, self.val_accuracy = train_loss, val_loss, val_accuracy
+
+    def __len__(self) -> int:
+        return self.train_loss.numel()
+
+    def __getitem__(self, i):
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        return None
+
+
+class InitialisationRule(Rule):
+    """The pitfalls protocol's stopping of every initialisation (module docstring) over the fit's R members at once:
+    ``criterion`` and ``patience`` (:class:`~gnnbench.training.stopping.EarlyStopping`, one state per member), a
+    member whose training or validation loss is not finite stops as ``"diverged"``, one whose patience ran out as
+    ``"early_stopping"``, every member at ``max_epochs`` as ``"max_epochs"``; a member's best epoch is set where the
+    rule keeps its weights."""
+
+    def __init__(self, members: int, *, criterion: str, patience: int, max_epochs: int, tolerance: float = 0.0,
+                 device=None) -> None:
+        self.members, self.max_epochs = members, max_epochs
+        self.stopping = EarlyStopping(criterion, patience, members, tolerance, device or "cpu")
+        self.device = self.stopping.best_loss.device
+
+    def start(self, run: Run, members: list[int]) -> dict[int, str]:
+        """A member resumed at the epoch cap stops there."""
+        return {m: "max_epochs" for m in members if run.states[m].epoch >= self.max_epochs}
+
+    def end(self, run: Run, members: list[int], rows: EpochLosses) -> dict[int, str]:
+        """The rule on the epoch's validation losses and accuracies: best epochs, divergence, patience, epoch cap."""
+        all_members = len(members) == self.members
+        epochs = [run.states[m].epoch - 1 for m in members]
+        epoch = epochs[0] if all_members or len(members) == 1 else torch.tensor(epochs, device=self.device)
+        rows_index = None if all_members else torch.tensor(members, dtype=torch.int64, device=self.device)
+        save, stop = self.stopping.update_rows(rows_index, epoch, rows.val_loss.to(self.device),
+                                               rows.val_accuracy.to(self.device))
+        for i in save.nonzero().flatten().tolist():
+            run.states[members[i]].best_epoch = epochs[i]
+        diverged = ~(torch.isfinite(rows.train_loss) & torch.isfinite(rows.val_loss))  # on the CPU: no device sync
+        done = (stop.cpu() | diverged).nonzero().flatten().tolist()
+        reasons = {members[i]: "diverged" if diverged[i] else "early_stopping" for i in done}
+        for i, m in enumerate(members):
+            if m not in reasons and epochs[i] + 1 >= self.max_epochs:
+                reasons[m] = "max_epochs"
+        return reasons
+
+    def state_dict(self) -> dict:
+        """The early-stopping state of every member."""
+        return self.stopping.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the early-stopping state."""
+        self.stopping.load_state_dict(state)
+
+
+class InitialisationStep(Step):
+    """What every strategy of the pitfalls task shares: its rule's settings (``fit_parts``), its history, and the
+    records of its members (:meth:`records`)."""
+
+    timed = False  # the task's history has no seconds per epoch
+    records_history = False  # its history is kept as tensors (stacked_history)
+
+    def _init_rule(self, init_ids: list[int], *, criterion: str, patience: int, max_epochs: int, tolerance: float,
+                   device) -> None:
+        self.init_ids = list(init_ids)
+        self.rule = {"criterion": criterion, "patience": patience, "max_epochs": max_epochs, "tolerance": tolerance,
+                     "device": device}
+        self._history: list[tuple[torch.Tensor, ...]] = []
+
+    def fit_parts(self) -> tuple[Run, list[Rule]]:
+        """The fit's run (one member per initialisation) and its rule."""
+        return Run(len(self.init_ids)), [InitialisationRule(len(self.init_ids), **self.rule)]
+
+    def _record(self, members: list[int], epochs: list[int] | int, train_loss: torch.Tensor, val_loss: torch.Tensor,
+                val_acc: torch.Tensor) -> EpochLosses:
+        """Append the epoch to the history; the losses for the rule (CPU, float64)."""
+        train, val, acc = train_loss.detach().double().cpu(), val_loss.double().cpu(), val_acc.cpu()
+        epoch_col = torch.tensor(epochs) if isinstance(epochs, list) else torch.full((len(members),), epochs)
+        self._history.append((torch.tensor(members), epoch_col, train, val, acc))
+        return EpochLosses(train, val, acc)
+
+    def history(self) -> dict[str, np.ndarray]:
+        """The per-epoch history of every member so far (columns of :func:`stacked_history`)."""
+        return stacked_history(self.init_ids, self._history)
+
+    def records(self, run: Run, scores: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> SplitResult:
+        """One record per member from its restored best weights' ``scores`` (part → (losses, accuracies), member
+        order)."""
+        records = []
+        for r, init in enumerate(self.init_ids):
+            state = run.states[r]
+            diverged = state.stop_reason == "diverged"
+            records.append({
+                "init": init, "epochs": state.epoch, "best_epoch": state.best_epoch, "stop_reason": state.stop_reason,
+                **run_status(diverged, state.epoch - 1),
+                **{f"{part}_{name}": math.nan if diverged else float(scores[part][k][r]) for part in PARTS
+                   for k, name in ((1, "accuracy"), (0, "loss"))}})
+        return SplitResult(records, self.history())
+
+
+class StackMembers(InitialisationStep):
+    """A stack of R members (the hand-stacked and the vmapped strategies): best weights kept per member, members
+    leaving the stack when they stop. A subclass holds the stacked tensors (:meth:`_tensors`: name → (R', ...)
+    tensor of the members still training), drops rows of them in :meth:`_drop`, and calls :meth:`_start_members`
+    once its tensors exist."""
 
     optimizer: object
 
     def _start_members(self, init_ids: list[int], *, criterion: str, patience: int, max_epochs: int,
                        tolerance: float, device) -> None:
-        self.init_ids, self.max_epochs = list(init_ids), max_epochs
-        runs = len(self.init_ids)
-        self.stopping = EarlyStopping(criterion, patience, runs, tolerance, device)
+        self._init_rule(init_ids, criterion=criterion, patience=patience, max_epochs=max_epochs, tolerance=tolerance,
+                        device=device)
         with torch.no_grad():  # the best state starts as the initial weights (as the original's reset())
             self.best = {name: t.detach().clone() for name, t in self._tensors().items()}
             self.final = {name: t.clone() for name, t in self.best.items()}  # every member's best, finished or not
-        self.active = torch.arange(runs, device=device)  # position of each stack row among all members
-        self.epoch = 0
-        self.epochs = torch.zeros(runs, dtype=torch.int64)
-        self.best_epoch = torch.full((runs,), -1, dtype=torch.int64)
-        self.stop_reason = ["max_epochs"] * runs
-        self._history: list[tuple[torch.Tensor, ...]] = []
+        self.active = torch.arange(len(self.init_ids), device=device)  # the member in each stack row
+        self.epochs = 0  # epochs trained by the stack (its members started together)
 
-    @abstractmethod
     def _tensors(self) -> dict[str, torch.Tensor]:
         """Every stacked tensor whose best value is kept per member (weights, and batch-norm statistics)."""
+        raise NotImplementedError
 
-    @abstractmethod
     def _drop(self, keep: torch.Tensor) -> None:
         """Keep only the stack rows ``keep`` of the subclass's own stacked tensors."""
+        raise NotImplementedError
 
-    @property
-    def finished(self) -> bool:
-        """Whether every member has left the stack (or the epoch cap is reached)."""
-        return self.active.numel() == 0 or self.epoch >= self.max_epochs
+    def _losses(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One epoch of every member in the stack: (training loss, validation loss, validation accuracy) (R',)."""
+        raise NotImplementedError
 
-    @torch.no_grad()
-    def _end_epoch(self, train_loss: torch.Tensor, val_loss: torch.Tensor, val_acc: torch.Tensor) -> None:
-        """The stopping rule on this epoch's per-member losses: save the improving members' weights, log the epoch,
-        let stopped, diverged and (at ``max_epochs``) all members leave the stack."""
-        save, stop = self.stopping.update(self.epoch, val_loss, val_acc)
-        rows = save.nonzero().flatten()
-        if rows.numel():
-            tensors = self._tensors()
-            spans = row_spans(rows)
-            for name, best in self.best.items():
-                copy_rows(best, tensors[name], spans)
-        self._history.append((self.active.cpu(), torch.full((self.active.numel(),), self.epoch),
-                              train_loss.detach().double().cpu(), val_loss.double().cpu(), val_acc.cpu()))
-        self.epoch += 1
-        _, _, train_loss_cpu, val_loss_cpu, _ = self._history[-1]
-        diverged = ~(torch.isfinite(train_loss_cpu) & torch.isfinite(val_loss_cpu))  # on the CPU: no device sync
-        done = (stop.cpu() | diverged).nonzero().flatten()
-        if done.numel():
-            self._finish(done.to(self.active.device),
-                         ["diverged" if diverged[i] else "early_stopping" for i in done.tolist()])
-        if self.epoch >= self.max_epochs and self.active.numel():
-            self._finish(torch.arange(self.active.numel(), device=self.active.device), "max_epochs")
+    def epoch(self, run: Run, members: list[int]) -> EpochLosses:
+        """One epoch of the stack (its members are the fit's active ones, in stack order)."""
+        losses = self._losses()
+        rows = self._record(members, self.epochs, *losses)
+        self.epochs += 1
+        return rows
 
     @torch.no_grad()
-    def _finish(self, rows: torch.Tensor, reason: str | list[str]) -> None:
-        """Members at stack positions ``rows`` leave the stack with their best weights; ``reason``: the stop reason
-        of all of them, or one per row."""
-        members = self.active.index_select(0, rows)
+    def improved(self, members: list[int]) -> None:
+        """Keep the improving members' current weights as their best."""
+        rows = torch.tensor([self._row(m) for m in members], dtype=torch.int64)
+        tensors = self._tensors()
+        spans = row_spans(rows)
         for name, best in self.best.items():
-            self.final[name].index_copy_(0, members, best.index_select(0, rows))  # once per leaving member
-        cpu_members, cpu_rows = members.cpu(), rows.cpu()
-        self.epochs[cpu_members] = self.epoch
-        self.best_epoch[cpu_members] = self.stopping.best_epoch.cpu()[cpu_rows]
-        reasons = [reason] * len(cpu_members) if isinstance(reason, str) else reason
-        for r, why in zip(cpu_members.tolist(), reasons, strict=True):
-            self.stop_reason[r] = why
+            copy_rows(best, tensors[name], spans)
+
+    def _row(self, member: int) -> int:
+        return self._rows[member] if hasattr(self, "_rows") else int(member)
+
+    @torch.no_grad()
+    def leave(self, members: list[int]) -> None:
+        """Members that stopped leave the stack with their best weights."""
+        active = self.active.tolist()
+        rows = torch.tensor([active.index(m) for m in members], dtype=torch.int64, device=self.active.device)
+        ids = self.active.index_select(0, rows)
+        for name, best in self.best.items():
+            self.final[name].index_copy_(0, ids, best.index_select(0, rows))  # once per leaving member
         keep = torch.ones(self.active.numel(), dtype=torch.bool, device=self.active.device)
         keep[rows] = False
         keep = keep.nonzero().flatten()
@@ -197,41 +287,21 @@ class MemberStack(ABC):
         self.best = {name: b.index_select(0, keep) for name, b in self.best.items()}
         self._drop(keep)
         self.optimizer.select(keep)
-        self.stopping.select(keep)
-
-    def _records(self, scores: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> SplitResult:
-        """One record per member from its restored best weights' ``scores`` (part → (losses, accuracies))."""
-        records = []
-        for r, init in enumerate(self.init_ids):
-            diverged = self.stop_reason[r] == "diverged"
-            records.append({
-                "init": init, "epochs": int(self.epochs[r]), "best_epoch": int(self.best_epoch[r]),
-                "stop_reason": self.stop_reason[r], **run_status(diverged, int(self.epochs[r]) - 1),
-                **{f"{part}_{name}": math.nan if diverged else float(scores[part][k][r]) for part in PARTS
-                   for k, name in ((1, "accuracy"), (0, "loss"))}})
-        return SplitResult(records, self.history())
-
-    def history(self) -> dict[str, np.ndarray]:
-        """The per-epoch history of every member so far (columns of :func:`stacked_history`)."""
-        return stacked_history(self.init_ids, self._history)
+        self._rows = {m: i for i, m in enumerate(self.active.tolist())}
 
     def _members_state(self) -> dict:
         return {"best": self.best, "final": self.final, "optimizer": self.optimizer.state_dict(),
-                "stopping": self.stopping.state_dict(), "active": self.active, "epoch": self.epoch,
-                "epochs": self.epochs, "best_epoch": self.best_epoch, "stop_reason": list(self.stop_reason),
-                "history": list(self._history), "rng": torch.get_rng_state()}
+                "active": self.active, "epochs": self.epochs, "history": list(self._history)}
 
     def _load_members_state(self, state: dict) -> None:
         self.best, self.final = dict(state["best"]), dict(state["final"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.stopping.load_state_dict(state["stopping"])
-        self.active, self.epoch = state["active"], state["epoch"]
-        self.epochs, self.best_epoch = state["epochs"], state["best_epoch"]
-        self.stop_reason, self._history = list(state["stop_reason"]), list(state["history"])
-        torch.set_rng_state(state["rng"])
+        self.active, self.epochs = state["active"], state["epochs"]
+        self._history = list(state["history"])
+        self._rows = {m: i for i, m in enumerate(self.active.tolist())}
 
 
-class StackedTrainer(MemberStack):
+class StackedStep(StackMembers):
     """R initialisations of one stacked model on one split (see module docstring)."""
 
     def __init__(self, model: torch.nn.Module, labels: torch.Tensor, parts: dict[str, torch.Tensor], *,
@@ -252,9 +322,8 @@ class StackedTrainer(MemberStack):
             p.grad = None
             p.data = p.data.index_select(0, keep)
 
-    def train_epoch(self) -> None:
-        """One epoch of every member still training: a training step (dropout on), the validation loss and accuracy
-        (dropout off), then the stopping rule."""
+    def _losses(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A training step (dropout on), then the validation loss and accuracy (dropout off)."""
         model, opt = self.model, self.optimizer
         opt.zero_grad()
         train_ce, _ = masked_scores(model(self.parts["train"], training=True), self.targets["train"])
@@ -264,10 +333,10 @@ class StackedTrainer(MemberStack):
         with torch.no_grad():
             val_ce, val_acc = masked_scores(model(self.parts["val"], training=False), self.targets["val"])
             val_loss = val_ce + model.l2_penalty()
-        self._end_epoch(train_ce + penalty, val_loss, val_acc)
+        return train_ce + penalty, val_loss, val_acc
 
     @torch.no_grad()
-    def results(self) -> SplitResult:
+    def results(self, run: Run) -> SplitResult:
         """Restore every run's best weights, evaluate on train / val / test and collect the records."""
         for i, p in enumerate(self.params):
             p.data = self.final[str(i)].clone()
@@ -275,10 +344,10 @@ class StackedTrainer(MemberStack):
         for part in PARTS:
             ce, acc = masked_scores(self.model(self.parts[part], training=False), self.targets[part])
             scores[part] = ((ce + self.model.l2_penalty()).double().cpu(), acc.cpu())
-        return self._records(scores)
+        return self.records(run, scores)
 
     def state_dict(self) -> dict:
-        """Weights, optimiser, stopping state, history and RNG state, for a checkpoint."""
+        """Weights, optimiser, best weights and history, for a checkpoint."""
         return {"params": [p.detach() for p in self.params], **self._members_state()}
 
     def load_state_dict(self, state: dict) -> None:
@@ -288,73 +357,53 @@ class StackedTrainer(MemberStack):
         self._load_members_state(state)
 
 
-class PropagationTrainer:
-    """Label propagation (no weights): one propagation step per epoch under an early-stopping rule, the best state
-    Y kept and restored like weights; its loss is the cross-entropy of softmax(Y), without an L2 term."""
+class PropagationStep(InitialisationStep):
+    """Label propagation (no weights): one propagation step per epoch under the rule, the best state Y kept and
+    restored like weights; its loss is the cross-entropy of softmax(Y), without an L2 term."""
 
     def __init__(self, propagation, labels: torch.Tensor, parts: dict[str, torch.Tensor], *, criterion: str,
                  patience: int, max_epochs: int, tolerance: float = 0.0) -> None:
         self.propagation, self.labels, self.parts = propagation, labels, parts
         self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
-        self.max_epochs = max_epochs
-        self.stopping = EarlyStopping(criterion, patience, 1, tolerance, labels.device)
+        self._init_rule([0], criterion=criterion, patience=patience, max_epochs=max_epochs, tolerance=tolerance,
+                        device=labels.device)
         self.best = propagation.state.clone()
-        self.epoch, self.stopped, self.diverged = 0, False, False
-        self._history: list[tuple[float, ...]] = []
 
-    @property
-    def finished(self) -> bool:
-        """Whether the rule stopped the propagation (or the epoch cap is reached)."""
-        return self.stopped or self.epoch >= self.max_epochs
-
-    def train_epoch(self) -> None:
-        """One propagation step, its training and validation loss and accuracy, then the stopping rule."""
+    def epoch(self, run: Run, members: list[int]) -> EpochLosses:
+        """One propagation step, its training and validation loss and accuracy."""
         prop = self.propagation
         prop.step()
         train_ce, _ = masked_scores(prop.logits(self.parts["train"]), self.targets["train"])
         val_ce, val_acc = masked_scores(prop.logits(self.parts["val"]), self.targets["val"])
-        save, stop = self.stopping.update(self.epoch, val_ce, val_acc)
-        if bool(save[0]):
-            self.best = prop.state.clone()
-        self._history.append((self.epoch, float(train_ce[0]), float(val_ce[0]), float(val_acc[0])))
-        self.epoch += 1
-        self.diverged = not (math.isfinite(self._history[-1][1]) and math.isfinite(self._history[-1][2]))
-        self.stopped = bool(stop[0]) or self.diverged
+        return self._record(members, run.states[0].epoch, train_ce, val_ce, val_acc)
 
-    def results(self) -> SplitResult:
+    def improved(self, members: list[int]) -> None:
+        """Keep the current state Y as the best."""
+        self.best = self.propagation.state.clone()
+
+    def results(self, run: Run) -> SplitResult:
         """Restore the best state Y, score it on train / val / test and return the one record and the history."""
         self.propagation.state = self.best.clone()
-        reason = "diverged" if self.diverged else "early_stopping" if self.stopped else "max_epochs"
-        record = {"init": 0, "epochs": self.epoch, "best_epoch": int(self.stopping.best_epoch[0]),
-                  "stop_reason": reason, **run_status(self.diverged, self.epoch - 1)}
+        scores = {}
         for part in PARTS:
             ce, acc = masked_scores(self.propagation.logits(self.parts[part]), self.targets[part])
-            record[f"{part}_accuracy"], record[f"{part}_loss"] = (math.nan, math.nan) if self.diverged else (
-                float(acc[0]), float(ce[0]))
-        epochs = np.asarray([h[0] for h in self._history], dtype=np.int64)
-        history = {"init": np.zeros(epochs.size, dtype=np.int64), "epoch": epochs,
-                   **{name: np.asarray([h[i] for h in self._history], dtype=np.float64)
-                      for i, name in enumerate(("train_loss", "val_loss", "val_accuracy"), start=1)}}
-        return SplitResult([record], history)
+            scores[part] = (ce.double().cpu(), acc.cpu())
+        return self.records(run, scores)
 
     def state_dict(self) -> dict:
-        """State Y, best state, stopping state and history, for a checkpoint."""
-        return {"state": self.propagation.state, "best": self.best, "stopping": self.stopping.state_dict(),
-                "epoch": self.epoch, "stopped": self.stopped, "diverged": self.diverged,
-                "history": list(self._history)}
+        """State Y, best state and history, for a checkpoint."""
+        return {"state": self.propagation.state, "best": self.best, "history": list(self._history)}
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from a :meth:`state_dict`."""
         self.propagation.state = state["state"].clone()
         self.best = state["best"].clone()
-        self.stopping.load_state_dict(state["stopping"])
-        self.epoch, self.stopped, self._history = state["epoch"], state["stopped"], list(state["history"])
-        self.diverged = state.get("diverged", False)
+        self._history = list(state["history"])
 
 
-class SequentialTrainer:
+class SequentialStep(InitialisationStep):
     """R initialisations of a model without a stacked form, one after another (module docstring; "best weights"
-    are the model's whole state, batch-norm statistics included); the interface of :class:`StackedTrainer`.
+    are the model's whole state, batch-norm statistics included): the fit's members train one at a time.
     ``build()`` returns a new model, its weights drawn from torch's global generator (seeded here with ``seeds[i]``
     first); ``batch`` is the whole graph (``forward(batch)`` → (N, C) logits)."""
 
@@ -365,35 +414,28 @@ class SequentialTrainer:
         self.build, self.batch, self.labels, self.parts = build, batch, labels, parts
         self.targets = {part: labels.index_select(0, nodes) for part, nodes in parts.items()}
         self.learning_rate, self.weight_decay = learning_rate, weight_decay
-        self.rule = {"criterion": criterion, "patience": patience, "tolerance": tolerance}
-        self.max_epochs, self.init_ids, self.seeds, self.dropout_seed = max_epochs, list(init_ids), seeds, dropout_seed
-        self.member = 0  # the initialisation in training (position in init_ids)
-        self.records: list[dict] = []
-        self._history: list[tuple[torch.Tensor, ...]] = []
+        self.seeds, self.dropout_seed = seeds, dropout_seed
+        self._init_rule(init_ids, criterion=criterion, patience=patience, max_epochs=max_epochs, tolerance=tolerance,
+                        device=labels.device)
+        self.scores: dict[int, dict[str, tuple[float, float]]] = {}  # finished member -> part -> (loss, accuracy)
         self.model = None
+        self.current: int | None = None
 
-    @property
-    def finished(self) -> bool:
-        """Whether every initialisation has been trained."""
-        return self.member >= len(self.init_ids)
+    def members(self, active: list[int]) -> list[int]:
+        """The member in training: the first active one."""
+        return active[:1]
 
-    @property
-    def epoch(self) -> int:
-        """The epoch of the initialisation in training (0 before it starts)."""
-        return 0 if self.model is None else self.member_epoch
-
-    def _start(self) -> None:
-        torch.manual_seed(self.seeds[self.member])
+    def _start(self, member: int) -> None:
+        torch.manual_seed(self.seeds[member])
         self.model = self.build()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         # the state restored with the best weights: parameters and buffers (batch-norm statistics), shared storage
         self.tensors = list(self.model.state_dict().values())
         torch.manual_seed(self.dropout_seed)
         self.optimizer = make_optimizer(self.params, self.learning_rate, name="TF1Adam")
-        self.stopping = EarlyStopping(runs=1, device=self.labels.device, **self.rule)
         with torch.no_grad():
             self.best = [t.clone() for t in self.tensors]
-        self.member_epoch = 0
+        self.current = member
 
     def _penalty(self) -> torch.Tensor:
         own = getattr(self.model, "l2_penalty", None)
@@ -405,11 +447,11 @@ class SequentialTrainer:
         logits = self.model(self.batch).index_select(0, self.parts[part])
         return masked_scores(logits.unsqueeze(0), self.targets[part])
 
-    def train_epoch(self) -> None:
-        """One epoch of the initialisation in training (built first if it has not started); it is scored and the
-        next one starts when the rule stops it, it diverges or it reaches ``max_epochs``."""
-        if self.model is None:
-            self._start()
+    def epoch(self, run: Run, members: list[int]) -> EpochLosses:
+        """One epoch of the member in training (built first if it has not started)."""
+        member = members[0]
+        if self.current != member:
+            self._start(member)
         model, opt = self.model, self.optimizer
         model.train()
         opt.zero_grad()
@@ -421,69 +463,60 @@ class SequentialTrainer:
         with torch.no_grad():
             val_ce, val_acc = self._scores("val")
             val_loss = val_ce + self._penalty()
-            save, stop = self.stopping.update(self.member_epoch, val_loss, val_acc)
-            if bool(save[0]):
-                for best, t in zip(self.best, self.tensors, strict=True):
-                    best.copy_(t)
-        train_loss, val_loss_cpu = (train_ce + penalty).detach().double().cpu(), val_loss.double().cpu()
-        self._history.append((torch.tensor([self.member]), torch.full((1,), self.member_epoch), train_loss,
-                              val_loss_cpu, val_acc.cpu()))
-        self.member_epoch += 1
-        diverged = not bool(torch.isfinite(train_loss).all() and torch.isfinite(val_loss_cpu).all())
-        if diverged or bool(stop[0]) or self.member_epoch >= self.max_epochs:
-            self._finish("diverged" if diverged else "early_stopping" if bool(stop[0]) else "max_epochs")
+        return self._record(members, run.states[member].epoch, train_ce + penalty, val_loss, val_acc)
 
     @torch.no_grad()
-    def _finish(self, reason: str) -> None:
-        """Restore the member's best weights, score it on train / val / test and go to the next one."""
+    def improved(self, members: list[int]) -> None:
+        """Keep the member's current state as its best."""
+        for best, t in zip(self.best, self.tensors, strict=True):
+            best.copy_(t)
+
+    @torch.no_grad()
+    def leave(self, members: list[int]) -> None:
+        """Restore the member's best weights and score it on train / val / test; the next one starts next epoch."""
         for t, best in zip(self.tensors, self.best, strict=True):
             t.copy_(best)
         self.model.eval()
-        diverged = reason == "diverged"
-        record = {"init": self.init_ids[self.member], "epochs": self.member_epoch,
-                  "best_epoch": int(self.stopping.best_epoch[0]), "stop_reason": reason,
-                  **run_status(diverged, self.member_epoch - 1)}
+        scores = {}
         for part in PARTS:
             ce, acc = self._scores(part)
-            loss = (ce + self._penalty()).double()
-            record[f"{part}_accuracy"] = math.nan if diverged else float(acc[0])
-            record[f"{part}_loss"] = math.nan if diverged else float(loss[0])
-        self.records.append(record)
-        self.member += 1
-        self.model = None
+            scores[part] = (float((ce + self._penalty()).double()[0]), float(acc[0]))
+        self.scores[self.current] = scores
+        self.model, self.current = None, None
 
-    def results(self) -> SplitResult:
-        """The records of the initialisations trained so far and their history."""
-        return SplitResult(list(self.records), stacked_history(self.init_ids, self._history))
+    def results(self, run: Run) -> SplitResult:
+        """The records of the initialisations and their history."""
+        scores = {part: (torch.tensor([self.scores[m][part][0] for m in range(len(self.init_ids))],
+                                      dtype=torch.float64),
+                         torch.tensor([self.scores[m][part][1] for m in range(len(self.init_ids))],
+                                      dtype=torch.float64))
+                  for part in PARTS}
+        return self.records(run, scores)
 
     def state_dict(self) -> dict:
-        """Finished records, history, RNG state and the current initialisation's model, optimiser and stopping
-        state, for a checkpoint."""
-        state = {"member": self.member, "records": list(self.records), "history": list(self._history),
-                 "rng": torch.get_rng_state(), "current": None}
+        """The finished members' scores, the history, and the current member's model, optimiser and best state."""
+        state = {"scores": {str(m): s for m, s in self.scores.items()}, "history": list(self._history),
+                 "current": None}
         if self.model is not None:
-            state["current"] = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                                "stopping": self.stopping.state_dict(), "best": self.best,
-                                "epoch": self.member_epoch}
+            state["current"] = {"member": self.current, "model": self.model.state_dict(),
+                                "optimizer": self.optimizer.state_dict(), "best": self.best}
         return state
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from a :meth:`state_dict`."""
-        self.member, self.records, self._history = state["member"], list(state["records"]), list(state["history"])
-        self.model = None
+        self.scores = {int(m): s for m, s in state["scores"].items()}
+        self._history = list(state["history"])
+        self.model, self.current = None, None
         if state["current"] is not None:
-            self._start()
             current = state["current"]
+            self._start(current["member"])
             self.model.load_state_dict(current["model"])
             self.optimizer.load_state_dict(current["optimizer"])
-            self.stopping.load_state_dict(current["stopping"])
-            self.best, self.member_epoch = [b.clone() for b in current["best"]], current["epoch"]
-        torch.set_rng_state(state["rng"])
+            self.best = [b.clone() for b in current["best"]]
 
 
-def train_split(trainer, after_epoch: Callable[[RunState], None] | None = None) -> SplitResult:
-    """Train ``trainer``'s epochs on the engine until every initialisation has stopped (``after_epoch``: e.g. a
-    checkpoint) and return its results."""
-    # the trainers keep their own per-initialisation history: an epoch gives the engine no row
-    fit(RunState(), trainer.train_epoch, [UntilDone(lambda: trainer.finished)], after_epoch)
-    return trainer.results()
+def train_split(step: InitialisationStep) -> SplitResult:
+    """Train ``step``'s initialisations until every one has stopped (no checkpoint) and return its results."""
+    run, rules = step.fit_parts()
+    fit(run, step, rules)
+    return step.results(run)

@@ -72,14 +72,14 @@ from gnnbench.io import sha256_file, sha256_json
 from gnnbench.models import count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE
-from gnnbench.training.engine import RunState, fit, stoppable
+from gnnbench.training.engine import RunState, payload, stoppable
 from gnnbench.training.losses import Loss, get_loss
 from gnnbench.training.metrics import hits_at_k
 from gnnbench.training.preemption import StopOnSignal
 from gnnbench.training.run import (
     _device_name,
     build_training,
-    p1_trainable,
+    p1_fit,
     package_versions,
     read_run_pe,
     resolve_device,
@@ -223,12 +223,9 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
                        "splits": split_checksum, "fold": fold, "pe": None if pe_path is None else sha256_file(pe_path)})
     time_limit_s = (cfg["max_time"] if time_limit_hours is None else time_limit_hours) * 3600
 
-    run, rules = p1_trainable(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_metric", cfg,
-                              time_limit_s)
-    state = run.state
     setup_s = time.perf_counter() - setup_start
 
-    def step() -> dict:
+    def step(state: RunState) -> dict:
         lr = optimizer.param_groups[0]["lr"]
         train_loss = train_link_epoch(model, graph, parts["train"].pos, optimizer, loss_fn, batch_size, shuffle)
         scores = _unscored(math.nan)  # diverged: not evaluated (the run stops)
@@ -236,13 +233,13 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
             scores = evaluate_link(model, graph, parts, batch_size, loss_fn)
         return _history_row(state.epoch, lr, train_loss, scores)
 
-    def after_epoch(state: RunState) -> None:
-        r = state.history[-1]
+    def log_row(r: dict) -> None:
         log.info("epoch %d  lr %.2e  train loss %.4f  Hits@50 train %.4f  val %.4f  test %.4f  %.2fs", r["epoch"],
                  r["lr"], r["train_loss"], r["train_metric"], r["val_metric"], r["test_metric"], r["seconds"])
-        run.save()
 
-    fit(state, step, rules, after_epoch)
+    run, fitted, rules, checkpoint = p1_fit(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_metric",
+                                            cfg, time_limit_s, step, log_row)
+    state = run.states[0]
     stop_reason = state.stop_reason
 
     final_start = time.perf_counter()
@@ -262,7 +259,8 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
                  "split_scheme": splits.scheme, "split_checksum": split_checksum,
                  "pe_file": None if pe_path is None else str(pe_path)},
     }
-    write_outputs(guard, run, out_dir, results, HISTORY_SCHEMA)
+    write_outputs(guard, checkpoint, payload(run, fitted, rules, shuffle), out_dir, results, state.history,
+                  HISTORY_SCHEMA)
     return results
 
 

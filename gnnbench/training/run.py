@@ -78,13 +78,16 @@ from gnnbench.training.engine import (
     Checkpoint,
     Diverged,
     MaxEpochs,
+    PerMember,
     PlateauSchedule,
+    Run,
     RunState,
+    SingleStep,
     TimeLimit,
-    Trainable,
     checkpoint_epochs,
-    fit,
+    fit_or_resume,
     make_optimizer,
+    payload,
     stoppable,
 )
 from gnnbench.training.loop import evaluate, train_epoch, train_epoch_accumulated
@@ -125,30 +128,43 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def write_outputs(guard: StopOnSignal, run: Trainable, out_dir: Path, results: dict,
-                  history_schema: pa.Schema) -> None:
-    """Mark the run's checkpoint finished and write ``history.parquet`` and ``metrics.json`` (a stop signal arriving
-    meanwhile lets them finish: the run is complete). Shared by graph mini-batch and link-prediction runs."""
+def write_outputs(guard: StopOnSignal, checkpoint: Checkpoint, state: dict, out_dir: Path, results: dict,
+                  history: list[dict], history_schema: pa.Schema) -> None:
+    """Save the run's last checkpoint ``state`` marked finished (its final weights are kept there) and write
+    ``history.parquet`` and ``metrics.json`` (a stop signal arriving meanwhile lets them finish: the run is complete).
+    Shared by graph mini-batch and link-prediction runs and the members of a seed stack."""
     with guard.deferred(raise_after=False):
-        run.save(finished=True)
+        checkpoint.save(state, finished=True)
         with atomic_path(out_dir / HISTORY_FILE) as tmp:
-            pq.write_table(pa.Table.from_pylist(run.state.history, schema=history_schema), tmp)
+            pq.write_table(pa.Table.from_pylist(history, schema=history_schema), tmp)
         write_json(out_dir / METRICS_FILE, results)
     if guard.received is not None:
         log.warning("%s arrived while the outputs were written; the run is complete",
                     signal.Signals(guard.received).name)
 
 
-def p1_trainable(guard: StopOnSignal, out_dir: Path, key: str, model: torch.nn.Module, optimizer, scheduler,
-                 shuffle: torch.Generator, monitor: str, cfg: dict, time_limit_s: float):
-    """The run state, its checkpoint (every epoch, resumed when the key matches) and the stop rules of a
-    benchmarking-gnns run: divergence, lr below ``min_lr`` (ReduceLROnPlateau on ``monitor``), time budget, epochs."""
-    state = RunState()
-    schedule = PlateauSchedule(scheduler, monitor, cfg["min_lr"])
-    run = Trainable(state, {"model": model, "optimizer": optimizer, "scheduler": schedule}, shuffle,
-                    Checkpoint(out_dir / CHECKPOINT_FILE, key, guard))
-    run.resume()
-    return run, [Diverged(), schedule, TimeLimit(time_limit_s, "max_time"), MaxEpochs(cfg["epochs"])]
+def p1_rules(schedule: PlateauSchedule, cfg: dict, time_limit_s: float) -> list:
+    """A benchmarking-gnns run's stop rules, in the original's order: divergence, lr below ``min_lr``
+    (ReduceLROnPlateau: ``schedule``), time budget, epochs."""
+    return [Diverged(), schedule, TimeLimit(time_limit_s, "max_time"), MaxEpochs(cfg["epochs"])]
+
+
+def p1_fit(guard: StopOnSignal, out_dir: Path, key: str, model: torch.nn.Module, optimizer, scheduler,
+           shuffle: torch.Generator, monitor: str, cfg: dict, time_limit_s: float, train_epoch,
+           log_row) -> tuple[Run, SingleStep, list, Checkpoint]:
+    """A benchmarking-gnns run trained to its end on the engine (:func:`~gnnbench.training.engine.fit_or_resume`):
+    its checkpoint after every epoch (resumed when the key matches), the rules of :func:`p1_rules` with
+    ReduceLROnPlateau on ``monitor``; ``train_epoch(state)`` gives a row, ``log_row(row)`` logs it."""
+    checkpoint = Checkpoint(out_dir / CHECKPOINT_FILE, key, guard)
+
+    def make():
+        schedule = PlateauSchedule(scheduler, monitor, cfg["min_lr"])
+        return Run(1), SingleStep(train_epoch, {"model": model, "optimizer": optimizer}), [
+            PerMember([p1_rules(schedule, cfg, time_limit_s)])]
+
+    run, step, rules = fit_or_resume(make, checkpoint, lambda step: shuffle,
+                                     after_epoch=lambda run, members, rows: log_row(rows[0]))
+    return run, step, rules, checkpoint
 
 
 def read_run_pe(cfg: dict, pe_path, store: GraphStore, meta) -> torch.Tensor | None:
@@ -298,11 +314,9 @@ def train_one(guard: StopOnSignal, data: RunData, cfg: dict, out_dir: Path, labe
     key = data.key(cfg, **({} if order_seed is None else {"order_seed": order_seed}), **(extra or {}))
     time_limit_s = data.time_limit_s
 
-    run, rules = p1_trainable(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_loss", cfg, time_limit_s)
-    state = run.state
     setup_s = time.perf_counter() - setup_start
 
-    def step() -> dict:
+    def step(state: RunState) -> dict:
         lr = optimizer.param_groups[0]["lr"]
         if original_schedule:
             train_loss, train_score = train_epoch_accumulated(model, loaders["train"], optimizer, loss_fn, metric, dev,
@@ -316,13 +330,12 @@ def train_one(guard: StopOnSignal, data: RunData, cfg: dict, out_dir: Path, labe
         return {"epoch": state.epoch, "lr": lr, "train_loss": train_loss, "train_metric": train_score,
                 "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss, "test_metric": test_score}
 
-    def after_epoch(state: RunState) -> None:
-        log_epoch(state.history[-1])
-        run.save()
-
-    fit(state, step, rules, after_epoch)
+    run, fitted, rules, checkpoint = p1_fit(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_loss",
+                                            cfg, time_limit_s, step, log_epoch)
+    state = run.states[0]
     results = final_results(data, cfg, model, metric, state, label, num_params, setup_s, extra)
-    write_outputs(guard, run, out_dir, results, _HISTORY_SCHEMA)
+    write_outputs(guard, checkpoint, payload(run, fitted, rules, shuffle), out_dir, results, state.history,
+                  _HISTORY_SCHEMA)
     return results
 
 

@@ -52,14 +52,17 @@ from pathlib import Path
 import torch
 
 from gnnbench.training import wide as _wide
-from gnnbench.training.checkpoint import CHECKPOINT_FILE, read_checkpoint, restore_rng, rng_state
+from gnnbench.training.checkpoint import CHECKPOINT_FILE
 from gnnbench.training.engine import (
     Checkpoint,
-    Diverged,
-    MaxEpochs,
+    PerMember,
     PlateauSchedule,
-    RunState,
-    TimeLimit,
+    Run,
+    SingleStep,
+    Step,
+    fit_or_resume,
+    make_optimizer,
+    payload,
     stoppable,
 )
 from gnnbench.training.loop import evaluate_members, train_epoch_members
@@ -72,12 +75,14 @@ from gnnbench.training.run import (
     final_results,
     load_run_data,
     log_epoch,
+    p1_rules,
     resume_note,
     train_one,
     write_outputs,
 )
 
 log = logging.getLogger(__name__)
+STACK_CHECKPOINT = "stack_checkpoint.pt"  # in the first seed's run folder: the whole stack's state
 
 
 def train_seeds(*, dataset_dir, splits_path, fold: int, config: dict, seeds: Sequence[int],
@@ -95,12 +100,16 @@ def train_seeds(*, dataset_dir, splits_path, fold: int, config: dict, seeds: Seq
     if len(seeds) != len(out_dirs) or len(set(seeds)) != len(seeds) or not seeds:
         raise ValueError(f"train_seeds needs distinct seeds and one output folder each; got seeds {seeds} and "
                          f"{len(out_dirs)} folder(s)")
+
+    def note() -> str:
+        stacked = out_dirs[0] / STACK_CHECKPOINT
+        return "; ".join(f"seed {s}: {resume_note(stacked if stacked.is_file() else d / CHECKPOINT_FILE)}"
+                         for s, d in zip(seeds, out_dirs, strict=True))
+
     return stoppable(lambda guard: _train_seeds(
         guard, dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, seeds=seeds,
         out_dirs=out_dirs, pe_path=pe_path, device=device, threads=threads, label=label,
-        time_limit_hours=time_limit_hours, stack=stack),
-        lambda: "; ".join(f"seed {s}: {resume_note(d / CHECKPOINT_FILE)}"
-                          for s, d in zip(seeds, out_dirs, strict=True)))
+        time_limit_hours=time_limit_hours, stack=stack), note)
 
 
 def stackable(data: RunData) -> str | None:
@@ -127,7 +136,7 @@ def _train_seeds(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config,
         reason = stackable(data) if len(seeds) > 1 else "one seed"
     if reason is None:
         try:
-            return SeedStack(guard, data, cfgs, out_dirs, label).train(setup_start)
+            return train_stack(guard, data, cfgs, out_dirs, label, setup_start)
         except _wide.NotWidenable as exc:
             reason = f"the model does not widen ({exc})"
     if len(seeds) > 1:
@@ -142,220 +151,155 @@ def _train_seeds(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config,
 class _Member:
     """One seed's run inside a stack: its config, model (its initial weights; its final weights after it leaves),
     lr holder (its own Adam and ReduceLROnPlateau: the schedule steps on its validation loss and the stack reads the
-    member's learning rate from it), run state, stop rules, metric and checkpoint."""
+    member's learning rate from it), metric, output folder and the checkpoint of its finished run."""
 
     def __init__(self, guard, data: RunData, cfg: dict, out_dir: Path, key: str) -> None:
         self.cfg, self.seed, self.out_dir = cfg, cfg["seed"], out_dir
         self.model, self.optimizer, scheduler, self.shuffle = data.build(cfg)
         self.num_params = count_parameters(self.model)
-        self.state = RunState()
         self.schedule = PlateauSchedule(scheduler, "val_loss", cfg["min_lr"])
-        self.rules = [Diverged(), self.schedule, TimeLimit(data.time_limit_s, "max_time"), MaxEpochs(cfg["epochs"])]
         self.metric = get_metric(data.meta.metric, cfg)
         self.checkpoint = Checkpoint(out_dir / CHECKPOINT_FILE, key, guard)
-        self.payload: dict = {}  # the last checkpoint's contents (written again, finished, with the outputs)
-
-    @property
-    def lr(self) -> float:
-        return self.optimizer.param_groups[0]["lr"]
-
-    def start_epoch(self) -> bool:
-        """The rules' checks before an epoch (epochs done, time spent); True when the run stops here."""
-        for rule in self.rules:
-            if (reason := rule.on_epoch_start(self.state)) is not None:
-                self.state.stop_reason = reason
-                return True
-        return False
-
-    def end_epoch(self, row: dict, seconds: float) -> bool:
-        """Record one epoch's row and apply the rules (the first stop reason wins); True when the run stops."""
-        state = self.state
-        state.elapsed += seconds
-        state.epoch += 1
-        row["seconds"] = seconds
-        state.history.append(row)
-        for rule in self.rules:
-            if (reason := rule.on_epoch_end(state, row)) is not None:
-                state.stop_reason = reason
-                return True
-        return False
-
-    def save(self, finished: bool = False) -> None:
-        """Write the member's checkpoint (``payload`` set by the stack; run state refreshed here)."""
-        self.payload.update(self.state.state_dict(), scheduler=self.schedule.state_dict(), lr=self.lr)
-        self.checkpoint.save(self.payload, finished)
 
 
-class SeedStack:
-    """The seeds' runs of one config trained as one wide stack (module docstring)."""
+class SeedStackStep(Step):
+    """The seeds' runs of one config as one wide stack (module docstring): one epoch trains every member still in the
+    stack, each with its own learning rate (its schedule's); a member that stops leaves the stack, its final weights
+    go back into its own model, which is re-evaluated alone (its last-epoch scores) and its outputs written."""
 
     def __init__(self, guard: StopOnSignal, data: RunData, cfgs: list[dict], out_dirs: list[Path],
-                 label: str | None) -> None:
-        self.guard, self.data, self.label = guard, data, label
+                 label: str | None, setup_s: float) -> None:
+        self.guard, self.data, self.label, self.setup_s = guard, data, label, setup_s
         seeds = [cfg["seed"] for cfg in cfgs]
         self.info = {"stack": {"seeds": seeds, "batch_order_seed": seeds[0], "wide": True}}
         # each member built exactly as its separate run (its seed → its weights); the global RNG then continues from
         # the first seed's state after its build, as that seed's separate run would
-        self.members, rng_after_first = [], None
+        self.seed_runs, rng_after_first = [], None
         for cfg, out_dir in zip(cfgs, out_dirs, strict=True):
-            self.members.append(_Member(guard, data, cfg, out_dir, data.key(cfg, **self.info)))
+            self.seed_runs.append(_Member(guard, data, cfg, out_dir, data.key(cfg, **self.info)))
             if rng_after_first is None:
                 rng_after_first = torch.get_rng_state()
         torch.set_rng_state(rng_after_first)
-        self.shuffle = self.members[0].shuffle  # the shared mini-batch order: the first seed's stream
+        self.shuffle = self.seed_runs[0].shuffle  # the shared mini-batch order: the first seed's stream
         self.loader = data.train_loader(self.shuffle)
         self.example = next(iter(data.loaders["val"])).to(data.dev)
-        self.stack = self.optimizer = None
-        self.active: list[_Member] = []
+        self.results: dict[int, dict] = {}
+        self.finished: dict[int, dict] = {}  # member -> its final weights (outputs rewritten after a resume)
+        self._build(list(range(len(self.seed_runs))))
 
-    # ------------------------------------------------------------------------------------------------ building
-
-    def _build(self, active: list[_Member]) -> None:
+    def _build(self, active: list[int]) -> None:
         """The wide stack and its optimiser of the ``active`` members (their models' current weights); raises
         NotWidenable when the model does not widen exactly (eval outputs of every member checked)."""
-        models = [m.model for m in active]
+        models = [self.seed_runs[m].model for m in active]
         stack = _wide.WideStack(models)
         _wide.check_widened(stack, models, (self.example,))
-        self.optimizer = _wide.WideOptimizer(
-            stack, "adam", lr=torch.tensor([m.lr for m in active], dtype=torch.float64),
-            weight_decay=torch.tensor([m.cfg["weight_decay"] for m in active], dtype=torch.float64))
+        self.optimizer = make_optimizer(
+            stack, torch.tensor([self.seed_runs[m].schedule.lr for m in active], dtype=torch.float64),
+            torch.tensor([self.seed_runs[m].cfg["weight_decay"] for m in active], dtype=torch.float64))
         self.stack, self.active = stack, list(active)
         self.split = _splitter(stack, models[0], self.example)
 
+    def rules(self, time_limit_s: float) -> list:
+        """Every member's run rules (:func:`~gnnbench.training.run.p1_rules`, its own schedule)."""
+        return [PerMember([p1_rules(m.schedule, m.cfg, time_limit_s) for m in self.seed_runs])]
 
-    def _keep(self, stay: list[int]) -> None:
-        idx = torch.tensor(stay, dtype=torch.int64, device=self.data.dev)
-        self.stack.keep(idx)
-        self.optimizer.keep(idx)
-        self.active = [self.active[i] for i in stay]
-
-    # ------------------------------------------------------------------------------------------------ resume
-
-    def _resume(self) -> list[_Member]:
-        """Restore from the members' checkpoints where they agree (module docstring); returns the members still to
-        train (all of them when starting afresh). Finished members get their outputs rewritten here."""
-        payloads = {}
-        for m in self.members:
-            try:
-                payload = read_checkpoint(m.checkpoint.path)
-            except Exception:  # missing or unreadable: nothing to resume for this member
-                payload = None
-            payloads[m.seed] = payload if payload is not None and payload.get("key") == m.checkpoint.key else None
-        running = [m for m in self.members if payloads[m.seed] is not None and not payloads[m.seed]["finished"]]
-        finished = [m for m in self.members if payloads[m.seed] is not None and payloads[m.seed]["finished"]]
-        fresh = [m for m in self.members if payloads[m.seed] is None]
-        stack_states = {(payloads[m.seed]["epoch"], tuple(payloads[m.seed]["stack_members"])) for m in running}
-        # a stack stopped mid-way: its running members agree on the epoch and on who was in the stack (all finished:
-        # a rerun of a finished job, which trains afresh as a separate run does)
-        consistent = (running and not fresh and len(stack_states) == 1
-                      and list(next(iter(stack_states))[1]) == [m.seed for m in running])
-        if not consistent:
-            if running:
-                log.info("the seed stack's checkpoints do not agree; training all seeds from the beginning")
-            return list(self.members)
-        try:
-            for m in running + finished:
-                payload = payloads[m.seed]
-                m.state.load_state_dict(payload)
-                m.schedule.load_state_dict(payload["scheduler"])
-                for group in m.optimizer.param_groups:  # the lr holder: the schedule's current learning rate
-                    group["lr"] = float(payload["lr"])
-                m.model.load_state_dict(payload["model"])
-            restore_rng(payloads[running[0].seed]["rng"], self.shuffle)
-        except (KeyError, TypeError, RuntimeError, ValueError) as exc:
-            log.warning("the seed stack's checkpoints do not fit this run (%s); training from scratch", exc)
-            raise _Restart() from exc
-        self._build(running)
-        self.optimizer.load_state_dict(payloads[running[0].seed]["optimizer"])
-        for m in finished:
-            log.info("seed %d finished before the stop; rewriting its outputs from its checkpoint", m.seed)
-            m.payload = payloads[m.seed]
-            self._write(m, 0.0)
-        log.info("resuming the seed stack %s at epoch %d", [m.seed for m in running], running[0].state.epoch)
-        return running
-
-    # ------------------------------------------------------------------------------------------------ training
-
-    def train(self, setup_start: float) -> list[dict]:
-        """Train (or resume) every member until it stops, write each one's outputs; their results in seed order."""
-        try:
-            todo = self._resume()
-        except _Restart:
-            self.__init__(self.guard, self.data, [m.cfg for m in self.members], [m.out_dir for m in self.members],
-                          self.label)
-            todo = list(self.members)
-        if self.stack is None and todo:
-            self._build(todo)
-            self._save()  # a stop during the first epoch leaves a resumable state, as a separate run
-        self.setup_s = time.perf_counter() - setup_start
-        while self.active:
-            stopped = [m for m in self.active if m.start_epoch()]
-            if stopped:
-                self._leave(stopped)
-                continue
-            lrs = [m.lr for m in self.active]
-            self.optimizer.lr.copy_(torch.tensor(lrs, dtype=self.optimizer.lr.dtype, device=self.optimizer.lr.device))
-            start = time.perf_counter()
-            rows = self._epoch(lrs)
-            seconds = time.perf_counter() - start
-            stopped = [m for m, row in zip(self.active, rows, strict=True) if m.end_epoch(row, seconds)]
-            for m, row in zip(self.active, rows, strict=True):
-                log_epoch(row, f"seed {m.seed}: ")
-            self._save()
-            if stopped:
-                self._leave(stopped)
-        return [m.results for m in self.members]
-
-    def _epoch(self, lrs: list[float]) -> list[dict]:
-        data, stack, members = self.data, self.stack, len(self.active)
-        metrics = [m.metric for m in self.active]
-        epoch = self.active[0].state.epoch
-        train_loss, train_score = train_epoch_members(stack, self.split, members, self.loader, self.optimizer,
-                                                      data.loss_fn, metrics, data.dev)
-        val_loss, val_score = evaluate_members(stack, self.split, members, data.loaders["val"], data.loss_fn,
-                                               metrics, data.dev)
-        test_loss, test_score = evaluate_members(stack, self.split, members, data.loaders["test"], data.loss_fn,
+    def epoch(self, run: Run, members: list[int]) -> list[dict]:
+        """One epoch of the stack: each member's learning rate, then training, validation and test passes."""
+        data = self.data
+        lrs = [self.seed_runs[m].schedule.lr for m in members]
+        self.optimizer.lr.copy_(torch.tensor(lrs, dtype=self.optimizer.lr.dtype, device=self.optimizer.lr.device))
+        metrics = [self.seed_runs[m].metric for m in members]
+        count, loss_fn = len(members), data.loss_fn
+        train_loss, train_score = train_epoch_members(self.stack, self.split, count, self.loader, self.optimizer,
+                                                      loss_fn, metrics, data.dev)
+        val_loss, val_score = evaluate_members(self.stack, self.split, count, data.loaders["val"], loss_fn, metrics,
+                                               data.dev)
+        test_loss, test_score = evaluate_members(self.stack, self.split, count, data.loaders["test"], loss_fn,
                                                  metrics, data.dev)
         rows = []
-        for i in range(members):
-            row = {"epoch": epoch, "lr": lrs[i], "train_loss": float(train_loss[i]), "train_metric": train_score[i],
-                   "val_loss": float(val_loss[i]), "val_metric": val_score[i], "test_loss": float(test_loss[i]),
-                   "test_metric": test_score[i]}
+        for i, m in enumerate(members):
+            row = {"epoch": run.states[m].epoch, "lr": lrs[i], "train_loss": float(train_loss[i]),
+                   "train_metric": train_score[i], "val_loss": float(val_loss[i]), "val_metric": val_score[i],
+                   "test_loss": float(test_loss[i]), "test_metric": test_score[i]}
             if not math.isfinite(row["train_loss"]):  # diverged: not evaluated, as a separate run
                 row.update(val_loss=math.nan, val_metric=math.nan, test_loss=math.nan, test_metric=math.nan)
             rows.append(row)
         return rows
 
-    def _save(self) -> None:
-        """Every running member's checkpoint: its weights, run state, schedule, the shared RNGs and the stack's
-        optimiser state with the running members' seeds (what a resume rebuilds the stack from)."""
-        optimizer = self.optimizer.state_dict()
-        seeds = [m.seed for m in self.active]
-        rng = rng_state(self.shuffle)
-        for i, m in enumerate(self.active):
-            m.payload = {"model": self.stack.member_state_dict(i), "optimizer": optimizer, "stack_members": seeds,
-                         "rng": rng}
-            m.save()
+    def bind(self, run: Run) -> None:
+        """The run whose members this step trains (their states, for the outputs written when they leave)."""
+        self.run = run
 
-    def _leave(self, stopped: list[_Member]) -> None:
-        """Members whose run stopped leave the stack: their final weights go back into their own model, which is
-        re-evaluated alone (its last-epoch scores) and its outputs written."""
-        for m in stopped:
-            i = self.active.index(m)
-            m.model.load_state_dict(self.stack.member_state_dict(i))
-            m.payload = {"model": m.model.state_dict(), "rng": m.payload.get("rng")}
-        for m in stopped:
-            self._write(m, self.setup_s)
-        stay = [i for i, m in enumerate(self.active) if m not in stopped]
+    def leave(self, members: list[int]) -> None:
+        """The members leave the stack: their final weights into their own models, their outputs written."""
+        for m in members:
+            self.finished[m] = self.stack.member_state_dict(self.active.index(m))
+            self.seed_runs[m].model.load_state_dict(self.finished[m])
+            self.write(m)
+        stay = [i for i, m in enumerate(self.active) if m not in members]
         if stay:
-            self._keep(stay)
-        else:
-            self.active = []
+            idx = torch.tensor(stay, dtype=torch.int64, device=self.data.dev)
+            self.stack.keep(idx)
+            self.optimizer.keep(idx)
+        self.active = [self.active[i] for i in stay]
 
-    def _write(self, m: _Member, setup_s: float) -> None:
-        m.results = final_results(self.data, m.cfg, m.model, m.metric, m.state, self.label, m.num_params, setup_s,
-                                  self.info)
-        write_outputs(self.guard, m, m.out_dir, m.results, _HISTORY_SCHEMA)
+    def write(self, m: int) -> None:
+        """Member ``m``'s outputs: its last-epoch scores (its model re-evaluated alone), history, ``metrics.json``
+        and its run's finished checkpoint (final weights)."""
+        member, state = self.seed_runs[m], self.run.states[m]
+        self.results[m] = final_results(self.data, member.cfg, member.model, member.metric, state, self.label,
+                                        member.num_params, self.setup_s, self.info)
+        own = Run(1)  # the member's run alone: its checkpoint in the format of a separate run's
+        own.states[0], own.active = state, []
+        final = payload(own, SingleStep(None, {"model": member.model}), [], self.shuffle)
+        write_outputs(self.guard, member.checkpoint, final, member.out_dir, self.results[m], state.history,
+                      _HISTORY_SCHEMA)
+
+    def state_dict(self) -> dict:
+        """The stack's weights and optimiser, which members it holds, and the final weights of those that left."""
+        return {"stack": self.stack.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "active": list(self.active), "finished": {str(m): w for m, w in self.finished.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Rebuild the stack of the saved members and restore its weights and optimiser; the members that had left
+        get their final weights back (their outputs are rewritten by :func:`train_stack`)."""
+        self.finished = {int(m): w for m, w in state["finished"].items()}
+        for m, weights in self.finished.items():
+            self.seed_runs[m].model.load_state_dict(weights)
+        self._build(list(state["active"]))
+        self.stack.load_state_dict(state["stack"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+def train_stack(guard: StopOnSignal, data: RunData, cfgs: list[dict], out_dirs: list[Path], label: str | None,
+                setup_start: float) -> list[dict]:
+    """The seeds' runs as one wide stack on the engine, resumed from the stack's checkpoint (in the first seed's run
+    folder) where it is this stack's; a member that had finished before a stop has its outputs rewritten (Snakemake
+    removes a failed job's outputs). Their results in seed order."""
+    def make():
+        step = SeedStackStep(guard, data, cfgs, out_dirs, label, time.perf_counter() - setup_start)
+        run = Run(len(cfgs))
+        step.bind(run)
+        return run, step, step.rules(data.time_limit_s)
+
+    seeds = [c["seed"] for c in cfgs]
+    checkpoint = Checkpoint(out_dirs[0] / STACK_CHECKPOINT, data.key(cfgs[0], seeds=seeds, stack=True), guard,
+                            label=f"the seed stack {seeds}")
+
+    def log_rows(run: Run, members: list[int], rows) -> None:
+        for m, row in zip(members, rows, strict=True):
+            log_epoch(row, f"seed {cfgs[m]['seed']}: ")
+
+    def resumed_outputs(step: SeedStackStep, run: Run) -> None:
+        for m in range(len(cfgs)):
+            if m not in run.active and m not in step.results:
+                log.info("seed %d finished before the stop; rewriting its outputs", cfgs[m]["seed"])
+                step.write(m)
+
+    run, step, _ = fit_or_resume(make, checkpoint, lambda step: step.shuffle, after_epoch=log_rows,
+                                 on_resume=lambda run, step: resumed_outputs(step, run))
+    checkpoint.save(payload(run, step, step.rules(data.time_limit_s), step.shuffle), finished=True)
+    return [step.results[m] for m in range(len(cfgs))]
 
 
 def _splitter(stack, model: torch.nn.Module, example):
@@ -373,7 +317,3 @@ def _splitter(stack, model: torch.nn.Module, example):
         return out.unsqueeze(0) if out.dim() == own.dim() and stack.members == 1 else out.movedim(-1, 0)
 
     return split
-
-
-class _Restart(Exception):
-    """The checkpoints of a stack could not be restored: train all seeds afresh."""

@@ -45,9 +45,10 @@ class EarlyStopping:
         self.counter = torch.zeros(runs, dtype=torch.int64, device=device)
         self.best_epoch = torch.full((runs,), -1, dtype=torch.int64, device=device)  # -1: the initial weights
 
-    def update(self, epoch: int, val_loss: torch.Tensor, val_accuracy: torch.Tensor
+    def update(self, epoch: int | torch.Tensor, val_loss: torch.Tensor, val_accuracy: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(save, stop) masks for this epoch's validation loss and accuracy of every active run."""
+        """(save, stop) masks for this epoch's validation loss and accuracy of every run (``epoch``: the 0-based
+        epoch, or each run's)."""
         val_loss, val_accuracy = val_loss.double(), val_accuracy.double()
         if self.criterion in ("gnnbench", "loss"):
             save = val_loss <= self.best_loss
@@ -65,13 +66,28 @@ class EarlyStopping:
             reset = save & ((val_accuracy >= self.best_accuracy + self.tolerance)
                             | (val_loss <= self.best_loss - self.tolerance))
             self.counter = torch.where(reset, torch.zeros_like(self.counter), self.counter + 1)
-        self.best_epoch = torch.where(save, torch.full_like(self.best_epoch, epoch), self.best_epoch)
+        epochs = epoch.to(self.best_epoch) if torch.is_tensor(epoch) else torch.full_like(self.best_epoch, epoch)
+        self.best_epoch = torch.where(save, epochs, self.best_epoch)
         return save, self.counter >= self.patience
 
-    def select(self, keep: torch.Tensor) -> None:
-        """Keep only the runs at positions ``keep`` (the others finished)."""
-        for name in ("best_loss", "best_accuracy", "counter", "best_epoch"):
-            setattr(self, name, getattr(self, name).index_select(0, keep))
+    def update_rows(self, rows: torch.Tensor | None, epoch: int | torch.Tensor, val_loss: torch.Tensor,
+                    val_accuracy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`update` of the runs at positions ``rows`` only (None: every run), the others untouched: (save,
+        stop) masks over ``rows``."""
+        if rows is None:
+            return self.update(epoch, val_loss, val_accuracy)
+        names = ("best_loss", "best_accuracy", "counter", "best_epoch")
+        full = {name: getattr(self, name) for name in names}
+        for name in names:
+            setattr(self, name, full[name].index_select(0, rows))
+        try:
+            save, stop = self.update(epoch, val_loss, val_accuracy)
+            for name in names:
+                full[name] = full[name].index_copy(0, rows, getattr(self, name))
+        finally:
+            for name in names:
+                setattr(self, name, full[name])
+        return save, stop
 
     def state_dict(self) -> dict:
         """The rule's state (bests, counters, best epochs) for a checkpoint."""

@@ -24,8 +24,10 @@ scalar tensors      a parameter or buffer of shape (1,) held directly by a modul
                     first widened layer below that module (GIN: its MLP's input width).
 ==================  =====================================================================================
 
-Hand-written forms (:func:`register_wide_form`) replace methods of classes whose code reads weight matrices
-directly: the benchmark's ``GCNLayer`` (its own ``weight``/``bias``), the GatedGCN layers' fused A/B/D/E projection
+Hand-written forms replace methods of classes whose code reads weight matrices directly; a layer's form is written
+beside it, as its class's ``WIDE_FORM`` (``{"tensors": names of its own stacked tensors, "methods": {name: function}}``;
+a class of yours can also be registered with :func:`register_wide_form`): the benchmark's ``GCNLayer`` (its own
+``weight``/``bias``, :mod:`gnnbench.models.gcn`), the GatedGCN layers' fused A/B/D/E projection
 (one grouped product instead of the block-diagonal matrix), the standard GatedGCN layer's forward (its fused edge
 function would multiply every edge by C's block-diagonal matrix; the wide form is the same formula in autograd
 operations — float rounding apart — at the price of the memory that function saves) and the isotropic layer's.
@@ -58,11 +60,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Sequence
-from unittest import mock
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from gnnbench.models.wide_ops import wide_linear
 
 _CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s
 
@@ -72,67 +76,6 @@ class NotWidenable(Exception):
 
 
 # ---------------------------------------------------------------------------------------------- grouped products
-
-
-class _GroupedLinear(torch.autograd.Function):
-    """y[:, r·out:(r+1)·out] = x[:, r·in:(r+1)·in] W_rᵀ + b_r for every member r, forward and backward as batched
-    products whose operands and results are strided views of the (M, R·in) and (M, R·out) tensors (BLAS reads and
-    writes them in place): no transposed copies, unlike autograd's bmm of transposed views (three (M, R·C) copies per
-    call, ~25 % of the layer's time on ENZYMES/ZINC-sized batches). Same products, so the same values."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        members, out_width, in_width = weight.shape
-        rows = x.shape[0]
-        grouped = x.view(rows, members, in_width).transpose(0, 1)  # (R, M, in)
-        y = x.new_empty(rows, members * out_width)
-        y_grouped = y.view(rows, members, out_width).transpose(0, 1)
-        if bias is None:
-            torch.bmm(grouped, weight.transpose(1, 2), out=y_grouped)
-        else:
-            torch.baddbmm(bias.unsqueeze(1), grouped, weight.transpose(1, 2), out=y_grouped)
-        ctx.save_for_backward(x, weight)
-        ctx.has_bias = bias is not None
-        return y
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        x, weight = ctx.saved_tensors
-        members, out_width, in_width = weight.shape
-        rows = x.shape[0]
-        grad = grad.contiguous()
-        grad_grouped = grad.view(rows, members, out_width).transpose(0, 1)  # (R, M, out)
-        grad_x = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_x = grad.new_empty(rows, members * in_width)
-            torch.bmm(grad_grouped, weight, out=grad_x.view(rows, members, in_width).transpose(0, 1))
-        if ctx.needs_input_grad[1]:
-            grad_weight = torch.bmm(grad_grouped.transpose(1, 2), x.view(rows, members, in_width).transpose(0, 1))
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_bias = grad.view(rows, members, out_width).sum(0)
-        return grad_x, grad_weight, grad_bias
-
-
-def wide_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """``nn.Linear`` of every member at once: ``weight`` (R, out, in), ``bias`` (R, out) or None; ``x`` (..., in)
-    shared by the members or (..., R·in) wide. Returns (..., R, out) (member-major; ``flatten(-2)`` gives the wide
-    (..., R·out))."""
-    members, out_width, in_width = weight.shape
-    lead = x.shape[:-1]
-    if x.shape[-1] == in_width:  # shared input: one product to R·out
-        flat_bias = bias.reshape(-1) if bias is not None else None
-        return F.linear(x, weight.reshape(members * out_width, in_width), flat_bias).unflatten(-1, (members,
-                                                                                                    out_width))
-    if x.shape[-1] != members * in_width:
-        raise RuntimeError(f"wide Linear: input width {x.shape[-1]} is neither {in_width} (shared) nor "
-                           f"{members}·{in_width} (wide)")
-    out = _GroupedLinear.apply(x.reshape(-1, members * in_width).contiguous(), weight, bias)
-    return out.view(*lead, members, out_width)
-
-
-def wide_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``x @ W_r`` for every member: ``weight`` (R, in, out), ``x`` (M, R·in) (or (M, in) shared) → (M, R·out)."""
-    return wide_linear(x, weight.transpose(1, 2), None).flatten(-2)
 
 
 # ---------------------------------------------------------------------------------------------- wide leaf modules
@@ -260,7 +203,6 @@ _LEAVES: dict[type, type] = {nn.Linear: WideLinear, nn.BatchNorm1d: WideBatchNor
 # ---------------------------------------------------------------------------------------------- hand-written forms
 
 _FORMS: list[tuple[type, tuple[str, ...], dict[str, Callable]]] = []
-_forms_loaded = False
 
 
 def register_wide_form(cls: type, tensors: Sequence[str] = (), **methods: Callable) -> None:
@@ -268,83 +210,6 @@ def register_wide_form(cls: type, tensors: Sequence[str] = (), **methods: Callab
     theirs; ``tensors`` names the module's own parameters/buffers those methods read as stacked (R, ...) tensors from
     ``self._parameters`` / ``self._buffers`` (the stack stacks them and exposes nothing else for them)."""
     _FORMS.append((cls, tuple(tensors), methods))
-
-
-def _gcn_forward(self, h: torch.Tensor, adjacency) -> torch.Tensor:
-    """The benchmark's ``GCNLayer.forward`` with a grouped product for W: (R, in, out)."""
-    from gnnbench.models.blocks import cached_structure, post_aggregation
-    from gnnbench.models.gcn import gcn_adjacency
-
-    if isinstance(adjacency, torch.Tensor):
-        edge_index, num_nodes = adjacency, h.shape[0]
-        adjacency = cached_structure(self, edge_index, (num_nodes,), lambda: gcn_adjacency(edge_index, num_nodes))
-    weight, bias = self._parameters["weight"], self._parameters["bias"].reshape(-1)
-    if weight.shape[1] > weight.shape[2]:  # multiply first when it shrinks the features
-        x = adjacency.propagate(wide_matmul(h, weight)) + bias
-    else:
-        x = wide_matmul(adjacency.propagate(h), weight) + bias
-    return post_aggregation(x, h, self.batchnorm_h, batch_norm=self.batch_norm, residual=self.residual,
-                            dropout=self.dropout, training=self.training, activation=self.activation)
-
-
-def _project_abde(self, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """GatedGCN's A h, B h, D h, E h, each (N, R·out) (its own form concatenates the weights, which would be the
-    block-diagonal matrices here)."""
-    return tuple(m(h) for m in (self.A, self.B, self.D, self.E))  # four grouped products, no copies
-
-
-def _gated_gcn_forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch.Tensor, edge_output: bool = True,
-                       adjacency=None):
-    """The benchmark's standard GatedGCN layer (``GatedGCNLayer``) in autograd operations with grouped products:
-    its fused edge function would read C's weight as the block-diagonal matrix (R times the arithmetic on every
-    edge). Same formula and tail; sums in another order (rounding), more memory for the backward."""
-    from gnnbench.models.blocks import post_aggregation
-    from gnnbench.models.gated_gcn import _call_order
-    from gnnbench.models.sparse import scatter_sum
-
-    e, edge_index = _call_order(e, edge_index)
-    src, dst = edge_index
-    Ah, Bh, Dh, Eh = self._project_abde(h)
-    constant = e.stride(0) == 0  # the same input on every edge: transform it once
-    Ce = self.C(e[:1]) if constant else self.C(e)
-    e_hat = Dh.index_select(0, src) + Ce + Eh.index_select(0, dst)
-    sigma = torch.sigmoid(e_hat)
-    num_nodes = h.shape[0]
-    numerator = scatter_sum(sigma * Bh.index_select(0, src), dst, num_nodes)
-    denominator = scatter_sum(sigma, dst, num_nodes)
-    h_new = post_aggregation(Ah + numerator / (denominator + 1e-6), h, self.bn_node_h, **self._tail())
-    if not edge_output:
-        return h_new, None
-    return h_new, post_aggregation(e_hat, e, self.bn_node_e, **self._tail())
-
-
-def _isotropic_forward(self, h: torch.Tensor, e, edge_index=None, edge_output: bool = True, adjacency=None):
-    """``GatedGCNLayerIsotropic.forward`` with its A and B as grouped products (not the block-diagonal matrices)."""
-    from gnnbench.models.blocks import cached_structure, post_aggregation
-    from gnnbench.models.gated_gcn import _call_order
-    from gnnbench.models.sparse import unit_adjacency
-
-    e, edge_index = _call_order(e, edge_index)
-    if adjacency is None:
-        num_nodes, dtype = h.shape[0], h.dtype
-        adjacency = cached_structure(self, edge_index, (num_nodes, dtype),
-                                     lambda: unit_adjacency(edge_index, num_nodes, dtype))
-    h_new = post_aggregation(self.A(h) + adjacency.propagate(self.B(h)), h, self.bn_node_h, **self._tail())
-    return h_new, e
-
-
-def _load_forms() -> None:
-    global _forms_loaded
-    if _forms_loaded:
-        return
-    _forms_loaded = True
-    from gnnbench.models.gated_gcn import GatedGCNLayer, GatedGCNLayerIsotropic, _LayerBase
-    from gnnbench.models.gcn import GCNLayer
-
-    register_wide_form(GCNLayer, ("weight", "bias"), forward=_gcn_forward)
-    register_wide_form(_LayerBase, (), _project_abde=_project_abde)
-    register_wide_form(GatedGCNLayer, (), _project_abde=_project_abde, forward=_gated_gcn_forward)
-    register_wide_form(GatedGCNLayerIsotropic, (), forward=_isotropic_forward)
 
 
 # ---------------------------------------------------------------------------------------------- building
@@ -438,9 +303,13 @@ def _rescale_widths(module: nn.Module, old: int, new: int) -> None:
 
 
 def _form_of(cls: type) -> tuple[tuple[str, ...], dict[str, Callable]] | None:
-    """The registered form of the most specific class in ``cls``'s method resolution order (the last registration
-    of that class wins)."""
+    """The wide form of the most specific class in ``cls``'s method resolution order: its own ``WIDE_FORM`` (a
+    layer's form, written beside it: ``{"tensors": (...), "methods": {...}}``) or a registered one (the last
+    registration of that class wins)."""
     for base in cls.__mro__:
+        own = base.__dict__.get("WIDE_FORM")
+        if own is not None:
+            return tuple(own.get("tensors", ())), dict(own.get("methods", {}))
         for registered, tensors, methods in reversed(_FORMS):
             if registered is base:
                 return tensors, methods
@@ -473,7 +342,6 @@ def _widen(model: nn.Module, members_models: list[nn.Module]) -> None:
     """Widen every module of ``model`` (a deep copy of the first member) from the members' tensors: checked top
     down (the first module that cannot be widened is named), then widened bottom up (a scalar's channel width comes
     from the widened layers below it)."""
-    _load_forms()
     modules = dict(model.named_modules())
     plans = {path: None if type(module) in _LEAVES else _plan(module, path or "the model")
              for path, module in modules.items()}
@@ -665,7 +533,7 @@ def check_widened(stack: WideStack, models: Sequence[nn.Module], example_args: t
     own dtype, with ``rtol`` 1e-4. Tolerances are relative to each tensor's largest magnitude. The global random
     state is left as it was."""
     devices = sorted({t.device.index for t in stack.parameters() if t.device.type == "cuda"} - {None})
-    with torch.random.fork_rng(devices=devices), mock.patch.object(F, "dropout", _no_drop):
+    with torch.random.fork_rng(devices=devices), _NoDropout():
         if _runs_in_double(models[0], example_args, example_kwargs):
             _check(stack, models, _to_double(tuple(example_args)), _to_double(example_kwargs or {}), torch.float64,
                    rtol, atol)
@@ -673,8 +541,14 @@ def check_widened(stack: WideStack, models: Sequence[nn.Module], example_args: t
             _check(stack, models, tuple(example_args), example_kwargs or {}, None, max(rtol, 1e-4), max(atol, 1e-6))
 
 
-def _no_drop(x: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
-    return x
+class _NoDropout(TorchFunctionMode):
+    """``torch.nn.functional.dropout`` is the identity while active (torch's function-override mode): the check's
+    models drop nothing, also those that call it with a float attribute of theirs."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is F.dropout:
+            return args[0] if args else kwargs["input"]
+        return func(*args, **(kwargs or {}))
 
 
 def _runs_in_double(model: nn.Module, args, kwargs) -> bool:
@@ -933,5 +807,4 @@ def clip_members(stack: WideStack, max_norm: float) -> torch.Tensor:
     return total
 
 
-__all__ = ["NotWidenable", "WideOptimizer", "WideStack", "check_widened", "clip_members", "register_wide_form",
-           "wide_linear", "wide_matmul"]
+__all__ = ["NotWidenable", "WideOptimizer", "WideStack", "check_widened", "clip_members", "register_wide_form"]

@@ -34,14 +34,15 @@ The DAG (every step a cached file):
         → final.parquet    (final_runs trainings of the chosen configuration)
         → tables           (per dataset: results/tables/{dataset}.*, per fold: results/tables/{dataset}_folds.*)
 
-Every finished training is also kept as ``runs/{id}.json`` beside its job's output (id = hash of the config,
-fold, seeds and data): a job rerun — after a grid point was added, or after it was killed — reuses them and
-trains only what is missing, and a run interrupted mid-training resumes from its checkpoint (written at most
-every ``CHECKPOINT_SECONDS``). ``selection.json`` carries a checksum of its content: a hand-edited file is refused.
+A job's one checkpoint (``inner/part{p}.checkpoint.pt``, ``final.checkpoint.pt``: a job of the training engine,
+:class:`gnnbench.training.engine.Job`) keeps every finished training (by an id from its config, fold, seed and data)
+and the epochs of the one in training (at most every ``CHECKPOINT_SECONDS``): a job stopped before its end resumes
+there and trains only what is missing; a finished job run again trains afresh. ``selection.json`` carries a checksum of
+its content: a hand-edited file is refused.
 Stacks (the benchmark's ``stack``, off by default): the grid points of a job that differ only in
 :data:`MEMBER_KEYS` (learning rate and schedule, ``l2``, dropout, stopping rule, patience, epochs, time limit) — and
 in the model's keys a stack can mix (GIN's ``train_eps``: ε frozen at 0 in members that do not learn it) — have one
-*shape* and train as one wide stack (:class:`~gnnbench.training.stacked_holdout.MemberStack`): each member with its
+*shape* and train as one wide stack (:class:`~gnnbench.training.stacked_holdout.HoldoutStack`): each member with its
 own seed and initialisation (exactly its run alone's), its own settings, early stopping and scored epoch; the members
 share the mini-batch order (the first member's stream) and the dropout stream, so with dropout a member's results are
 those of its configuration on another batch order and other masks than its run alone (without dropout, the first
@@ -52,17 +53,17 @@ the runs train one after another.
 Shared trajectories (with ``stack``): configurations that differ only in :data:`OBSERVER_KEYS` (``early_stopping``,
 ``patience``, ``epochs``, ``time_limit_hours``: only the stopping rules read them; every grid of the paper has
 ``early_stopping: [accuracy, loss]``) take the same training steps, so they train as ONE trajectory
-(:func:`trajectories`) observed by each configuration's own rules (:class:`~gnnbench.training.holdout.Observers`:
-``Diverged``, ``Patience`` on its criterion, ``MaxEpochs``, ``TimeLimit``, in the order of a run alone); each is scored
-at its own last improving epoch and stopped at its own epoch (its history ends there), and the trajectory trains
-until all its observers have stopped — as a member of a wide stack, or as one ``train_holdout`` run where the model
-does not widen (:func:`_train_observed`; DiffPool, ECC). To make each configuration's result exactly its run alone,
-the seed of a configuration is then computed from the configuration without the observer keys: with ``stack`` the
-seeds differ from those without it (the results differ by seed, as they already do by the stack's shared batch
-order), and configurations that differ only in the stopping rule are the same training observed twice — exactly
-what running them separately with those seeds gives. Each configuration still has its own row, record and result
-file (id from the trajectory's id and its stopping settings); the selection and the tables are unchanged. The final
-runs (one configuration) are not affected.
+(:func:`trajectories`) whose members are the configurations, each with its own rules
+(:func:`gnnbench.training.holdout.stopping_rules`: ``Diverged``, ``Patience`` on its criterion, ``MaxEpochs``,
+``TimeLimit``, in the order of a run alone); each is scored at its own last improving epoch and stopped at its own epoch
+(its history ends there), and the trajectory trains until all its members have stopped — as a block of a wide stack, or
+as one ``holdout_fit`` trajectory where the model does not widen (DiffPool, ECC). To make each configuration's result
+exactly its run alone, the seed of a configuration is then computed from the configuration without the observer keys:
+with ``stack`` the seeds differ from those without it (the results differ by seed, as they already do by the stack's
+shared batch order), and configurations that differ only in the stopping rule are the same training observed twice —
+exactly what running them separately with those seeds gives. Each configuration still has its own row, record and result
+(id from the trajectory's id and its stopping settings); the selection and the tables are unchanged. The final runs (one
+configuration) are not affected.
 
 Seeds: configuration c of fold i trains with a seed from ``SeedSequence(seed, spawn_key=(i, c))`` (c from the
 config's hash — with ``stack``, of the config without :data:`OBSERVER_KEYS` — so adding grid points changes no other

@@ -59,7 +59,7 @@ def stack_groups(configs: list[dict]) -> list[list[int]]:
 def member_build(cfg: dict) -> tuple[dict, tuple[str, ...]]:
     """(the coerced config a stack builds member ``cfg`` from, names of its parameters kept frozen): GIN with
     ``train_eps`` false is built with ε a parameter that never moves (:class:`~gnnbench.training.stacked_holdout.
-    MemberStack`)."""
+    HoldoutStack`)."""
     build, frozen = dict(cfg), ()
     for key, (value, names) in _stack_frozen(cfg).items():
         if cfg.get(key) != value:

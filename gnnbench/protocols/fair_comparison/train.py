@@ -15,7 +15,8 @@ import torch
 
 from gnnbench.config.keys import coerce_all, protocol_types
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.io import atomic_path, read_json, sha256_json, write_json
+from gnnbench.io import atomic_path, sha256_json
+from gnnbench.models.registry import ModelData, build_model, count_parameters
 from gnnbench.papers import ERRICA2020
 from gnnbench.protocols.fair_comparison import (
     FINAL_VAL_FRACTION,
@@ -35,6 +36,10 @@ from gnnbench.protocols.fair_comparison.grid import (
 )
 from gnnbench.protocols.fair_comparison.plan import FairComparison
 from gnnbench.protocols.fair_comparison.select import read_selection
+from gnnbench.training.engine import Checkpoint, Job
+from gnnbench.training.holdout import holdout_fit, holdout_results
+from gnnbench.training.stacked_holdout import HoldoutStack
+from gnnbench.training.wide import NotWidenable
 
 log = logging.getLogger(__name__)
 CHECKPOINT_SECONDS = 30.0
@@ -65,100 +70,83 @@ def _load(dataset_dir, splits_path) -> _Data:
                  np.asarray(columns.graph["y"], dtype=np.int64), splits, key)
 
 
-def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed: int, run_dir: Path, what: dict,
-                  device, guard) -> dict:
-    """One training run, or its stored result: ``run_dir/{id}.json`` (id from config, data, parts and seed).
-    Interrupted runs resume from ``run_dir/{id}.checkpoint.pt``."""
-    from gnnbench.models.registry import ModelData, build_model, count_parameters, num_parameters
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.holdout import train_holdout
+def _job(out: Path, guard) -> Job:
+    """The job's one checkpoint, beside its output (``part0.checkpoint.pt``, ``final.checkpoint.pt``): the results of
+    its finished runs and the state of the one in training (:class:`~gnnbench.training.engine.Job`)."""
+    return Job(Checkpoint(out.with_name(f"{out.stem}.checkpoint.pt"), NAME, guard, every_s=CHECKPOINT_SECONDS))
 
-    key = sha256_json({"config": config, "data": data.key, "seed": seed,
-                       "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
-    result_path, checkpoint_path = run_dir / f"{key[:24]}.json", run_dir / f"{key[:24]}.checkpoint.pt"
+
+def kept_runs(out: str | os.PathLike) -> list[dict]:
+    """The results of the trainings a job (its output ``out``: ``part0.parquet``, ``final.parquet``) keeps in its
+    checkpoint — every run's config, seed, stop, scores and history — in the order they finished."""
+    from gnnbench.training.checkpoint import read_checkpoint
+
+    out = Path(out)
+    units = read_checkpoint(out.with_name(f"{out.stem}.checkpoint.pt"))["units"].values()
+    return [r for unit in units for r in (unit if isinstance(unit, list) else [unit])]
+
+
+def _outcome(key: str, what: dict, config: dict, seed: int, out: dict, num_params: int, **extra) -> dict:
+    """A run's result as the job keeps it: its id and position, config, seed, parameter count, stop, status, the
+    best epoch's scores and its history."""
+    return {"key": key, **what, "config": config, "seed": seed, "num_params": num_params,
+            "best_epoch": out["best_epoch"], "epochs": out["epochs"], "stop_reason": out["stop_reason"],
+            "status": out["status"], "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
+            **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
+            "history": out["history"], **extra}
+
+
+def _parts_key(parts: dict[str, np.ndarray]) -> dict[str, str]:
+    return {p: sha256_json(v.tolist()) for p, v in parts.items()}
+
+
+def _train_alone(job: Job, data: _Data, config: dict, parts: dict[str, np.ndarray], seed: int, what: dict,
+                 device) -> dict:
+    """One training run (module docstring), a unit of ``job`` whose key is the run's (config, data, parts, seed)."""
+    key = sha256_json({"config": config, "data": data.key, "seed": seed, "parts": _parts_key(parts)})
     cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
-    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=torch.from_numpy(parts["train"]))
-    if result_path.is_file():
-        try:
-            stored = read_json(result_path, "run result")
-            if stored.get("key") == key:
-                if "num_params" not in stored:  # a result stored before runs counted their weights
-                    stored["num_params"] = num_parameters(cfg, model_data, default_variant=ERRICA2020)
-                return {"status": "completed", "diverged_epoch": None, **stored}  # (kept before runs had a status)
-        except DataError:
-            pass  # unreadable: train again
-    torch.manual_seed(seed)
-    model = build_model(cfg, model_data, default_variant=ERRICA2020).to(device)
-    # a stop signal abandons the epoch in progress; the resumed run repeats it from the saved state (RNG included),
-    # so its results equal an uninterrupted run's
-    checkpoint = Checkpoint(checkpoint_path, key, guard, every_s=CHECKPOINT_SECONDS, label=str(what))
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
-    out = train_holdout(model, data.store, tensors, cfg, device=device, checkpoint=checkpoint)
-    result = {"key": key, **what, "config": config, "seed": seed, "num_params": count_parameters(model),
-              "best_epoch": out["best_epoch"],
-              "epochs": out["epochs"], "stop_reason": out["stop_reason"], "status": out["status"],
-              "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
-              **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
-              "history": out["history"]}
-    write_json(result_path, result)
-    checkpoint_path.unlink(missing_ok=True)
-    return result
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
+    built = []
+
+    def make():
+        torch.manual_seed(seed)
+        built[:] = [build_model(cfg, model_data, default_variant=ERRICA2020).to(device)]
+        return holdout_fit(built[0], data.store, tensors, cfg, device=device)
+
+    def finish(run, step):
+        out = holdout_results(run)[0]
+        return _outcome(key, what, config, seed, out, count_parameters(step.model))
+
+    return job.fit(key, make, finish, label=str(what))
 
 
-def _train_observed(data: _Data, configs: list[dict], parts: dict[str, np.ndarray], seed: int, run_dir: Path,
-                    whats: list[dict], device, guard) -> list[dict]:
+def _train_observed(job: Job, data: _Data, configs: list[dict], parts: dict[str, np.ndarray], seed: int,
+                    whats: list[dict], device) -> list[dict]:
     """Configurations that differ only in :data:`OBSERVER_KEYS` trained as one trajectory (``seed``) observed by each
-    one's stopping rules (:func:`gnnbench.training.holdout.train_holdout` with ``observers``), or their stored
-    results: one per configuration, each what its run alone with ``seed`` gives. A result is stored as
-    ``run_dir/{id}.json`` with an id from the trajectory's (the configuration without the observer keys, data, parts,
-    seed) and the configuration's stopping settings; the trajectory resumes from ``run_dir/{id}.checkpoint.pt`` (id
-    from the trajectory's and every observer's)."""
-    from gnnbench.models.registry import ModelData, build_model, count_parameters
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.holdout import train_holdout
-
+    one's stopping rules (:func:`gnnbench.training.holdout.holdout_fit` with ``observers``), a unit of ``job``: one
+    result per configuration, each what its run alone with ``seed`` gives (its id from the trajectory's — the
+    configuration without the observer keys, data, parts, seed — and its stopping settings)."""
     trajectory = sha256_json({"trajectory": trajectory_config(configs[0]), "data": data.key, "seed": seed,
-                              "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
+                              "parts": _parts_key(parts)})
     keys = [sha256_json({"trajectory": trajectory, "observer": observer_settings(c)}) for c in configs]
-    result_paths = [run_dir / f"{key[:24]}.json" for key in keys]
-    stored = _stored_results(keys, result_paths)
-    if all(r is not None for r in stored):
-        return stored
     cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
-    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=torch.from_numpy(parts["train"]))
-    torch.manual_seed(seed)
-    model = build_model(cfgs[0], model_data, default_variant=ERRICA2020).to(device)
-    run_key = sha256_json({"trajectory": trajectory, "observers": keys})
-    checkpoint_path = run_dir / f"{run_key[:24]}.checkpoint.pt"
-    checkpoint = Checkpoint(checkpoint_path, run_key, guard, every_s=CHECKPOINT_SECONDS,
-                            label=f"{whats[0]} (one trajectory, {len(configs)} stopping rules)")
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
-    outs = train_holdout(model, data.store, tensors, cfgs[0], device=device, checkpoint=checkpoint,
-                         observers=[observer_settings(c) for c in cfgs])
-    results = []
-    for key, path, what, config, out in zip(keys, result_paths, whats, configs, outs, strict=True):
-        result = {"key": key, **what, "config": config, "seed": seed, "num_params": count_parameters(model),
-                  "best_epoch": out["best_epoch"], "epochs": out["epochs"], "stop_reason": out["stop_reason"],
-                  "status": out["status"], "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
-                  **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
-                  "history": out["history"], "trajectory": trajectory}
-        write_json(path, result)
-        results.append(result)
-    checkpoint_path.unlink(missing_ok=True)
-    return results
+    model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
 
+    def make():
+        torch.manual_seed(seed)
+        model = build_model(cfgs[0], model_data, default_variant=ERRICA2020).to(device)
+        return holdout_fit(model, data.store, tensors, cfgs[0], device=device,
+                           observers=[observer_settings(c) for c in cfgs])
 
-def _stored_results(keys: list[str], paths: list[Path]) -> list[dict | None]:
-    """The stored result of each run (``paths[i]`` holding key ``keys[i]``), None where missing, unreadable or
-    another run's: those train again."""
-    stored = []
-    for key, path in zip(keys, paths, strict=True):
-        try:
-            result = read_json(path, "run result") if path.is_file() else None
-        except DataError:
-            result = None
-        stored.append(result if result is not None and result.get("key") == key else None)
-    return stored
+    def finish(run, step):
+        weights = count_parameters(step.model)
+        return [_outcome(key, what, config, seed, out, weights, trajectory=trajectory)
+                for key, what, config, out in zip(keys, whats, configs, holdout_results(run), strict=True)]
+
+    return job.fit(sha256_json({"trajectory": trajectory, "observers": keys}), make, finish,
+                   label=f"{whats[0]} (one trajectory, {len(configs)} stopping rules)")
 
 
 def _setup(device: str, threads: int | None):
@@ -173,8 +161,8 @@ def _stoppable(job, out: Path):
     """Run ``job(guard)`` under the SIGTERM guard; a stop names what a rerun resumes from."""
     from gnnbench.training.engine import stoppable
 
-    return stoppable(job, lambda: f"finished runs are kept under {out.parent / 'runs'} and the current one in its "
-                                  "checkpoint; run the same job again to resume")
+    return stoppable(job, lambda: f"finished runs and the current one's epochs are kept in "
+                                  f"{out.with_name(out.stem + '.checkpoint.pt')}; run the same job again to resume")
 
 
 INNER_COLUMNS = ("position", "config_id", "config", "seed", "val_accuracy", "val_loss", "train_accuracy",
@@ -198,6 +186,7 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
     def job(guard):
         dev = _setup(device, threads)
         data = _load(dataset_dir, splits_path)
+        units = _job(out, guard)
         fold_parts = data.splits.fold(fold)
         parts = {"train": fold_parts["train"], "val": fold_parts["val"]}
         rows, weights = [], []
@@ -210,28 +199,28 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
             if len(group) > 1:
                 members = [shared[g] for g in group]
                 flat = [i for t in members for i in t]
-                results = _train_stack(data, [configs[t[0]] for t in members], [parts] * len(group),
-                                       [seeds[t[0]] for t in members], out.parent / "runs", [whats[i] for i in flat],
-                                       dev, guard, "grid points", observers=[[configs[i] for i in t] for t in members])
+                results = _train_stack(units, data, [configs[t[0]] for t in members], [parts] * len(group),
+                                       [seeds[t[0]] for t in members], [whats[i] for i in flat], dev, "grid points",
+                                       observers=[[configs[i] for i in t] for t in members])
                 stacked.update(zip(flat, results or [], strict=False))
         for t in shared:
             if len(t) > 1 and t[0] not in stacked:
-                stacked.update(zip(t, _train_observed(data, [configs[i] for i in t], parts, seeds[t[0]],
-                                                      out.parent / "runs", [whats[i] for i in t], dev, guard),
-                                   strict=True))
+                stacked.update(zip(t, _train_observed(units, data, [configs[i] for i in t], parts, seeds[t[0]],
+                                                      [whats[i] for i in t], dev), strict=True))
         for i, (position, config) in enumerate(zip(positions, configs, strict=True)):
             cid, s = whats[i]["config_id"], seeds[i]
-            r = stacked[i] if i in stacked else _train_cached(data, config, parts, s, out.parent / "runs", whats[i],
-                                                              dev, guard)
+            r = stacked[i] if i in stacked else _train_alone(units, data, config, parts, s, whats[i], dev)
             log.info("fold %d config %s: val acc %.2f (epoch %d of %d, %s)", fold, cid, r["val_accuracy"],
                      r["best_epoch"], r["epochs"], r["stop_reason"])
             rows.append({"position": position, "config_id": cid, "config": config_json(config), "seed": s,
                          **{k: r[k] for k in INNER_COLUMNS[4:]}})
             weights.append(r["num_params"])
-        with guard.deferred(raise_after=False), atomic_path(out) as tmp:
-            pq.write_table(pa.Table.from_pylist(rows), tmp)
+        with guard.deferred(raise_after=False):
+            with atomic_path(out) as tmp:
+                pq.write_table(pa.Table.from_pylist(rows), tmp)
             if records_out is not None:
                 _write_records(records_out, "inner", data, fold, label, configs, rows, weights, dev)
+            units.save(finished=True)
 
     _stoppable(job, out)
 
@@ -276,20 +265,20 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
         chosen = selection["chosen"]
         dev = _setup(device, threads)
         data = _load(dataset_dir, splits_path)
+        units = _job(out, guard)
         rows, history, weights = [], [], []
         seeds = [run_seed(seed, fold, 2**31 + r) for r in range(runs)]
         parts = [final_parts(data, fold, r, holdout, s) for r, s in enumerate(seeds)]
         whats = [{"fold": fold, "config_id": chosen["config_id"], "stage": "final", "run": r} for r in range(runs)]
         results = None
         if stack and runs > 1 and _same_parts(parts):
-            results = _train_stack(data, [chosen["config"]] * runs, parts, seeds, out.parent / "runs", whats, dev,
-                                   guard, "final runs")
+            results = _train_stack(units, data, [chosen["config"]] * runs, parts, seeds, whats, dev, "final runs")
         elif stack and runs > 1:
             _explain(chosen["config"].get("model", "model"),
                      "they hold out different graphs (final_holdout: fresh); a stack trains on one training set")
         for r, s in enumerate(seeds):
-            result = results[r] if results is not None else _train_cached(
-                data, chosen["config"], parts[r], s, out.parent / "runs", whats[r], dev, guard)
+            result = results[r] if results is not None else _train_alone(
+                units, data, chosen["config"], parts[r], s, whats[r], dev)
             log.info("fold %d final run %d: test acc %.2f (val %.2f, epoch %d of %d)", fold, r,
                      result["test_accuracy"], result["val_accuracy"], result["best_epoch"], result["epochs"])
             rows.append({"run": r, "config_id": chosen["config_id"], "seed": s, "holdout": holdout,
@@ -304,6 +293,7 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
             if records_out is not None:
                 _write_records(records_out, "final", data, fold, label or selection["model"],
                                [chosen["config"]] * len(rows), rows, weights, dev)
+            units.save(finished=True)
 
     _stoppable(job, out)
 
@@ -312,28 +302,22 @@ def _same_parts(parts: list[dict[str, np.ndarray]]) -> bool:
     return all(p.keys() == parts[0].keys() and all(np.array_equal(p[k], parts[0][k]) for k in p) for p in parts)
 
 
-def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndarray]], seeds: list[int],
-                 run_dir: Path, whats: list[dict], device, guard, kind: str,
-                 observers: list[list[dict]] | None = None) -> list[dict] | None:
+def _train_stack(job: Job, data: _Data, configs: list[dict], parts: list[dict[str, np.ndarray]], seeds: list[int],
+                 whats: list[dict], device, kind: str, observers: list[list[dict]] | None = None) -> list[dict] | None:
     """Runs of one shape (configuration r with ``seeds[r]``, all on the same ``parts``) trained as one wide stack
-    (:class:`gnnbench.training.stacked_holdout.MemberStack`), or their stored results; None where the model does not
+    (:class:`gnnbench.training.stacked_holdout.HoldoutStack`), a unit of ``job``; None where the model does not
     widen (one log line per model and reason says why) and the caller trains them one by one.
 
-    A member's result is stored as ``run_dir/{id}.json`` with an id from its own run's id and the stack's (its
-    members' ids in order: the batch order and dropout stream are the stack's), so results of runs trained alone and
-    of stack members are never mixed, and a grid point added to a shape retrains its stack; the stack resumes from
-    ``run_dir/{id}.checkpoint.pt`` (the stack's id).
+    The unit's key is the stack's (its members' run ids in order: the batch order and dropout stream are the
+    stack's), so results of runs trained alone and of stack members are never mixed, and a grid point added to a
+    shape retrains its stack. A result's id is its own run's id with the stack's.
 
     ``observers[r]``: the configurations that member r's trajectory serves (they differ from ``configs[r]`` only in
     :data:`OBSERVER_KEYS`; :func:`_train_observed`); then ``whats`` and the results are one per observing
     configuration, members in order, and a result's id is also from the trajectory's id (the member's configuration
     without the observer keys) and its stopping settings."""
-    from gnnbench.models.registry import ModelData, build_model
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.stacked_holdout import MemberStack
-
     name = configs[0].get("model", "model")
-    part_keys = {p: sha256_json(v.tolist()) for p, v in parts[0].items()}
+    part_keys = _parts_key(parts[0])
     if observers is None:
         alone = [sha256_json({"config": c, "data": data.key, "seed": s, "parts": part_keys})
                  for c, s in zip(configs, seeds, strict=True)]
@@ -348,52 +332,36 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
         keys = [sha256_json({"trajectory": k, "stack": stack_key, "observer": o})
                 for k, obs in zip(alone, settings, strict=True) for o in obs]
         runs = [(c, s) for obs, s in zip(observers, seeds, strict=True) for c in obs]
-    paths = [run_dir / f"{key[:24]}.json" for key in keys]
-    stored = _stored_results(keys, paths)
-    if all(r is not None for r in stored):
-        return stored
     cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
     built = [member_build(c) for c in cfgs]
     tensors = {p: torch.from_numpy(v) for p, v in parts[0].items()}
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
     builds = [lambda cfg=cfg: build_model(cfg, model_data, default_variant=ERRICA2020) for cfg, _ in built]
-    checkpoint_path = run_dir / f"{stack_key[:24]}.checkpoint.pt"
-    checkpoint = Checkpoint(checkpoint_path, stack_key, guard, every_s=CHECKPOINT_SECONDS,
-                            label=f"{kind} of fold {whats[0]['fold']} (stack of {len(seeds)})")
-
     observed = None if observers is None else [
         [observer_settings(coerce_all(c, "config", protocol_types(FairComparison, c))) for c in obs]
         for obs in observers]
 
+    prebuilt = []  # the stack built (and checked) before anything trains, for the first make()
+
     def make():
-        return MemberStack(builds, seeds, cfgs, data.store, tensors, device=device, checkpoint=checkpoint,
-                           frozen=[set(f) for _, f in built], observers=observed)
+        if prebuilt:
+            return prebuilt.pop()
+        step = HoldoutStack(builds, seeds, cfgs, data.store, tensors, device=device, frozen=[set(f) for _, f in built],
+                            observers=observed)
+        run, rules = step.fit_parts()
+        return run, step, rules
 
-    from gnnbench.training.wide import NotWidenable
+    def finish(run, step):
+        return [_outcome(key, what, config, s, out, out["num_params"], stack=stack_key)
+                for key, what, (config, s), out in zip(keys, whats, runs, step.results(run), strict=True)]
 
-    try:
-        trainer = make()
-    except NotWidenable as exc:
-        _explain(name, str(exc), kind, "not trained as one wide stack")
-        return None
-    try:
-        resumed = trainer.resume()
-    except (KeyError, TypeError, RuntimeError, ValueError, IndexError) as exc:  # another layout: start afresh
-        log.warning("checkpoint %s does not fit this stack (%s); training from scratch", checkpoint_path, exc)
-        trainer, resumed = make(), False
-    if resumed:
-        log.info("resuming %s from %s at epoch %d", checkpoint.label, checkpoint_path, trainer.epoch)
-    results = []
-    for key, path, what, (config, s), out in zip(keys, paths, whats, runs, trainer.fit(), strict=True):
-        result = {"key": key, **what, "config": config, "seed": s, "num_params": out["num_params"],
-                  "best_epoch": out["best_epoch"], "epochs": out["epochs"], "stop_reason": out["stop_reason"],
-                  "status": out["status"], "diverged_epoch": out["diverged_epoch"], "seconds": out["seconds"],
-                  **{k: v for k, v in out["scores"].items() if k not in ("epoch", "seconds", "lr")},
-                  "history": out["history"], "stack": stack_key}
-        write_json(path, result)
-        results.append(result)
-    checkpoint_path.unlink(missing_ok=True)
-    return results
+    if not job.done(stack_key):
+        try:
+            prebuilt.append(make())
+        except NotWidenable as exc:
+            _explain(name, str(exc), kind, "not trained as one wide stack")
+            return None
+    return job.fit(stack_key, make, finish, label=f"{kind} of fold {whats[0]['fold']} (stack of {len(seeds)})")
 
 
 _explained: set[tuple[str, str, str]] = set()  # (model, reason, kind) already logged by this process

@@ -23,6 +23,8 @@ from gnnbench.protocols.pitfalls import (
 )
 from gnnbench.protocols.pitfalls.plan import Pitfalls
 from gnnbench.protocols.pitfalls.tables import read_runs
+from gnnbench.training.engine import Checkpoint, Job
+from gnnbench.training.initialisations import PropagationStep, StackedStep
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -106,13 +108,11 @@ def whole_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cp
 
 def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, torch.Tensor], seed: int, split: int,
                  init_ids: list[int], whole=None):
-    """The trainer of one split, seeded for ``split``: label propagation; for a model with a hand-written stacked form
-    (Shchur's zoo) that stacked model of ``init_ids``; for any other model (another zoo's, a user's) its
-    initialisations stacked by torch.func on ``whole`` (:func:`whole_graph`), or, where the model cannot be
-    vmapped, trained one after another in this process
+    """The training step of one split (:mod:`gnnbench.training.initialisations`), seeded for ``split``: label
+    propagation; for a model with a hand-written stacked form (Shchur's zoo) that stacked model of ``init_ids``; for
+    any other model (another zoo's, a user's) its initialisations stacked by torch.func on ``whole``
+    (:func:`whole_graph`), or, where the model cannot be vmapped, trained one after another in this process
     (:func:`~gnnbench.training.functional_stack.stacked_or_sequential`)."""
-    from gnnbench.training.initialisations import PropagationTrainer, StackedTrainer
-
     rule = {"criterion": config["early_stopping_criterion"], "patience": config["early_stopping_tolerance"],
             "max_epochs": config["num_epochs"], "tolerance": config["improvement_tolerance"]}
     torch.manual_seed(dropout_seed(seed, split))
@@ -121,7 +121,7 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
 
         propagation = LabelPropagation(graph, labels, parts["train"], config.get("prop_type", "vanilla"),
                                        config.get("return_prob", 0.0))
-        return PropagationTrainer(propagation, labels, parts, **rule)
+        return PropagationStep(propagation, labels, parts, **rule)
     if not has_stacked_form(config):
         from gnnbench.training.functional_stack import stacked_or_sequential
 
@@ -135,7 +135,7 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
     from gnnbench.models.stacked import build_stacked_model
 
     model = build_stacked_model(config, graph, [init_seed(seed, split, i) for i in init_ids])
-    return StackedTrainer(model, labels, parts, learning_rate=config["learning_rate"], init_ids=init_ids, **rule)
+    return StackedStep(model, labels, parts, learning_rate=config["learning_rate"], init_ids=init_ids, **rule)
 
 
 def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, splits: list[int], config: dict,
@@ -170,8 +170,6 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
     from gnnbench.allocator import keep_freed_memory
     from gnnbench.config.keys import coerce_all, protocol_types
     from gnnbench.splits import read_splits
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.initialisations import train_split
     from gnnbench.training.run import _device_name, package_versions, resolve_device
 
     keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
@@ -189,44 +187,33 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
     init_ids = list(range(inits)) if init_ids is None else list(init_ids)
     if cfg["model"] in PROPAGATION_MODELS:
         init_ids = [0]  # deterministic: one run per split (the original's num_training_runs: 1)
-    key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds),
-                       "split_ids": list(split_ids), "init_ids": init_ids, "seed": seed})
-    checkpoint = Checkpoint(out_dir / CHECKPOINT_FILE, key, guard, every_s=CHECKPOINT_SECONDS)
-    state = checkpoint.load() or {"done": [], "current": None}
-    done: list[dict] = state["done"]  # per finished split: records, history, seconds
+    job_key = {"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds),
+               "init_ids": init_ids, "seed": seed}
+    job = Job(Checkpoint(out_dir / CHECKPOINT_FILE, NAME, guard, every_s=CHECKPOINT_SECONDS))
     whole = None if cfg["model"] in PROPAGATION_MODELS or has_stacked_form(cfg) else whole_graph(dataset_dir, dev)
-
-    def save(current: dict | None, finished: bool = False) -> None:
-        checkpoint.save({"done": done, "current": current}, finished)
-
+    done: list[dict] = []  # per split: records, history, seconds
     for split in split_ids:
-        if any(d["split"] == split for d in done):
-            continue
         parts = {p: torch.from_numpy(idx).to(dev) for p, idx in splits.fold(split).items()}
-        trainer = make_trainer(cfg, graph, labels, parts, seed, split, init_ids, whole)
-        current = state["current"]
-        seconds = 0.0
-        if current is not None and current["split"] == split:
-            trainer.load_state_dict(current["trainer"])
-            seconds = current["seconds"]
-            log.info("resuming split %d from %s at epoch %d", split, checkpoint.path, trainer.epoch)
-        elif not done:
-            save(None)  # a stop before the first checkpoint leaves a resumable (empty) state
         split_start = time.perf_counter()
 
-        def after_epoch(_state, split=split, trainer=trainer, seconds=seconds, split_start=split_start) -> None:
-            if checkpoint.due():
-                save({"split": split, "trainer": trainer.state_dict(),
-                      "seconds": seconds + time.perf_counter() - split_start})
+        def make(split=split, parts=parts):
+            step = make_trainer(cfg, graph, labels, parts, seed, split, init_ids, whole)
+            run, rules = step.fit_parts()
+            return run, step, rules
 
-        result = train_split(trainer, after_epoch)
-        seconds += time.perf_counter() - split_start
-        done.append({"split": split, "records": result.records, "history": result.history, "seconds": seconds})
-        state["current"] = None
-        save(None)
-        log.info("split %d: %d run(s)%s, mean test accuracy %s%%, %d epochs at most, %.1fs", split,
-                 len(result.records), _diverged_note(result.records), _percent(_completed_mean(result.records)),
-                 max(r["epochs"] for r in result.records), seconds)
+        def finish(run, step, split=split, split_start=split_start) -> dict:
+            result = step.results(run)
+            return {"split": split, "records": result.records, "history": result.history,
+                    "seconds": time.perf_counter() - split_start}
+
+        key = sha256_json({**job_key, "split": split})
+        resumed = job.done(key)
+        d = job.fit(key, make, finish, label=f"split {split}")
+        done.append(d)
+        if not resumed:
+            log.info("split %d: %d run(s)%s, mean test accuracy %s%%, %d epochs at most, %.1fs", split,
+                     len(d["records"]), _diverged_note(d["records"]), _percent(_completed_mean(d["records"])),
+                     max(r["epochs"] for r in d["records"]), d["seconds"])
 
     done.sort(key=lambda d: d["split"])
     label = label or cfg["model"]
@@ -250,7 +237,7 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
                  "split_checksum": sha256_json(splits.folds)},
     }
     with guard.deferred(raise_after=False):  # the job is complete: a stop signal now lets the outputs finish
-        save(None, finished=True)
+        job.save(finished=True)
         with atomic_path(out_dir / "history.parquet") as tmp:
             pq.write_table(pa.table(history), tmp)
         with atomic_path(out_dir / "runs.parquet") as tmp:
