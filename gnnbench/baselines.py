@@ -1,4 +1,6 @@
-"""Non-learnt baselines reported next to the models (the benchmarking-gnns protocol, Dwivedi et al.).
+"""Non-learnt baselines reported next to the models (the benchmarking-gnns protocol, Dwivedi et al.). A generator
+names the ones its datasets are reported with (:class:`gnnbench.data.generators.Baseline`: a method of
+:data:`METHODS` and its parameters); the workflow scores each once per dataset.
 
 TSP k-nearest-neighbour heuristic (Dwivedi et al.'s TSP results: test F1 0.693 for k = 2): predict an edge i → j
 to be a tour edge iff j is among the k nearest neighbours of i (by the edge feature, the Euclidean distance; ties by
@@ -69,14 +71,20 @@ def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     }
 
 
-def write_knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
-                       out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> dict:
-    """The k-NN heuristic's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run
-    record (stage "run" of protocol benchmarking-gnns, model label :data:`KNN_LABEL`)."""
+# method name -> f(dataset_dir, splits_path, batch_size, **params) -> a run's metrics record
+METHODS = {"knn_tour": knn_baseline}
+
+
+def write_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int, method: str,
+                   params: dict, out: str | os.PathLike, record_out: str | os.PathLike | None = None) -> dict:
+    """A baseline's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run record
+    (stage "run" of protocol benchmarking-gnns, the baseline's label as model label)."""
     from gnnbench.protocols.benchmarking_gnns.train import run_records
     from gnnbench.records import write_records
 
-    record = knn_baseline(dataset_dir, splits_path, batch_size, k)
+    if method not in METHODS:
+        raise ConfigError(f"baseline method {method!r} is unknown; choose one of {', '.join(sorted(METHODS))}")
+    record = METHODS[method](dataset_dir, splits_path, batch_size, **params)
     write_json(out, record)
     if record_out is not None:
         write_records(record_out, run_records(record))

@@ -17,10 +17,10 @@ RAW_FILE = RAW_DIR + "/{path}"
 DATASET_DIR = "results/datasets/{dataset}"
 DATASET_GRAPHS = DATASET_DIR + "/graphs.parquet"
 DATASET_META = DATASET_DIR + "/meta.json"
-LABEL_SHARD_FILE = DATASET_DIR + "/label_shards/{shard}.parquet"  # TSP: tours of one labelling shard
+LABEL_SHARD_FILE = DATASET_DIR + "/label_shards/{shard}.parquet"  # a sharded generator's shard (TSP: tours)
 PE_FILE = "results/features/{dataset}/laplacian_pe_k{k}.parquet"
 SPLITS_FILE = "results/splits/{dataset}/splits.json"
-KNN_BASELINE_FILE = "results/baselines/{dataset}/knn_k{k}.json"  # TSP: the k-NN heuristic, scored like a run
+BASELINE_FILE = "results/baselines/{dataset}/{baseline}.json"  # a generator's baseline, scored like a run
 
 # training outputs, per protocol (each protocol's module says what a job writes)
 RUNS_DIR = "results/runs/{dataset}/{model}"

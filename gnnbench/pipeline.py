@@ -9,6 +9,7 @@ import time
 
 from gnnbench.data.generators import generate, get_generator, resolve_params
 from gnnbench.data.meta import DatasetMeta, read_dataset, write_dataset
+from gnnbench.errors import ConfigError
 from gnnbench.splits import make_splits, write_splits
 
 log = logging.getLogger(__name__)
@@ -62,34 +63,40 @@ def make_split_file(dataset_dir: str | os.PathLike, scheme: str, params: dict, o
     write_splits(out, make_splits(meta, labels, scheme, params, given, published, expected))
 
 
-def label_tsp_shard(params: dict | None, seed: int, shard: int, out: str | os.PathLike, workers: int = 1) -> None:
-    """Solve one shard of a TSP dataset's instances (tours to ``out``)."""
-    from gnnbench.data.generators import tsp
+def _sharding(generator: str):
+    sharding = get_generator(generator).sharding
+    if sharding is None:
+        raise ConfigError(f"generator {generator!r} makes its datasets in one job, not in shards; generate it whole")
+    return sharding
 
-    resolved = resolve_params(get_generator("tsp"), params, "tsp params")
-    tsp.label_shard(resolved, seed, shard, out, workers)
+
+def label_shard(generator: str, name: str, params: dict | None, seed: int, shard: int, out: str | os.PathLike,
+                workers: int = 1) -> None:
+    """Make shard ``shard`` of dataset ``name`` of a sharded generator (TSP: solve its instances) into ``out``."""
+    sharding = _sharding(generator)
+    sharding.label(resolve_params(get_generator(generator), params, f"datasets.{name}.params"), seed, shard, out,
+                   workers)
 
 
-def merge_tsp_shards(name: str, params: dict | None, seed: int, shard_files: list[str | os.PathLike],
-                     out_dir: str | os.PathLike) -> DatasetMeta:
-    """Write a TSP dataset labelled from its shards' tours."""
-    from gnnbench.data.generators import tsp
-
+def merge_shards(generator: str, name: str, params: dict | None, seed: int, shard_files: list[str | os.PathLike],
+                 out_dir: str | os.PathLike) -> DatasetMeta:
+    """Write dataset ``name`` of a sharded generator, built from its shards' files."""
     start = time.perf_counter()
-    gen = get_generator("tsp")
+    gen = get_generator(generator)
     resolved = resolve_params(gen, params, f"datasets.{name}.params")
-    columns = tsp.build_from_shards(resolved, seed, shard_files)
+    columns = _sharding(generator).merge(resolved, seed, shard_files)
     meta = write_dataset(out_dir, columns, gen.describe(name, resolved, seed))
-    log.info("merged %d TSP label shards of %s: %d graphs in %.1fs", len(shard_files), name, meta.num_graphs,
+    log.info("merged %d shards of %s: %d graphs in %.1fs", len(shard_files), name, meta.num_graphs,
              time.perf_counter() - start)
     return meta
 
 
-def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
-                 out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> None:
-    """Score TSP's k-nearest-neighbour heuristic (Dwivedi et al.'s baseline, k = 2) on a dataset's split like a
-    run: its scores to ``out`` (the runs' metrics format) and its run record to ``record_out``."""
-    from gnnbench.baselines import write_knn_baseline
+def score_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int, method: str,
+                   params: dict, out: str | os.PathLike, record_out: str | os.PathLike | None = None) -> None:
+    """Score a non-learnt baseline (:data:`gnnbench.baselines.METHODS`) on a dataset's split like a run: its scores
+    to ``out`` (the runs' metrics format) and its run record to ``record_out``."""
+    from gnnbench.baselines import write_baseline
 
-    record = write_knn_baseline(dataset_dir, splits_path, batch_size, out, k, record_out)
-    log.info("%s on %s: test F1 %.4f", record["label"], record["dataset"], record["test"]["metric"])
+    record = write_baseline(dataset_dir, splits_path, batch_size, method, params, out, record_out)
+    log.info("%s on %s: test %s %.4f", record["label"], record["dataset"], record["metric"],
+             record["test"]["metric"])

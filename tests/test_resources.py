@@ -35,10 +35,10 @@ def test_defaults_and_the_default_config():
 
 def test_stage_values_override_defaults_and_set_the_train_shorthands():
     s = suite(resources={"train": {"cpus": 4, "mem_mb": 16000, "runtime": 30, "gpus": 2, "gpu_model": "a100"},
-                         "tsp_label": {"cpus": 8}})
+                         "label_shard": {"cpus": 8}})
     assert s.rule_resources("train") == {"mem_mb": 16000, "runtime": 30, "gpu": 2, "gpu_model": "a100"}
     assert (s.threads_per_run, s.mem_mb_per_run, s.runtime_per_run) == (4, 16000, 30)
-    assert s.resources["tsp_label"] == {"cpus": 8, "mem_mb": 2000, "runtime": 240}
+    assert s.resources["label_shard"] == {"cpus": 8, "mem_mb": 2000, "runtime": 240}
     old = suite(threads_per_run=3, mem_mb_per_run=500)
     assert old.resources["train"] == {"cpus": 3, "mem_mb": 500, "runtime": 720, "gpus": 0}
 

@@ -8,6 +8,7 @@ force, and per-batch F1 with plain Python loops.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import stat
@@ -24,7 +25,7 @@ from gnnbench.data.generators import get_generator, resolve_params, tsp
 from gnnbench.data.meta import read_meta
 from gnnbench.data.store import read_graph_columns
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
-from gnnbench.pipeline import generate_dataset, label_tsp_shard, make_split_file, merge_tsp_shards
+from gnnbench.pipeline import generate_dataset, label_shard, make_split_file, merge_shards
 
 PARAMS = {"num_train": 7, "num_val": 3, "num_test": 3, "num_nodes": [12, 30], "k": 5, "instances_per_shard": 4}
 SEED = 6
@@ -38,7 +39,7 @@ def _label_all(tmp_path, params, seed=SEED):
     files = []
     for shard in range(tsp.num_shards(params)):
         files.append(tmp_path / f"{shard}.parquet")
-        label_tsp_shard(params, seed, shard, files[-1])
+        label_shard("tsp", "TSP", params, seed, shard, files[-1])
     return files
 
 
@@ -86,7 +87,7 @@ def test_merged_shards_equal_the_unsharded_build_in_any_order(tmp_path, unsharde
 def test_merge_writes_the_same_dataset_as_direct_generation(tmp_path):
     params = dict(PARAMS)
     files = _label_all(tmp_path, _resolved())
-    merge_tsp_shards("TSP", params, SEED, files, tmp_path / "merged")
+    merge_shards("tsp", "TSP", params, SEED, files, tmp_path / "merged")
     generate_dataset("tsp", "TSP", params, SEED, tmp_path / "direct")
     a, b = (tmp_path / "merged" / "graphs.parquet").read_bytes(), (tmp_path / "direct" / "graphs.parquet").read_bytes()
     assert a == b
@@ -105,7 +106,7 @@ def test_bad_shards_give_clear_errors(tmp_path):
     with pytest.raises(DataError, match=r"expected shards 0\.\.3 once each, got \[0, 0, 1, 2, 3\]"):
         tsp.build_from_shards(params, SEED, [files[0], *files])
     stale = tmp_path / "stale.parquet"
-    label_tsp_shard(params, SEED + 1, 2, stale)  # another seed
+    label_shard("tsp", "TSP", params, SEED + 1, 2, stale)  # another seed
     with pytest.raises(DataError, match="other parameters or seed.*delete .*stale.parquet"):
         tsp.build_from_shards(params, SEED, [files[0], files[1], stale, files[3]])
     files[1].write_bytes(b"not parquet")
@@ -114,14 +115,14 @@ def test_bad_shards_give_clear_errors(tmp_path):
     with pytest.raises(DataError, match="does not exist; rerun snakemake"):
         tsp.build_from_shards(params, SEED, [tmp_path / "missing.parquet"])
     with pytest.raises(ConfigError, match=r"shard 4 does not exist.*shards 0\.\.3"):
-        label_tsp_shard(params, SEED, 4, tmp_path / "x.parquet")
+        label_shard("tsp", "TSP", params, SEED, 4, tmp_path / "x.parquet")
     assert not (tmp_path / "x.parquet").exists()
 
 
 def test_shard_labelling_reports_progress(tmp_path, caplog):
     params = _resolved()
     with caplog.at_level(logging.INFO, logger="gnnbench.progress"):
-        label_tsp_shard(params, SEED, 1, tmp_path / "1.parquet")
+        label_shard("tsp", "TSP", params, SEED, 1, tmp_path / "1.parquet")
     lines = [r.getMessage() for r in caplog.records if r.name == "gnnbench.progress"]
     assert lines and lines[-1].startswith("TSP shard 2/4: 4/4 (100%)")
 
@@ -266,3 +267,77 @@ def test_knn_baseline_refuses_other_tasks(tmp_path):
                     tmp_path / "s.json")
     with pytest.raises(ConfigError, match="k-NN tour heuristic needs a TSP-like dataset.*CSL"):
         knn_baseline(tmp_path / "csl", tmp_path / "s.json", 4)
+
+
+# ------------------------------------------------------------------------------------------ generator hooks
+
+
+@pytest.fixture
+def tsp_copy(monkeypatch):
+    """TSP's hooks under another generator name, with a k = 3 heuristic as its baseline: the suite, the pipeline
+    and the workflow find sharding and baselines through the generator, not by the name "tsp"."""
+    import dataclasses
+
+    from gnnbench.data import generators
+
+    copy = dataclasses.replace(tsp.TSP, name="tsp_copy", baselines=(generators.Baseline("knn_k3", "knn_tour",
+                                                                                        {"k": 3}),))
+    registry = generators._registry
+    monkeypatch.setattr(generators, "_registry", lambda: {**registry(), "tsp_copy": copy})
+    return copy
+
+
+def _suite_of(generator: str):
+    from gnnbench.config.suite import load_suite
+
+    return load_suite({
+        "datasets": {"T": {"generator": generator, "seed": SEED, "params": PARAMS},
+                     "C": {"generator": "csl", "params": {"copies_per_class": 5}}},
+        "benchmarks": {"T": {"seeds": [1], "models": {"MLP": "TSP_edge_classification_MLP_100k"}},
+                       "C": {"seeds": [1], "models": {"GIN": "CSL_graph_classification_GIN_CSL_100k"}}}})
+
+
+def test_a_generators_sharding_and_baselines_decide_the_suites_jobs(tsp_copy):
+    suite = _suite_of("tsp_copy")
+    assert suite.sharded_datasets == ["T"]  # CSL builds in one job
+    assert suite.label_shard_files("T") == [f"results/datasets/T/label_shards/{i}.parquet" for i in range(4)]
+    assert suite.label_shard_files("C") == [] and suite.baseline_files("C") == []
+    assert list(suite.baselines("T")) == ["knn_k3"] and suite.baseline_names == ["knn_k3"]
+    assert suite.baseline_files("T") == ["results/records/benchmarking-gnns/T/knn_k3/baseline.parquet"]
+    assert _suite_of("tsp").baseline_names == ["knn_k2"]  # the paper's heuristic (test F1 0.693)
+
+
+def test_the_pipeline_shards_merges_and_scores_through_the_hooks(tmp_path, tsp_copy, unsharded):
+    from gnnbench.pipeline import score_baseline
+    from gnnbench.records import read_runs
+
+    files = []
+    for shard in range(4):
+        files.append(tmp_path / f"{shard}.parquet")
+        label_shard("tsp_copy", "T", PARAMS, SEED, shard, files[-1])
+    merge_shards("tsp_copy", "T", PARAMS, SEED, files, tmp_path / "T")
+    _assert_same(read_graph_columns(tmp_path / "T" / "graphs.parquet"), unsharded)
+    make_split_file(tmp_path / "T", "given", {}, tmp_path / "splits.json")
+    score_baseline(tmp_path / "T", tmp_path / "splits.json", 4, "knn_tour", {"k": 3}, tmp_path / "b.json",
+                   tmp_path / "b.parquet")
+    direct = knn_baseline(tmp_path / "T", tmp_path / "splits.json", 4, k=3)
+    record = json.loads((tmp_path / "b.json").read_text())
+    assert record["label"] == "k-NN heuristic (k=3)" and record["config"] == {"k": 3, "batch_size": 4}
+    assert [record[p]["metric"] for p in ("train", "val", "test")] == [direct[p]["metric"]
+                                                                       for p in ("train", "val", "test")]
+    rows = read_runs(tmp_path / "b.parquet")
+    assert rows["test_score"].tolist() == [direct["test"]["metric"]]
+
+
+def test_hooks_refuse_what_they_do_not_have(tmp_path):
+    from gnnbench.config.suite import load_suite
+    from gnnbench.pipeline import score_baseline
+
+    with pytest.raises(ConfigError, match="generator 'csl' makes its datasets in one job, not in shards"):
+        label_shard("csl", "C", {}, 1, 0, tmp_path / "0.parquet")
+    with pytest.raises(ConfigError, match="baseline method 'knn' is unknown; choose one of knn_tour"):
+        score_baseline(tmp_path, tmp_path / "s.json", 4, "knn", {}, tmp_path / "b.json")
+    assert not (tmp_path / "0.parquet").exists() and not (tmp_path / "b.json").exists()
+    with pytest.raises(ConfigError, match=r"^resources: 'tsp_label' is now called label_shard .*$"):
+        load_suite({"datasets": {"C": {"generator": "csl"}}, "benchmarks": {"C": {"models": {}}},
+                    "resources": {"tsp_label": {"cpus": 2}}})

@@ -15,12 +15,12 @@ Output layout (paths relative to the working directory):
 
     resources/raw/{source}/{file}                               (downloads: MNIST IDX files, Planetoid, npz, ...)
     results/datasets/{dataset}/graphs.parquet, meta.json
-    results/datasets/{dataset}/label_shards/{shard}.parquet   (TSP: tours of one labelling shard)
+    results/datasets/{dataset}/label_shards/{shard}.parquet   (a sharded generator's shards: TSP's tours)
     results/features/{dataset}/laplacian_pe_k{k}.parquet
     results/splits/{dataset}/splits.json
     results/runs/...                                            (per protocol, see gnnbench/protocols/)
     results/records/{protocol}/{dataset}/{model}/{job}.parquet  (every run, one schema: gnnbench.records)
-    results/baselines/{dataset}/knn_k2.json                    (TSP: the k-NN heuristic, scored like a run)
+    results/baselines/{dataset}/{baseline}.json                (a generator's baselines, e.g. TSP's knn_k2)
     results/tables/{dataset}.csv, .md, .parquet                 (+ results/plots/, suite-wide tables per protocol)
     results/tables/{dataset}_significance.csv, .md, .parquet    (paired tests between the models)
     results/plots/{dataset}_{curves,bars,pe}.{png,svg}           figures of the report (plot_files)
@@ -48,18 +48,16 @@ from gnnbench.splits import check_class_sizes, check_source, resolve_split
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 # the workflow's paths: gnnbench.paths (names kept here for callers of this module)
 DATASET_DIR, PE_FILE, SPLITS_FILE, RAW_DIR = paths.DATASET_DIR, paths.PE_FILE, paths.SPLITS_FILE, paths.RAW_DIR
-LABEL_SHARD_FILE, KNN_BASELINE_FILE = paths.LABEL_SHARD_FILE, paths.KNN_BASELINE_FILE
+LABEL_SHARD_FILE, BASELINE_FILE = paths.LABEL_SHARD_FILE, paths.BASELINE_FILE
 SIGNIFICANCE_FILE, PLOT_FILE, PLOT_FORMATS = paths.SIGNIFICANCE_FILE, paths.PLOT_FILE, paths.PLOT_FORMATS
 TABLE_PAGE, SUITE_REPORT = paths.TABLE_PAGE, paths.SUITE_REPORT
-KNN_BASELINE_K = 2  # the paper's TSP k-NN heuristic (F1 0.693)
-SHARDED_GENERATORS = ("tsp",)  # generators whose labelling runs as one job per shard
 DEFAULTS = {"device": "auto", "threads_per_run": 1, "mem_mb_per_run": 2000, "runtime_per_run": 720}
 # What each stage's jobs ask a scheduler for (config key `resources`; runtime in minutes). The `train` defaults
 # come from the older top-level keys (threads_per_run, ...), which stay accepted as shorthands.
 RESOURCE_DEFAULTS = {
     "train": {"cpus": 1, "mem_mb": 2000, "runtime": 720, "gpus": 0},
     "dataset": {"cpus": 1, "mem_mb": 8000, "runtime": 240},
-    "tsp_label": {"cpus": 1, "mem_mb": 2000, "runtime": 240},
+    "label_shard": {"cpus": 1, "mem_mb": 2000, "runtime": 240},
     "features": {"cpus": 1, "mem_mb": 4000, "runtime": 120},
 }
 TRAIN_SHORTHANDS = {"threads_per_run": "cpus", "mem_mb_per_run": "mem_mb", "runtime_per_run": "runtime"}
@@ -160,17 +158,16 @@ class Suite:
 
     @property
     def sharded_datasets(self) -> list[str]:
-        """Datasets whose labelling runs as one job per shard (TSP)."""
-        return [name for name, d in self.datasets.items() if d.generator in SHARDED_GENERATORS]
+        """Datasets whose generator makes them in shards, one job each (TSP), merged by a job of their own."""
+        return [name for name, d in self.datasets.items() if get_generator(d.generator).sharding is not None]
 
     def label_shard_files(self, dataset: str) -> list[str]:
-        """Label shards a sharded dataset is merged from (none for other datasets)."""
+        """The shard files a sharded dataset is merged from (none for other datasets)."""
         spec = self.datasets[dataset]
-        if spec.generator not in SHARDED_GENERATORS:
+        sharding = get_generator(spec.generator).sharding
+        if sharding is None:
             return []
-        from gnnbench.data.generators import tsp
-
-        return [LABEL_SHARD_FILE.format(dataset=dataset, shard=i) for i in range(tsp.num_shards(spec.params))]
+        return [LABEL_SHARD_FILE.format(dataset=dataset, shard=i) for i in range(sharding.count(spec.params))]
 
     def raw_files(self, dataset: str) -> list[str]:
         """Raw files (paths under ``resources/raw``) a dataset is made from: downloads, one job each."""
@@ -212,14 +209,21 @@ class Suite:
         return sorted({f"{RAW_DIR}/{raw.relative_path}" for spec in self.datasets.values()
                        for raw, _ in self._downloads(spec)})
 
-    def baseline_files(self, dataset: str) -> list[str]:
-        """The run records of the non-learnt baselines reported in a dataset's table: the k-NN heuristic for TSP
-        datasets."""
-        if self.datasets[dataset].generator != "tsp":
-            return []
-        from gnnbench.protocols.benchmarking_gnns import KNN_RECORD_FILE
+    def baselines(self, dataset: str) -> dict:
+        """The non-learnt baselines a dataset's generator reports it with, by name
+        (:class:`~gnnbench.data.generators.Baseline`; TSP: the k-NN heuristic)."""
+        return {b.name: b for b in get_generator(self.datasets[dataset].generator).baselines}
 
-        return [KNN_RECORD_FILE.format(dataset=dataset, k=KNN_BASELINE_K)]
+    @property
+    def baseline_names(self) -> list[str]:
+        """Every baseline name of the suite's datasets (the workflow's wildcard values)."""
+        return sorted({name for dataset in self.datasets for name in self.baselines(dataset)})
+
+    def baseline_files(self, dataset: str) -> list[str]:
+        """The run records of the baselines reported in a dataset's table."""
+        from gnnbench.protocols.benchmarking_gnns import BASELINE_RECORD_FILE
+
+        return [BASELINE_RECORD_FILE.format(dataset=dataset, baseline=name) for name in self.baselines(dataset)]
 
     def baseline_batch_size(self, dataset: str) -> int:
         """Evaluation batch size of the baselines (batch-averaged metrics depend on it): the models' most common
@@ -558,6 +562,8 @@ def _check_schema(config: object, schema_path: Path) -> None:
             extras = [k for k in error.instance if k not in schema_here.get("properties", {})
                       and not any(re.search(p, k) for p in schema_here.get("patternProperties", {}))]
             message = f"Additional properties are not allowed ({', '.join(map(repr, extras))} was unexpected)"
+            if where == "resources" and "tsp_label" in extras:  # the stage's name before any generator could shard
+                message = "'tsp_label' is now called label_shard (the stage of every sharded dataset's shard jobs)"
         if error.validator == "oneOf":
             message = f"{error.instance!r} must be a preset name or a mapping with keys preset and set"
         keys = [part for part in error.absolute_path if isinstance(part, str)]

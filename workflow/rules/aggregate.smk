@@ -1,19 +1,23 @@
-rule tsp_knn_baseline:
+# a generator's non-learnt baselines (TSP: the k-NN heuristic), scored like a run, a row of the dataset's table
+rule baseline:
     input:
         unpack(lambda wc: dataset_files(wc.dataset)),
         splits=paths.SPLITS_FILE,
     output:
-        json=paths.KNN_BASELINE_FILE,
-        record=benchmarking_gnns.KNN_RECORD_FILE,
+        json=paths.BASELINE_FILE,
+        record=benchmarking_gnns.BASELINE_RECORD_FILE,
+    wildcard_constraints:
+        baseline=_alternatives(SUITE.baseline_names),
     params:
         batch_size=lambda wc: SUITE.baseline_batch_size(wc.dataset),
-        k=lambda wc: int(wc.k),
+        method=lambda wc: SUITE.baselines(wc.dataset)[wc.baseline].method,
+        params=lambda wc: dict(SUITE.baselines(wc.dataset)[wc.baseline].params),
     log:
-        paths.log_file("baselines", "{dataset}_knn_k{k}"),
+        paths.log_file("baselines", "{dataset}_{baseline}"),
     conda:
         "../envs/gnnbench.yaml"
     script:
-        "../scripts/knn_baseline.py"
+        "../scripts/baseline.py"
 
 
 # benchmarking-gnns: one table per dataset (with the paper's numbers where the dataset and model are the paper's),

@@ -43,27 +43,28 @@ rule dataset:
         "../scripts/generate_dataset.py"
 
 
-# TSP: labelling (solving every instance) is split into shards, one job each, merged into the dataset.
-rule tsp_label_shard:
+# A sharded generator's dataset (TSP: solving every instance) is made in shards, one job each, then merged.
+rule label_shard:
     output:
         paths.LABEL_SHARD_FILE,
     wildcard_constraints:
         dataset=_alternatives(SUITE.sharded_datasets),
     params:
+        generator=lambda wc: SUITE.datasets[wc.dataset].generator,
         params=lambda wc: SUITE.datasets[wc.dataset].params,
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
         paths.log_file("dataset", "{dataset}_label_shard{shard}"),
-    threads: SUITE.resources["tsp_label"]["cpus"]
+    threads: SUITE.resources["label_shard"]["cpus"]
     resources:
-        **SUITE.rule_resources("tsp_label"),
+        **SUITE.rule_resources("label_shard"),
     conda:
         "../envs/gnnbench.yaml"
     script:
-        "../scripts/tsp_label_shard.py"
+        "../scripts/label_shard.py"
 
 
-rule tsp_dataset:
+rule dataset_from_shards:
     input:
         shards=lambda wc: SUITE.label_shard_files(wc.dataset),
     output:
@@ -72,6 +73,7 @@ rule tsp_dataset:
     wildcard_constraints:
         dataset=_alternatives(SUITE.sharded_datasets),
     params:
+        generator=lambda wc: SUITE.datasets[wc.dataset].generator,
         params=lambda wc: SUITE.datasets[wc.dataset].params,
         seed=lambda wc: SUITE.datasets[wc.dataset].seed,
     log:
@@ -82,4 +84,4 @@ rule tsp_dataset:
     conda:
         "../envs/gnnbench.yaml"
     script:
-        "../scripts/tsp_merge_shards.py"
+        "../scripts/merge_shards.py"

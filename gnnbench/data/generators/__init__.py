@@ -51,6 +51,33 @@ class Generator:
     path_params: tuple[str, ...] = ()
     # files outside the raw cache the dataset is made from (a user's graph file): inputs of the workflow's dataset job
     input_files: Callable[[dict], list[str]] | None = None
+    # a dataset made in shards, one workflow job each, then merged (instead of one build job)
+    sharding: Sharding | None = None
+    # non-learnt baselines scored on the dataset like a run and reported beside the models in its table
+    baselines: tuple[Baseline, ...] = ()
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """How a generator makes a dataset in shards, so that a cluster spreads the expensive part (TSP: solving every
+    instance). ``count(params)`` shards; ``label(params, seed, shard, out, workers)`` writes shard ``shard``'s file
+    atomically; ``merge(params, seed, files)`` builds the dataset's graph columns from every shard's file (and
+    refuses files of other parameters, a missing shard or one given twice)."""
+
+    count: Callable[[dict], int]
+    label: Callable[..., None]
+    merge: Callable[[dict, int, list], GraphColumns]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A non-learnt baseline a generator's datasets are reported with: ``name`` names its files (``results/baselines
+    /{dataset}/{name}.json`` and its run record); ``method`` is one of :data:`gnnbench.baselines.METHODS`, called with
+    ``params``."""
+
+    name: str
+    method: str
+    params: dict[str, Any]
 
 
 @dataclass(frozen=True)

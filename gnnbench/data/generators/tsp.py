@@ -64,7 +64,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gnnbench.data import tsp_solver
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators import Baseline, Generator, Sharding
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
@@ -370,4 +370,6 @@ TSP = Generator(
     describe=_describe,
     build=_build,
     check=_check,
+    sharding=Sharding(count=num_shards, label=label_shard, merge=build_from_shards),
+    baselines=(Baseline("knn_k2", "knn_tour", {"k": 2}),),  # the paper's k-NN heuristic (test F1 0.693)
 )

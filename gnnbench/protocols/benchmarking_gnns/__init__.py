@@ -38,8 +38,9 @@ RUN_DIR = paths.P1_RUN_DIR
 
 RECORD_JOB = "seed{seed}_fold{fold}"  # a job's run-record file: paths.RECORD_FILE with this job name
 
-# TSP's k-NN heuristic (gnnbench.baselines): its run record, a row of the dataset's table like the models'
-KNN_RECORD_FILE = paths.RECORD_FILE.replace("{protocol}", NAME).replace("{model}", "knn_k{k}").replace(
+# a generator's non-learnt baseline (gnnbench.baselines; TSP's k-NN heuristic): its run record, a row of the
+# dataset's table like the models'
+BASELINE_RECORD_FILE = paths.RECORD_FILE.replace("{protocol}", NAME).replace("{model}", "{baseline}").replace(
     "{job}", "baseline")
 
 TABLE_FILE = paths.DATASET_TABLE
