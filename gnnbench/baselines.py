@@ -72,12 +72,13 @@ def knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
 def write_knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int,
                        out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> dict:
     """The k-NN heuristic's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run
-    record (stage "run" of protocol benchmarking-gnns, model label :data:`KNN_LABEL`)."""
+    record (stage "run" of protocol benchmarking-gnns, model label :data:`KNN_LABEL`) and its history record (no
+    rows: it trains no epoch)."""
     from gnnbench.protocols.benchmarking_gnns.train import run_records
     from gnnbench.records import write_records
 
     record = knn_baseline(dataset_dir, splits_path, batch_size, k)
     write_json(out, record)
     if record_out is not None:
-        write_records(record_out, run_records(record))
+        write_records(record_out, run_records(record), history=[])
     return record

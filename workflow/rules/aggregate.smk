@@ -5,6 +5,7 @@ rule tsp_knn_baseline:
     output:
         json=paths.KNN_BASELINE_FILE,
         record=benchmarking_gnns.KNN_RECORD_FILE,
+        history=str(history_path(benchmarking_gnns.KNN_RECORD_FILE)),
     params:
         batch_size=lambda wc: SUITE.baseline_batch_size(wc.dataset),
         k=lambda wc: int(wc.k),

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from gnnbench import paths
 from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
 from gnnbench.protocols.pitfalls import plan as pitfalls_plan
+from gnnbench.records import history_path
 from gnnbench.reporting.report import suite_description
 
 
@@ -34,6 +35,11 @@ wildcard_constraints:
 def record_file(protocol, job):
     """The run-record output of a job of ``protocol`` (``job``: the protocol's job name, with wildcards)."""
     return paths.RECORD_FILE.format(protocol=protocol, dataset="{dataset}", model="{model}", job=job)
+
+
+def history_file(protocol, job):
+    """The history-record output of a job of ``protocol`` (the per-epoch history of its runs, beside its record)."""
+    return paths.HISTORY_RECORD_FILE.format(protocol=protocol, dataset="{dataset}", model="{model}", job=job)
 
 
 def dataset_files(dataset):

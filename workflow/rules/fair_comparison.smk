@@ -11,6 +11,7 @@ rule fc_inner:
     output:
         runs=paths.INNER_FILE,
         records=record_file(fair_comparison.NAME, fair_comparison.INNER_RECORD_JOB),
+        histories=history_file(fair_comparison.NAME, fair_comparison.INNER_RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     params:
@@ -53,6 +54,7 @@ rule fc_final:
         runs=paths.FINAL_FILE,
         history=paths.FINAL_HISTORY_FILE,
         records=record_file(fair_comparison.NAME, fair_comparison.FINAL_RECORD_JOB),
+        histories=history_file(fair_comparison.NAME, fair_comparison.FINAL_RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     params:
