@@ -8,4 +8,4 @@ from gnnbench.workflow import run_step
 split = dict(snakemake.params.split)
 published = list(snakemake.input.get("published", [])) or None
 run_step(snakemake, lambda: make_split_file(Path(snakemake.input.meta).parent, split.pop("scheme"), split,
-                                            snakemake.output[0], published))
+                                            snakemake.output[0], published), torch_threads=False)
