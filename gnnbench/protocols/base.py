@@ -131,6 +131,12 @@ class Protocol(ABC):
         workflow beside the per-dataset tables."""
         return []
 
+    def suite_table_inputs(self, benchmarks: list[Benchmark]) -> dict:
+        """What the suite's report job passes to this protocol's ``tables.suite_tables`` to write
+        :meth:`suite_files`: ``records`` (the run-record files read) and the protocol's own settings; empty where it
+        has no suite-wide tables (the default)."""
+        return {}
+
     def check_split(self, dataset, where: str) -> None:
         """Raise a ConfigError (naming ``where``, the dataset's split key) when the dataset's split scheme is not
         one of :attr:`split_schemes`. Called while the suite loads, after :meth:`check_dataset`."""

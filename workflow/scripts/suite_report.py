@@ -1,7 +1,7 @@
-"""Snakemake adapter for rule suite_report: gnnbench.reporting.report.write_suite."""
+"""Snakemake adapter for rule suite_report: gnnbench.reporting.jobs.suite_job."""
 
-from gnnbench.reporting.report import write_suite
+from gnnbench.reporting.jobs import suite_job
 from gnnbench.workflow import run_step
 
-run_step(snakemake, lambda: write_suite(dict(snakemake.params.suite), snakemake.output.yaml, snakemake.output.html),
-         torch_threads=False)
+run_step(snakemake, lambda: suite_job(suite=dict(snakemake.params.suite), tables=dict(snakemake.params.tables),
+                                      outputs=dict(snakemake.output.items())), torch_threads=False)

@@ -193,10 +193,21 @@ class Pitfalls(Protocol):
             files += [RANKING_TABLE.format(ext=ext) for ext in TABLE_FORMATS]
         return files
 
+    def suite_table_inputs(self, benchmarks: list[Benchmark]) -> dict:
+        """The run records of the random-split benchmarks (``summary``: their names) and of every (fixed split,
+        random splits) pair (``pairs``) — the inputs of :func:`gnnbench.protocols.pitfalls.tables.suite_tables`."""
+        if not self.suite_files(benchmarks):
+            return {}
+        pairs = ranking_pairs({b.dataset: b for b in benchmarks})
+        by_name = {b.dataset: b for b in benchmarks}
+        records = summary_inputs(benchmarks) + [f for pair in pairs for d in pair for f in by_name[d].record_files()]
+        return {"records": list(dict.fromkeys(records)), "pairs": [list(pair) for pair in pairs],
+                "summary": [b.dataset for b in benchmarks if b.scheme == "random_per_class"]}
+
 
 def summary_inputs(benchmarks: list[PitfallsBenchmark]) -> list[str]:
-    """Runs behind the suite table: every random-splits benchmark."""
-    return [f for b in benchmarks if b.scheme == "random_per_class" for f in b.run_files()]
+    """The run records behind the suite table: every random-splits benchmark's."""
+    return [f for b in benchmarks if b.scheme == "random_per_class" for f in b.record_files()]
 
 
 def ranking_pairs(benchmarks: dict[str, Benchmark]) -> list[tuple[str, str]]:
