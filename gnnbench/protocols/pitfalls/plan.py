@@ -115,8 +115,8 @@ class Pitfalls(Protocol):
                 + ", mean test accuracy: " + ("none (every run diverged)" if mean is None else f"{mean:.2f}"))
 
     def aggregate_command(self, files: list[str], out: str) -> None:
-        """The dataset table and box plot of the given ``runs.parquet`` files (:func:`dataset_report`), without the
-        paper's numbers."""
+        """The dataset table and box plot of the given run-record files (the jobs' ``--records`` output,
+        :func:`dataset_report`), without the paper's numbers."""
         from gnnbench.protocols.pitfalls.tables import dataset_report
 
         dataset_report(files, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
