@@ -1,5 +1,5 @@
 """Reporting of the ``fair-comparison`` protocol (Errica et al., Tables 3 and 4 and Figure 1; the tables are
-described in docs/protocols/fair-comparison.md#the-workflow-four-rules-every-step-a-file).
+described in docs/protocols/fair-comparison.md#the-workflow-three-rules-and-the-report-job-every-step-a-file).
 
 Input: one record per (model, outer fold) — the configuration chosen by model selection, its validation accuracy
 (VL: accuracy on the inner hold-out at the early-stopping epoch), and the mean test / train accuracy of the final
