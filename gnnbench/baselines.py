@@ -78,7 +78,8 @@ METHODS = {"knn_tour": knn_baseline}
 def write_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, batch_size: int, method: str,
                    params: dict, out: str | os.PathLike, record_out: str | os.PathLike | None = None) -> dict:
     """A baseline's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run record
-    (stage "run" of protocol benchmarking-gnns, the baseline's label as model label)."""
+    (stage "run" of protocol benchmarking-gnns, the baseline's label as model label) and its history record (no
+    rows: it trains no epoch)."""
     from gnnbench.protocols.benchmarking_gnns.train import run_records
     from gnnbench.records import write_records
 
@@ -87,5 +88,5 @@ def write_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLik
     record = METHODS[method](dataset_dir, splits_path, batch_size, **params)
     write_json(out, record)
     if record_out is not None:
-        write_records(record_out, run_records(record))
+        write_records(record_out, run_records(record), history=[])
     return record

@@ -13,7 +13,7 @@
         --preset fair_Baseline_ENZYMES --set epochs=100 --out results/runs/ENZYMES/Baseline/fold0
     gnnbench train pitfalls --help                      # the options of one protocol
     gnnbench aggregate benchmarking-gnns results/records/benchmarking-gnns/CSL/*/*.parquet --out results/tables/CSL
-    gnnbench aggregate pitfalls results/runs/Cora/*/*/runs.parquet --out results/tables/Cora
+    gnnbench aggregate pitfalls results/records/pitfalls/Cora/*/*.parquet --out results/tables/Cora
     gnnbench params --preset molecules_graph_regression_GatedGCN_ZINC_100k --set edge_feat=true
     gnnbench fit-budget --dataset ZINC --model GAT --layers 4 --budget 100000
     gnnbench presets
@@ -162,8 +162,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     if _command(argv) == "train":
         _train_parsers(p)
 
-    p = sub.add_parser("aggregate", help="the dataset table of a protocol's job outputs (benchmarking-gnns: runs' "
-                                         "records, OUT/records/run.parquet; pitfalls: jobs' runs.parquet)")
+    p = sub.add_parser("aggregate", help="the dataset table of a protocol's job outputs: the jobs' run records "
+                                         "(OUT/records/*.parquet, or results/records/...)")
     p.add_argument("protocol", metavar="PROTOCOL", help="the protocol that trained the runs")
     p.add_argument("metrics", nargs="+", metavar="FILE")
     p.add_argument("--out", required=True, help="output prefix: writes PREFIX.csv, .md and .parquet (pitfalls: "

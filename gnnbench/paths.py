@@ -5,7 +5,8 @@ fill them to list the files a benchmark needs) and Snakemake wildcards (the rule
 the same strings as their outputs), so a path is spelled once. Paths are relative to the working directory.
 
 One run record per job (:mod:`gnnbench.records`) lies under :data:`RECORDS_DIR`: every run of every protocol in a
-results folder is ``pandas.read_parquet("results/records")``.
+results folder is ``pandas.read_parquet("results/records")``; the per-epoch history of those runs lies at the same
+path under :data:`HISTORIES_DIR` (``pandas.read_parquet("results/histories")``, joined on ``run_id``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ FINAL_HISTORY_FILE = FOLD_DIR + "/final_history.parquet"
 # the one run record (gnnbench.records): one Parquet file per job, every protocol in one schema
 RECORDS_DIR = "results/records"
 RECORD_FILE = RECORDS_DIR + "/{protocol}/{dataset}/{model}/{job}.parquet"
+# ... and the per-epoch history of the job's runs (gnnbench.records.HISTORY_SCHEMA), at the same path in a tree of its
+# own: the records tree holds one schema only
+HISTORIES_DIR = "results/histories"
+HISTORY_RECORD_FILE = HISTORIES_DIR + "/{protocol}/{dataset}/{model}/{job}.parquet"
 
 # tables, figures, report
 TABLE_FILE = "results/tables/{table}.{ext}"  # {table}: a dataset, {dataset}_folds, {dataset}_significance, suite

@@ -35,6 +35,22 @@ One row is one training run:
 
 Scores are as each protocol reports them: accuracies in percent for P2 and P3, the dataset's metric for P1
 (:mod:`gnnbench.training.metrics`).
+
+The history record. Each job also writes the per-epoch history of its runs, one row per run and epoch in the schema
+:data:`HISTORY_SCHEMA`, at the record's path with its ``records`` folder replaced by ``histories``
+(:func:`history_path`; in the workflow ``results/histories/{protocol}/{dataset}/{model}/{job}.parquet``,
+:data:`gnnbench.paths.HISTORY_RECORD_FILE`), so that ``pd.read_parquet("results/records")`` stays one schema:
+
+- ``run_id``: the run's record (join on it for the model, seed, split, metric, ...)
+- ``epoch``: 0-based; ``lr`` the learning rate the epoch trained with
+- ``train/val/test``: ``{part}_loss`` and ``{part}_score`` after the epoch, in the record's units; null where the
+  epoch was not evaluated (after a non-finite training loss) or the job does not compute it (P2 keeps the training
+  and validation losses and the validation accuracy; model-selection runs have no test part)
+- ``seconds``: seconds of the epoch (null where the job does not time epochs)
+
+P1: every epoch of the run. P2: every epoch of every split × initialisation (the learning rate is the config's, which
+the protocol never changes; label propagation has none). P3: every epoch of each model-selection and final run, up
+to its own stop. A baseline that trains no epoch has no rows.
 """
 
 from __future__ import annotations
@@ -64,6 +80,11 @@ SCHEMA = pa.schema([
     ("versions", pa.string()), ("extra", pa.string()),
 ])
 COLUMNS = tuple(SCHEMA.names)
+HISTORY_SCHEMA = pa.schema([("run_id", pa.string()), ("epoch", pa.int64()), ("lr", pa.float64()),
+                            *((f"{part}_{what}", pa.float64()) for part in PARTS for what in ("loss", "score")),
+                            ("seconds", pa.float64())])
+HISTORY_COLUMNS = tuple(HISTORY_SCHEMA.names)
+HISTORY_SUFFIX = ".history.parquet"  # the history of a record outside a ``records`` folder (history_path)
 _FLOATS = {f.name for f in SCHEMA if pa.types.is_floating(f.type)}
 _INTS = {f.name for f in SCHEMA if pa.types.is_integer(f.type)}
 
@@ -124,12 +145,59 @@ def _variant(config: dict, default_variant: str | None) -> str | None:
         return None
 
 
-def write_records(path: str | os.PathLike, rows: list[dict]) -> None:
-    """Write one job's run records (rows made by :func:`record`) atomically, in the fixed :data:`SCHEMA`."""
+def write_records(path: str | os.PathLike, rows: list[dict], history=None) -> None:
+    """Write one job's run records (rows made by :func:`record`) atomically, in the fixed :data:`SCHEMA`; with
+    ``history`` (a DataFrame of :func:`history` rows, or a list of them, empty for runs that train no epoch) also the
+    job's history record at :func:`history_path`, first, so that a job whose record exists has its history."""
     path = Path(path)
+    if history is not None:
+        import pandas as pd
+
+        frames = history if isinstance(history, list) else [history]
+        frame = pd.concat(frames, ignore_index=True) if frames else history_frame([], "")
+        target = history_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(target) as tmp:
+            pq.write_table(pa.Table.from_pandas(frame[list(HISTORY_COLUMNS)], schema=HISTORY_SCHEMA,
+                                                preserve_index=False), tmp)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         pq.write_table(pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA), tmp)
+
+
+def history_path(record_path: str | os.PathLike) -> Path:
+    """The history record of a run-record file: the same path with its last folder named ``records`` replaced by
+    ``histories`` (``results/records/p/d/m/job.parquet`` → ``results/histories/p/d/m/job.parquet``; the command
+    line's ``OUT/records/run.parquet`` → ``OUT/histories/run.parquet``); a record outside any ``records`` folder has
+    its history beside it as ``{name}.history.parquet``, which :func:`read_runs` skips."""
+    path = Path(record_path)
+    parts = path.parts
+    if "records" in parts[:-1]:
+        i = len(parts) - 2 - parts[-2::-1].index("records")
+        return Path(*parts[:i], "histories", *parts[i + 1:])
+    return path.with_name(f"{path.stem}{HISTORY_SUFFIX}")
+
+
+def history_frame(epochs, run_id, score: str = "metric", lr: float | None = None):
+    """The history rows (:data:`HISTORY_COLUMNS`) of per-epoch values ``epochs`` (a DataFrame, or anything it is
+    made from: a list of rows, a mapping of columns) of the run(s) ``run_id`` (one id, or one per row): columns
+    ``epoch``, ``lr``, ``{part}_loss``, ``{part}_{score}`` (the job's name of the score: ``metric``, ``accuracy``)
+    and ``seconds`` are taken as they are, an absent one is null (NaN); ``lr`` fills an absent learning rate."""
+    import numpy as np
+    import pandas as pd
+
+    epochs = (epochs if isinstance(epochs, pd.DataFrame) else pd.DataFrame(epochs)).reset_index(drop=True)
+    rows = len(epochs)
+    ids = [run_id] * rows if isinstance(run_id, str) else list(run_id)
+    out = pd.DataFrame({"run_id": pd.Series(ids, dtype=object),
+                        "epoch": epochs["epoch"].to_numpy(dtype=np.int64) if rows else np.zeros(0, np.int64)})
+    for column in HISTORY_COLUMNS[2:]:
+        part, _, what = column.partition("_")
+        source = f"{part}_{score}" if what == "score" else column
+        default = lr if column == "lr" else None
+        out[column] = epochs[source].to_numpy(dtype=float) if source in epochs else np.full(
+            rows, np.nan if default is None else default, dtype=float)
+    return out
 
 
 def read_tables(files: list[str | os.PathLike], what: str = "run-record", schema: pa.Schema | None = None):
@@ -158,11 +226,22 @@ def read_tables(files: list[str | os.PathLike], what: str = "run-record", schema
 def read_runs(source: str | os.PathLike | list[str | os.PathLike]):
     """Every run record under a folder (e.g. ``results/records``: all of them), or of the given record files in
     their order, as one DataFrame with the :data:`SCHEMA` columns."""
+    return read_tables(_files(source, skip=HISTORY_SUFFIX), "run-record", SCHEMA)
+
+
+def read_histories(source: str | os.PathLike | list[str | os.PathLike]):
+    """Every history record under a folder (e.g. ``results/histories``), or of the given history files in their
+    order, as one DataFrame with the :data:`HISTORY_SCHEMA` columns (join it with :func:`read_runs` on ``run_id``)."""
+    return read_tables(_files(source), "history", HISTORY_SCHEMA)
+
+
+def _files(source, skip: str | None = None) -> list:
+    """The Parquet files under a folder (sorted; hidden ones and, with ``skip``, names ending in it left out), or the
+    given file(s)."""
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
-        files = sorted(p for p in Path(source).rglob("*.parquet") if not p.name.startswith((".", "_")))
-    else:
-        files = [source] if isinstance(source, (str, os.PathLike)) else list(source)
-    return read_tables(files, "run-record", SCHEMA)
+        return sorted(p for p in Path(source).rglob("*.parquet") if not p.name.startswith((".", "_"))
+                      and not (skip and p.name.endswith(skip)))
+    return [source] if isinstance(source, (str, os.PathLike)) else list(source)
 
 
 def extras(runs) -> list[dict]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import json
+import os
 import re
 import subprocess
 import sys
@@ -191,12 +193,13 @@ TINY = {  # a small suite run end to end once per session (tests/test_workflow.p
 }
 
 
-def snakemake(workdir, *args, config=TINY, timeout=600):
-    """Run the repository's workflow on ``config`` (written to ``workdir``/suite.yaml) in ``workdir``."""
+def snakemake(workdir, *args, config=TINY, timeout=600, env=None):
+    """Run the repository's workflow on ``config`` (written to ``workdir``/suite.yaml) in ``workdir`` (``env``: the
+    environment, default this process's)."""
     (workdir / "suite.yaml").write_text(yaml.safe_dump(config))
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO_ROOT / "workflow/Snakefile"),
                "--directory", str(workdir), "--configfile", str(workdir / "suite.yaml"), "--cores", "2", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -228,6 +231,75 @@ def tiny_workflow(tmp_path_factory):
     dry = snakemake(workdir, "-n")
     result = snakemake(workdir)
     return workdir, dry, result
+
+
+# a small suite under all three protocols (the shape of examples/own-model/suite.yaml at toy size): every kind of
+# job, table and figure — the PE comparison and learning curves, the pitfalls summary and split ranking, the
+# fair-comparison selection and per-fold table — run once per session (tests/test_job_imports.py)
+ALL_PROTOCOLS = {
+    "threads_per_run": 1,
+    "datasets": {
+        "CSL": {"generator": "csl", "seed": 2, "params": {"copies_per_class": 5}},
+        "CSBM": {"generator": "csbm", "seed": 1, "params": {"num_nodes": 200, "num_classes": 3},
+                 "split": {"scheme": "random_per_class", "splits": 2, "seed": 1}},
+        "CSBM-one-split": {"generator": "csbm", "seed": 1, "params": {"num_nodes": 200, "num_classes": 3},
+                           "split": {"scheme": "random_sizes", "val_size": 30, "test_size": 100}},
+        "GF": {"generator": "graph_families", "seed": 1, "params": {"num_graphs": 60, "features": "degree"},
+               "split": {"scheme": "stratified_kfold", "folds": 2, "val_fraction": 0.1, "seed": 0}},
+    },
+    "benchmarks": {
+        "CSL": {"seeds": [1], "folds": [0, 1], "set": {"epochs": 2, "L": 2, "hidden_dim": 8, "out_dim": 8,
+                                                        "batch_size": 16},
+                "models": {"GCN": "CSL_graph_classification_GCN_CSL_100k",
+                           "GCN-PE": "CSL_graph_classification_GCN_CSL_PE_100k"}},
+        "CSBM": {"protocol": "pitfalls", "inits": 2, "models": {"GCN": "pitfalls_GCN", "MLP": "pitfalls_MLP"}},
+        "CSBM-one-split": {"protocol": "pitfalls", "inits": 2, "compare_with": "CSBM",
+                           "models": {"GCN": "pitfalls_GCN", "MLP": "pitfalls_MLP"}},
+        "GF": {"protocol": "fair-comparison", "final_runs": 2, "set": {"epochs": 3, "patience": 2},
+               "models": {"Baseline": {"preset": "fair_Baseline_social",
+                                       "grid": {"learning_rate": [0.01], "hidden_units": [8], "l2": [0.0001]}},
+                          "GIN": {"preset": "fair_GIN",
+                                  "set": {"aggregation": "sum", "dropout": 0.0, "train_eps": False, "batch_size": 32},
+                                  "grid": {"hidden_units": [[8], [8, 8]]}}}},
+    },
+}
+# on PYTHONPATH, run by every Python process at start-up: at exit it appends its command line and whether it had
+# imported torch to $GNNBENCH_IMPORTS_LOG (benchmarks/workflow_cost.py measures the jobs' cost the same way)
+IMPORTS_HOOK = """
+import atexit, json, os, sys
+def _report():
+    with open(os.environ["GNNBENCH_IMPORTS_LOG"], "a") as f:
+        f.write(json.dumps({"argv": sys.argv, "torch": "torch" in sys.modules}) + "\\n")
+atexit.register(_report)
+"""
+
+
+def job_script(argv: list[str]) -> str | None:
+    """The workflow script a process ran (Snakemake runs a copy named ``tmp<random>.<script>.py``), or None."""
+    for arg in argv:
+        match = re.search(r"tmp[^/.]*\.(\w+)\.py$", arg)
+        if match:
+            return match.group(1)
+    return None
+
+
+@pytest.fixture(scope="session")
+def all_protocols_workflow(tmp_path_factory):
+    """``ALL_PROTOCOLS`` planned (``-n``) and run once, every Python process recording at its exit whether it had
+    imported torch: (workdir, dry-run result, run result, [{"argv", "torch"} per process])."""
+    workdir = tmp_path_factory.mktemp("all_protocols")
+    hook = workdir / "_hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(IMPORTS_HOOK)
+    log = workdir / "_imports.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), str(REPO_ROOT),
+                                                                     os.environ.get("PYTHONPATH")])),
+           "GNNBENCH_IMPORTS_LOG": str(log)}
+    dry = snakemake(workdir, "-n", config=ALL_PROTOCOLS, env=env)
+    log.unlink(missing_ok=True)  # the dry run's processes are not jobs
+    result = snakemake(workdir, config=ALL_PROTOCOLS, env=env)
+    processes = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+    return workdir, dry, result, processes
 
 
 # ------------------------------------------------------------------------------------------------ parallel runs

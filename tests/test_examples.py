@@ -140,4 +140,4 @@ def test_the_example_runs_from_an_installed_wheel_in_a_folder_outside_the_reposi
                                                     "fc_final")} == {"dataset": 0, "splits": 0, "train": 2,
                                                                      "train_inits": 1, "fc_inner": 3, "fc_select": 3,
                                                                      "fc_final": 3}
-    assert counts["significance"] == 3
+    assert [counts.get(f"tables_{d}", 0) for d in ("PATTERN", "CSBM", "GRAPH_FAMILIES")] == [1, 1, 1]

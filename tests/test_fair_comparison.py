@@ -24,6 +24,7 @@ import torch
 import yaml
 
 from gnnbench.config.suite import load_suite
+from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import sha256_json
 from gnnbench.pipeline import generate_dataset, make_split_file
@@ -32,6 +33,7 @@ from gnnbench.protocols.fair_comparison import grid as fc_grid
 from gnnbench.protocols.fair_comparison import select as fc_select
 from gnnbench.protocols.fair_comparison import tables as fc_tables
 from gnnbench.protocols.fair_comparison import train as fc_train
+from gnnbench.records import read_runs
 from gnnbench.splits import read_fair_comparison_folds, read_splits
 from gnnbench.training.holdout import learning_rate
 from gnnbench.training.stopping import EarlyStopping
@@ -481,12 +483,14 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
 
     fold = tmp_path / "fold0"
     common = {"dataset_dir": families / "ds", "splits_path": families / "s.json", "fold": 0, "seed": 0,
-              "device": "cpu"}
-    fc_train.run_inner(configs=[BASELINE], positions=[0], out=fold / "inner" / "part0.parquet", **common)
+              "device": "cpu", "label": "B"}
+    records = [fold / "records" / "inner.parquet", fold / "records" / "final.parquet"]
+    fc_train.run_inner(configs=[BASELINE], positions=[0], out=fold / "inner" / "part0.parquet",
+                       records_out=records[0], **common)
     fc_select.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF", model="B", fold=0)
     monkeypatch.setattr(fc_train, "_train_alone", train)
     fc_train.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh", out=fold / "final.parquet",
-                 history_out=fold / "final_history.parquet", **common)
+                 history_out=fold / "final_history.parquet", records_out=records[1], **common)
     finals = pq.read_table(fold / "final.parquet").to_pandas()
     assert finals["status"].tolist() == ["completed", "diverged"]
     bad = finals.iloc[1]
@@ -494,15 +498,46 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
     assert np.isnan(bad[["test_accuracy", "val_accuracy", "train_accuracy"]].astype(float)).all()
     history = pq.read_table(fold / "final_history.parquet").to_pandas()
     assert history[history["run"] == 1]["epoch"].tolist() == [0, 1, 2]
-    outputs = {k: tmp_path / f"t.{k.replace('_', '.')}" for k in ("csv", "md", "parquet", "folds_csv", "folds_md",
-                                                                   "folds_parquet")}
-    fc_tables.dataset_report(dataset="GF", dataset_dir=families / "ds", outputs=outputs,
-                      models={"B": {"selections": [fold / "selection.json"], "finals": [fold / "final.parquet"]}})
-    table = pd.read_csv(outputs["csv"]).iloc[0]
+    outputs = {k: tmp_path / f"t.{k.replace('_', '.')}" for k in ("table_csv", "table_md", "table_parquet",
+                                                                   "folds_csv", "folds_md", "folds_parquet")}
+    fc_tables.dataset_tables("GF", read_runs(records), outputs, meta=read_meta(families / "ds"))  # from the records
+    table = pd.read_csv(outputs["table_csv"]).iloc[0]
     good = finals["test_accuracy"].iloc[0]
     assert table["test_mean"] == pytest.approx(good) and table["diverged_runs"] == 1 and table["final_runs"] == 2
-    assert f"{good:.1f} ± 0.0 (1 of 2 final runs diverged)" in outputs["md"].read_text()
+    assert f"{good:.1f} ± 0.0 (1 of 2 final runs diverged)" in outputs["table_md"].read_text()
     assert f"{good:.1f}, diverged" in outputs["folds_md"].read_text()
+
+
+def test_the_tables_read_the_selected_configuration_from_the_records_of_both_stages():
+    """A fold's selected configuration is the one its final runs trained; its validation accuracy and the candidates
+    come from the fold's model-selection records, its depth from the final record's extra; a final configuration
+    that is not among the fold's candidates is a one-line error."""
+    from gnnbench.records import record
+    from gnnbench.reporting.fair_comparison import folds_from_records
+
+    gin = [{"model": "GIN", "hidden_units": [8] * n} for n in (1, 2, 3)]
+
+    def run(config, stage, fold, val, init=0, test=None, status="completed", layers=None):
+        return record(protocol="fair-comparison", dataset="D", model="GIN", config=config, stage=stage, split=fold,
+                      init=init, val_score=val, test_score=test, train_score=None if test is None else 90.0,
+                      status=status, stop_reason="patience", extra=None if stage == "inner" else {"layers": layers})
+
+    rows = [run(gin[0], "inner", 0, 70.0), run(gin[1], "inner", 0, 75.0), run(gin[2], "inner", 0, None,
+                                                                               status="diverged"),
+            run(gin[1], "final", 0, 80.0, 0, test=60.0, layers=2), run(gin[1], "final", 0, None, 1, status="diverged",
+                                                                         layers=2),
+            run(gin[0], "inner", 1, 65.0), run(gin[0], "final", 1, 70.0, 0, test=50.0, layers=1)]
+    folds = folds_from_records(pd.DataFrame(rows))
+    assert [(f["fold"], f["val_accuracy"], f["candidates"], f["diverged_candidates"], f["layers"]) for f in folds] == [
+        (0, 75.0, 3, 1, 2), (1, 65.0, 1, 0, 1)]
+    first = folds[0]
+    assert first["chosen_config"] == gin[1] and first["test_accuracy"] == 60.0 and first["diverged_runs"] == 1
+    assert first["test_runs"][0] == 60.0 and np.isnan(first["test_runs"][1])  # the diverged final run: no score
+    assert "hidden_units=[8, 8]" in first["config"]
+    with pytest.raises(DataError, match=r"the final runs of GIN on outer fold 1 trained configuration \w+, which "
+                                        "is not among the fold's 1 model-selection records; rerun snakemake") as e:
+        folds_from_records(pd.DataFrame(rows[:-2] + [run(gin[2], "inner", 1, 65.0), rows[-1]]))
+    assert "\n" not in str(e.value)
 
 
 def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_path):

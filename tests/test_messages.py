@@ -51,7 +51,8 @@ def one_line(capsys, *args) -> tuple[int, str]:
 
 def test_output_folders_are_every_folder_the_workflow_writes_two_levels_deep():
     assert output_folders() == ["resources", "resources/raw", "results", "results/baselines", "results/datasets",
-                                "results/features", "results/logs", "results/plots", "results/records",
+                                "results/features", "results/histories", "results/logs", "results/plots",
+                                "results/records",
                                 "results/report", "results/runs", "results/splits", "results/tables"]
 
 

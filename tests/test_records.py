@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,17 @@ from gnnbench.protocols.benchmarking_gnns import train as benchmarking_gnns_trai
 from gnnbench.protocols.fair_comparison import select as fair_comparison_select
 from gnnbench.protocols.fair_comparison import train as fair_comparison_train
 from gnnbench.protocols.pitfalls import train as pitfalls_train
-from gnnbench.records import COLUMNS, SCHEMA, read_runs, record, write_records
+from gnnbench.records import (
+    COLUMNS,
+    HISTORY_COLUMNS,
+    SCHEMA,
+    history_frame,
+    history_path,
+    read_histories,
+    read_runs,
+    record,
+    write_records,
+)
 
 
 def test_a_record_fills_nulls_and_turns_nan_scores_into_null(tmp_path):
@@ -130,8 +141,10 @@ def test_split_schemes_and_protocol_values_of_each_protocol(records_folder):
     metrics = json.loads((root / "p1" / "metrics.json").read_text())
     assert extras(p1) == [{"seconds_per_epoch": metrics["seconds_per_epoch"]}]  # CSL: no per-task scores
     assert p1["seconds"].iloc[0] == metrics["total_seconds"]
-    assert extras(runs[runs["protocol"] != "benchmarking-gnns"]) == [{}] * (len(runs) - 1)
+    assert extras(runs[runs["protocol"] == "pitfalls"]) == [{}] * 4
     p3 = runs[runs["protocol"] == "fair-comparison"]
+    # the configuration's depth, for the tables (which do not load the model registry): DeepMultisets has no layers
+    assert extras(p3) == [{"layers": None}] * len(p3)
     for _, r in p3.iterrows():  # counted where the job builds the model; here from the config, independently
         config = json.loads(r["config"])
         assert r["num_params"] == num_parameters(config, read_meta(root / "GF"), default_variant=ERRICA2020) > 0
@@ -160,3 +173,51 @@ def test_significance_from_records_equals_the_job_files(records_folder):
     finals = pd.read_parquet(root / "p3" / "fold0" / "final.parquet")
     assert scores["unit"].tolist() == [0]
     assert scores["score"].iloc[0] == pytest.approx(float(np.mean(finals["test_accuracy"])), rel=1e-15)
+
+
+# ------------------------------------------------------------------------------------------------ history record
+
+
+def test_a_history_lies_beside_its_record_in_a_tree_of_its_own(tmp_path):
+    assert history_path("results/records/pitfalls/CSBM/GCN/chunk0.parquet") == \
+        Path("results/histories/pitfalls/CSBM/GCN/chunk0.parquet")
+    assert history_path("runs/gcn/records/run.parquet") == Path("runs/gcn/histories/run.parquet")
+    assert history_path(tmp_path / "run0.parquet") == tmp_path / "run0.history.parquet"  # no records folder
+    row = record(protocol="p", dataset="D", model="M", config={"model": "GCN"}, epochs=2)
+    epochs = [{"epoch": 0, "lr": 0.1, "train_loss": 2.0, "train_metric": 40.0, "val_loss": 2.5, "seconds": 0.5},
+              {"epoch": 1, "lr": 0.05, "train_loss": 1.0, "train_metric": 60.0, "val_loss": 1.5, "seconds": 0.25}]
+    write_records(tmp_path / "run0.parquet", [row], history=history_frame(epochs, row["run_id"]))
+    history = read_histories([tmp_path / "run0.history.parquet"])
+    assert list(history.columns) == list(HISTORY_COLUMNS) and history["run_id"].tolist() == [row["run_id"]] * 2
+    assert history["train_score"].tolist() == [40.0, 60.0] and history["lr"].tolist() == [0.1, 0.05]
+    assert history["test_score"].isna().all()  # a value the job does not keep is null
+    assert len(read_runs(tmp_path)) == 1  # the folder's records: the history beside them is skipped
+    write_records(tmp_path / "base.parquet", [row], history=[])  # a baseline trains no epoch: no rows
+    assert read_histories([tmp_path / "base.history.parquet"]).empty
+
+
+def test_every_job_writes_the_history_of_its_runs(records_folder):
+    """Every record file has its history file (same path under results/histories); every run has one row per epoch
+    trained, joined on run_id, and the rows are the job's own per-epoch files' values."""
+    root = records_folder.parent.parent
+    histories = records_folder.parent / "histories"
+    assert sorted(p.relative_to(histories) for p in histories.rglob("*.parquet")) == sorted(
+        p.relative_to(records_folder) for p in records_folder.rglob("*.parquet"))
+    runs, history = read_runs(records_folder), read_histories(histories)
+    assert history["run_id"].value_counts().reindex(runs["run_id"]).tolist() == runs["epochs"].tolist()
+    joined = history.merge(runs[["run_id", "protocol", "stage", "split", "init"]], on="run_id")
+    p1 = joined[joined["protocol"] == "benchmarking-gnns"]
+    own = pd.read_parquet(root / "p1" / "history.parquet")
+    for ours, theirs in (("train_score", "train_metric"), ("val_loss", "val_loss"), ("test_score", "test_metric"),
+                         ("lr", "lr"), ("seconds", "seconds")):
+        assert p1[ours].tolist() == own[theirs].tolist(), ours
+    p2 = joined[joined["protocol"] == "pitfalls"].sort_values(["split", "init", "epoch"])
+    own = pd.read_parquet(root / "p2" / "history.parquet").sort_values(["split", "init", "epoch"])
+    assert p2["val_score"].tolist() == own["val_accuracy"].tolist()
+    assert p2["train_loss"].tolist() == own["train_loss"].tolist()
+    assert (p2["lr"] == 0.01).all() and p2["test_score"].isna().all()  # pitfalls_GCN's constant rate (Table 4)
+    final = joined[joined["stage"] == "final"].sort_values(["init", "epoch"])
+    own = pd.read_parquet(root / "p3" / "fold0" / "final_history.parquet").sort_values(["run", "epoch"])
+    assert final["test_score"].tolist() == own["test_accuracy"].tolist()
+    assert final["val_loss"].tolist() == own["val_loss"].tolist()
+    assert joined[joined["stage"] == "inner"]["test_score"].isna().all()  # model selection never sees the test fold

@@ -13,7 +13,7 @@ import yaml
 from conftest import snakemake
 
 from gnnbench.config.suite import load_suite
-from gnnbench.io import write_json
+from gnnbench.records import history_frame, history_path, record, write_records
 from gnnbench.reporting import plots
 from gnnbench.reporting.report import markdown_to_html, suite_description, write_suite
 
@@ -23,10 +23,18 @@ QUANTITIES = plots.CURVE_QUANTITIES
 
 
 def write_run(folder, label, seed, fold, history: dict, metric="accuracy"):
-    folder.mkdir(parents=True)
-    write_json(folder / "metrics.json", {"label": label, "seed": seed, "fold": fold, "metric": metric})
-    pd.DataFrame(history).to_parquet(folder / "history.parquet")
-    return folder / "metrics.json"
+    """A run's record and its history record, as its training job writes them (gnnbench.records); the record's
+    path."""
+    row = record(protocol="benchmarking-gnns", dataset="D", model=label, config={"model": "GCN"}, seed=seed,
+                 split=fold, metric=metric, epochs=len(history["epoch"]))
+    path = folder / "records" / "run.parquet"
+    write_records(path, [row], history=history_frame(history, row["run_id"]))
+    return path
+
+
+def load(files):
+    """The curves' histories of the runs whose record files are ``files``."""
+    return plots.load_histories(files, [history_path(f) for f in files])
 
 
 @pytest.fixture
@@ -49,7 +57,7 @@ def axes_by_title(figure):
 
 def test_curves_are_the_mean_and_std_of_the_runs_at_every_epoch(runs):
     files, histories = runs
-    figure = plots.learning_curves_figure(plots.load_histories(files), "toy")
+    figure = plots.learning_curves_figure(load(files), "toy")
     axes = axes_by_title(figure)
     assert set(axes) == {"Train loss", "Validation loss", "Train accuracy (%)", "Validation accuracy (%)"}
     titles = dict(zip(QUANTITIES, ["Train loss", "Validation loss", "Train accuracy (%)", "Validation accuracy (%)"],
@@ -83,14 +91,14 @@ def test_a_diverging_loss_gets_a_log_axis(tmp_path):
         "epoch": np.arange(3), "lr": np.full(3, 1e-3), "seconds": np.ones(3), "train_loss": [2.3, 2.0, 1.5],
         "val_loss": val, "train_metric": [10.0, 20.0, 30.0], "val_metric": [10.0, 20.0, 30.0]})
         for label, val in (("GCN", [2.3, 5.0e6, 1.0e5]), ("GCN-PE", [2.3, 0.9, 0.1]))]
-    axes = axes_by_title(plots.learning_curves_figure(plots.load_histories(files), "toy"))
+    axes = axes_by_title(plots.learning_curves_figure(load(files), "toy"))
     assert axes["Validation loss"].get_yscale() == "log"
     assert axes["Train loss"].get_yscale() == "linear" and axes["Validation accuracy (%)"].get_yscale() == "linear"
 
 
 def test_curve_statistics_count_the_runs_behind_every_point(runs):
     files, _ = runs
-    stats = plots.curve_statistics(plots.load_histories(files))
+    stats = plots.curve_statistics(load(files))
     assert stats[stats["model"] == "B"]["runs"].tolist() == [3, 3, 2, 2]
     assert stats["model"].tolist() == ["A"] * 3 + ["B"] * 4
 
@@ -100,7 +108,7 @@ def test_learning_curves_files_are_byte_reproducible(runs, tmp_path):
     outputs = []
     for i in range(2):
         png, svg = tmp_path / f"c{i}.png", tmp_path / f"c{i}.svg"
-        plots.learning_curves(files, "toy", png, svg)
+        plots.learning_curves(load(files), "toy", png, svg)
         outputs.append((png.read_bytes(), svg.read_bytes()))
     assert outputs[0] == outputs[1]
     assert outputs[0][0][:8] == b"\x89PNG\r\n\x1a\n"
@@ -110,9 +118,13 @@ def test_learning_curves_files_are_byte_reproducible(runs, tmp_path):
 
 def test_a_run_without_history_is_a_one_line_error(runs):
     files, _ = runs
-    files[0].with_name("history.parquet").unlink()
-    with pytest.raises(plots.DataError, match="history.parquet does not exist"):
-        plots.load_histories(files)
+    histories = [history_path(f) for f in files]
+    with pytest.raises(plots.DataError, match=r"run [0-9a-f]{16} \(A, seed 0, fold 0\) has no rows in the given "
+                                              "history records; rerun snakemake for its job"):
+        plots.load_histories(files, histories[1:])
+    histories[0].unlink()
+    with pytest.raises(plots.DataError, match=f"history file {histories[0]} does not exist"):
+        plots.load_histories(files, histories)
 
 
 # ------------------------------------------------------------------------------------------------ bars

@@ -29,10 +29,9 @@ def full_run(tiny_workflow):
 def test_dry_run_shows_the_whole_dag(full_run):
     _, dry, _ = full_run
     assert dry.returncode == 0, dry.stderr
+    # one report job per benchmark (its tables, paired tests, figures and pages) and one for the suite
     assert job_counts(dry.stdout + dry.stderr) == {"dataset": 2, "laplacian_pe": 1, "splits": 2, "train": 8,
-                                                   "aggregate": 2, "significance": 1, "learning_curves": 2,
-                                                   "score_bars": 2, "pe_bars": 1, "table_page": 3, "suite_report": 1,
-                                                   "all": 1}
+                                                   "tables_CSL": 1, "tables_PATTERN": 1, "suite_report": 1, "all": 1}
 
 
 def test_full_run_writes_every_stage(full_run):
@@ -61,6 +60,8 @@ def test_full_run_writes_every_stage(full_run):
     assert len(records) == len(RUNS) and set(records["protocol"]) == {"benchmarking-gnns"}
     assert sorted(f"{r.dataset}/{r.model}/seed{r.seed}/fold{r.split}" for r in records.itertuples()) == sorted(RUNS)
     assert records["test_score"].notna().all() and records["run_id"].is_unique
+    histories = pd.read_parquet(results / "histories")  # ... and their per-epoch histories, joined on run_id
+    assert histories.groupby("run_id").size().reindex(records["run_id"]).tolist() == records["epochs"].tolist()
 
 
 def test_second_run_has_nothing_to_do(full_run):
@@ -91,6 +92,7 @@ def test_one_target_builds_only_what_it_needs(tmp_path):
     made = sorted(str(p.relative_to(tmp_path / "results")) for p in (tmp_path / "results").rglob("*")
                   if p.is_file() and "logs" not in p.parts)
     assert made == ["datasets/PATTERN/graphs.parquet", "datasets/PATTERN/meta.json",
+                    "histories/benchmarking-gnns/PATTERN/GatedGCN/seed2_fold0.parquet",  # its per-epoch history
                     "records/benchmarking-gnns/PATTERN/GatedGCN/seed2_fold0.parquet",  # the run's record
                     "runs/PATTERN/GatedGCN/seed2/fold0/checkpoint.pt",
                     "runs/PATTERN/GatedGCN/seed2/fold0/history.parquet",

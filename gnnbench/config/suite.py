@@ -152,8 +152,8 @@ class Suite:
         return [f for b in self.benchmarks.values() for f in b.record_files()]
 
     def metrics_files(self, dataset: str) -> list[str]:
-        """The training outputs a benchmark's tables are made from (benchmarking-gnns: every run's
-        ``metrics.json``)."""
+        """A benchmark's own training outputs (benchmarking-gnns: every run's ``metrics.json``): caches of its jobs;
+        the tables read the run records (:meth:`record_files`)."""
         return self.benchmarks[dataset].run_files()
 
     @property

@@ -8,16 +8,20 @@
   hold-out, three final runs of the winner (:mod:`gnnbench.protocols.fair_comparison`).
 
 A suite's benchmark block names its protocol; :func:`get_protocol` returns it. See
-:mod:`gnnbench.protocols.base` for what a protocol decides.
+:mod:`gnnbench.protocols.base` for what a protocol decides. The report jobs ask :func:`tables_module` for a
+protocol's tables alone (no plan, no models, no torch).
 """
 
 from __future__ import annotations
+
+import importlib
 
 from gnnbench.errors import ConfigError
 from gnnbench.protocols.base import Protocol
 
 DEFAULT_PROTOCOL = "benchmarking-gnns"
 PLANNED: dict[str, str] = {}  # protocols announced but not yet available: name -> why
+PACKAGES = {"benchmarking-gnns": "benchmarking_gnns", "pitfalls": "pitfalls", "fair-comparison": "fair_comparison"}
 
 
 def _registry() -> dict[str, Protocol]:
@@ -42,3 +46,12 @@ def get_protocol(name: str, where: str = "protocol") -> Protocol:
     if name in PLANNED:
         raise ConfigError(f"{where}: protocol {name!r}: {PLANNED[name]}; use one of {', '.join(registry)}")
     raise ConfigError(f"{where}: unknown protocol {name!r}; choose one of {', '.join(registry)}")
+
+
+def tables_module(name: str):
+    """The tables module of protocol ``name`` (``gnnbench.protocols.<package>.tables``: ``dataset_tables`` and, where
+    the protocol has suite-wide tables, ``suite_tables``), imported without the protocol's plan, models or torch, for
+    the workflow's report jobs; an unknown name is a ConfigError."""
+    if name not in PACKAGES:
+        raise ConfigError(f"protocol: unknown protocol {name!r}; choose one of {', '.join(PACKAGES)}")
+    return importlib.import_module(f"gnnbench.protocols.{PACKAGES[name]}.tables")

@@ -36,8 +36,8 @@ class Benchmark(ABC):
 
     @abstractmethod
     def run_files(self) -> list[str]:
-        """The training outputs of every model (what the tables are made from): inputs of the protocol's table
-        rules."""
+        """The protocol's own training outputs of every model (``metrics.json``, ``runs.parquet``, ``final.parquet``):
+        caches of the jobs; no table reads them (the tables read :meth:`record_files`)."""
 
     @abstractmethod
     def table_files(self) -> list[str]:
@@ -60,10 +60,6 @@ class Benchmark(ABC):
     def plot_kinds(self) -> list[str]:
         """Figures of the report beside the tables (kinds of :data:`gnnbench.paths.PLOT_FILE`; none by default)."""
         return []
-
-    def significance_inputs(self) -> list[str]:
-        """The run-record files :meth:`Protocol.significance_scores` reads: by default every job's."""
-        return self.record_files()
 
 
 def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
@@ -131,6 +127,12 @@ class Protocol(ABC):
         workflow beside the per-dataset tables."""
         return []
 
+    def suite_table_inputs(self, benchmarks: list[Benchmark]) -> dict:
+        """What the suite's report job passes to this protocol's ``tables.suite_tables`` to write
+        :meth:`suite_files`: ``records`` (the run-record files read) and the protocol's own settings; empty where it
+        has no suite-wide tables (the default)."""
+        return {}
+
     def check_split(self, dataset, where: str) -> None:
         """Raise a ConfigError (naming ``where``, the dataset's split key) when the dataset's split scheme is not
         one of :attr:`split_schemes`. Called while the suite loads, after :meth:`check_dataset`."""
@@ -164,21 +166,14 @@ class Protocol(ABC):
 
     def significance_scores(self, inputs: list) -> tuple:
         """(scores per (model, unit), metric, higher_is_better) for the paired tests
-        (:func:`gnnbench.reporting.significance.paired_tests`), from a benchmark's
-        :meth:`Benchmark.significance_inputs` (run-record files): the protocol's units and stage
-        (:attr:`significance_unit_columns`, :attr:`significance_stage`) over :func:`gnnbench.records.read_runs`."""
+        (:func:`gnnbench.reporting.significance.paired_tests`), from a benchmark's run-record files: the protocol's
+        units and stage (:attr:`significance_unit_columns`, :attr:`significance_stage`) over
+        :func:`gnnbench.records.read_runs`. The workflow's report job does the same on the records it has read
+        (:func:`gnnbench.reporting.jobs.dataset_job`)."""
         from gnnbench.records import read_runs
         from gnnbench.reporting.significance import unit_scores
 
         return unit_scores(read_runs(inputs), self.significance_unit_columns, self.significance_stage)
-
-    def significance_report(self, *, dataset: str, inputs, csv, md, parquet) -> None:
-        """The paired tests of one benchmark, written as CSV, Markdown and Parquet."""
-        from gnnbench.reporting.significance import significance_report
-
-        scores, metric, higher = self.significance_scores(inputs)
-        significance_report(dataset=dataset, scores=scores, metric=metric, higher_is_better=higher,
-                            units=self.significance_units, csv=csv, md=md, parquet=parquet)
 
     def table_caption(self, table: str, dataset: str | None) -> str:
         """The report's caption of a table of this protocol (``dataset``: the benchmark it belongs to; None for a

@@ -44,15 +44,21 @@ RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is
 
 
 def load_runs(record_files: list[str | os.PathLike], configs: bool = False) -> pd.DataFrame:
-    """One row per run of the given run-record files (:func:`gnnbench.records.read_runs`), in their order, with the
-    table's :data:`RUN_COLUMNS` (``label``: the suite's model label, ``model``: its architecture, ``fold``: the
-    record's split) and a ``test_<task>`` column per task of multitask runs; ``configs`` adds the run config
-    (column ``config``, a mapping)."""
+    """:func:`runs_table` of the given run-record files (:func:`gnnbench.records.read_runs`), in their order."""
+    from gnnbench.records import read_runs
+
+    return runs_table(read_runs(record_files), configs)
+
+
+def runs_table(records: pd.DataFrame, configs: bool = False) -> pd.DataFrame:
+    """One row per run of run records (:mod:`gnnbench.records`, stage ``run``), in their order, with the table's
+    :data:`RUN_COLUMNS` (``label``: the suite's model label, ``model``: its architecture, ``fold``: the record's
+    split) and a ``test_<task>`` column per task of multitask runs; ``configs`` adds the run config (column
+    ``config``, a mapping)."""
     import json
 
-    from gnnbench.records import extras, read_runs
+    from gnnbench.records import extras
 
-    records = read_runs(record_files)
     records = records[records["stage"] == "run"].reset_index(drop=True)
     extra = extras(records)
     if any("seconds_per_epoch" not in e for e in extra):
@@ -107,10 +113,11 @@ def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str, str | None] | None = None
-               ) -> pd.DataFrame:
+def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str, str | None] | None = None,
+               preset_configs: dict[str, dict] | None = None) -> pd.DataFrame:
     """``table`` with the comparison columns of :mod:`gnnbench.reporting.published` (``runs`` from
-    :func:`load_runs` with ``configs=True``; ``presets``: label → the suite's preset)."""
+    :func:`load_runs` with ``configs=True``; ``presets``: label → the suite's preset; ``preset_configs``: preset →
+    its run config, where the caller resolved them)."""
     from gnnbench.reporting import published as pub
 
     out = []
@@ -119,8 +126,8 @@ def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str,
         config, higher = group["config"].iloc[0], bool(group["higher_is_better"].iloc[0])
         preset = (presets or {}).get(row["model"])
         paper = pub.match_benchmarking_gnns(meta, row["architecture"], config, int(row["params"]), preset)
-        setting = "" if paper is None else pub.benchmarking_gnns_setting(meta, config, preset, int(row["runs"]), paper,
-                                                                         int(row["params"]))
+        setting = "" if paper is None else pub.benchmarking_gnns_setting(
+            meta, config, preset, int(row["runs"]), paper, int(row["params"]), (preset_configs or {}).get(preset))
         scored = int(row["runs"]) - int(row.get("diverged", 0))  # the mean is over the completed runs
         out.append(pub.compare(row["test_metric_mean"], row["test_metric_std"], scored, paper, higher, setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)

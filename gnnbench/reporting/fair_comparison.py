@@ -1,9 +1,11 @@
 """Reporting of the ``fair-comparison`` protocol (Errica et al., Tables 3 and 4 and Figure 1; the tables are
-described in docs/protocols/fair-comparison.md#the-workflow-four-rules-every-step-a-file).
+described in docs/protocols/fair-comparison.md#the-workflow-three-rules-and-the-report-job-every-step-a-file).
 
 Input: one record per (model, outer fold) — the configuration chosen by model selection, its validation accuracy
 (VL: accuracy on the inner hold-out at the early-stopping epoch), and the mean test / train accuracy of the final
-runs (each at its own early-stopping epoch). Per dataset:
+runs (each at its own early-stopping epoch) — made from the jobs' run records (:func:`folds_from_records`: the
+chosen configuration of a fold is the one its final runs trained, its validation accuracy and the candidates come
+from the fold's model-selection records). Per dataset:
 
 - ``results/tables/{dataset}.*``: one row per model — test accuracy mean ± std over the outer folds (population
   std, ddof = 0, as the paper's ``numpy.std``), the mean validation accuracy of the selected configurations beside
@@ -44,6 +46,49 @@ from gnnbench.reporting.status import diverged_cell
 PLUMBING = ("model", "epochs", "patience", "time_limit_hours", "optimizer", "scheduler", "scheduler_step_size",
             "scheduler_gamma", "gradient_clipping", "dense_dim", "dim_embedding_MLP", "dropout_layer0_at_eval",
             "dropout_final")
+
+
+def folds_from_records(records: pd.DataFrame) -> list[dict]:
+    """One entry per (model, outer fold) of fair-comparison run records (:mod:`gnnbench.records`), models and folds
+    in order of their first final record: the configuration of the fold's final runs (the selected one), its
+    validation accuracy in the fold's model-selection (``inner``) records, the number of candidates and of diverged
+    ones there, the configuration's depth (the final record's ``extra`` ``layers``: none in records written before
+    it was kept), and the final runs' scores (a diverged run has none; the fold's test and train accuracy are the mean
+    over the others). A fold whose final configuration is not among its model-selection records is a DataError."""
+    import json
+
+    from gnnbench.errors import DataError
+    from gnnbench.records import extras
+
+    finals = records[records["stage"] == "final"]
+    inner = records[records["stage"] == "inner"]
+    if finals.empty:
+        raise DataError("no final runs among the run records to tabulate; check the benchmark's models")
+    folds = []
+    for (label, fold), runs in finals.groupby(["model", "split"], sort=False):
+        runs = runs.sort_values("init", kind="stable")
+        chosen_id = runs["config_id"].iloc[0]
+        candidates = inner[(inner["model"] == label) & (inner["split"] == fold)]
+        chosen = candidates[candidates["config_id"] == chosen_id]
+        if chosen.empty:
+            raise DataError(f"the final runs of {label} on outer fold {fold} trained configuration {chosen_id}, which "
+                            f"is not among the fold's {len(candidates)} model-selection records; rerun snakemake for "
+                            "that fold's model selection and final runs")
+        config = json.loads(runs["config"].iloc[0])
+        scored = runs[runs["status"].ne("diverged")]  # a diverged final run has no score
+        test = runs["test_score"].astype(float)
+        folds.append({"model": label, "architecture": runs["architecture"].iloc[0], "fold": int(fold),
+                      "config_id": chosen_id, "candidates": len(candidates),
+                      "diverged_candidates": int(candidates["status"].eq("diverged").sum()),
+                      "layers": extras(runs.iloc[:1])[0].get("layers"),
+                      "val_accuracy": float(chosen["val_score"].iloc[-1]),
+                      "test_accuracy": float(np.mean(scored["test_score"].to_numpy(float))) if len(scored) else np.nan,
+                      "train_accuracy": (float(np.mean(scored["train_score"].to_numpy(float))) if len(scored)
+                                         else np.nan),
+                      "test_runs": test.tolist(), "diverged_runs": len(runs) - len(scored),
+                      "time_limited": int(runs["stop_reason"].eq("time_limit").sum()),
+                      "config": config_summary(config), "chosen_config": config})
+    return folds
 
 
 def config_summary(config: dict) -> str:
@@ -135,15 +180,18 @@ def folds_markdown(dataset: str, table: pd.DataFrame) -> str:
 
 
 def write_reports(dataset: str, meta, folds: list[dict], outputs: dict[str, str | os.PathLike],
-                  presets: dict[str, str | None] | None = None) -> None:
-    """Write both tables of a dataset (CSV, Markdown, Parquet) to the paths ``outputs`` names (keys ``csv``,
-    ``md``, ``parquet``, ``folds_csv``, ``folds_md``, ``folds_parquet``), models in the order of ``folds``."""
+                  presets: dict[str, str | None] | None = None) -> pd.DataFrame:
+    """Write both tables of a dataset (CSV, Markdown, Parquet) to the paths ``outputs`` names (keys ``table_csv``,
+    ``table_md``, ``table_parquet``, ``folds_csv``, ``folds_md``, ``folds_parquet``), models in the order of
+    ``folds``; returns the dataset table."""
     frame = pd.DataFrame(folds)
     frame["model"] = pd.Categorical(frame["model"], categories=list(dict.fromkeys(f["model"] for f in folds)))
     frame = frame.sort_values(["model", "fold"], kind="stable")
     frame["model"] = frame["model"].astype(str)
     table = dataset_table(frame, meta, presets)
-    write_table(table, dataset_markdown(dataset, table, meta), outputs["csv"], outputs["md"], outputs["parquet"])
+    write_table(table, dataset_markdown(dataset, table, meta), outputs["table_csv"], outputs["table_md"],
+                outputs["table_parquet"])
     per_fold = folds_table(frame)
     write_table(per_fold, folds_markdown(dataset, per_fold), outputs["folds_csv"], outputs["folds_md"],
                 outputs["folds_parquet"])
+    return table

@@ -2,7 +2,8 @@
 docs/protocols/pitfalls.md).
 
 Input everywhere is a runs table: one row per run = (dataset, model, split, init) with the columns of
-``RUN_COLUMNS``; accuracies are percentages (0-100), ``model`` is the label shown in tables. Built from it:
+``RUN_COLUMNS``; accuracies are percentages (0-100), ``model`` is the label shown in tables. The workflow makes it
+from the jobs' run records (``runs_from_records``). Built from it:
 
 - ``dataset_table`` / ``dataset_markdown``: one dataset, one row per model — mean ± std over all runs (the
   Table 1 cell), median, quartiles, extrema, validation/train accuracy, epochs, seconds per run.
@@ -34,8 +35,8 @@ Decisions (the paper leaves them open; recorded in docs/protocols/pitfalls.md#re
 - Table rows keep the models' order of first appearance, except the summary, which is sorted by relative
   accuracy (descending; ties by average rank, then first appearance), the order of the paper's Table 2a.
 
-Diverged runs. A runs table may have a ``status`` column (the jobs' ``runs.parquet`` do; a table without it counts
-every run as completed): a run with status ``"diverged"`` had a NaN or infinite loss and has no score (NaN
+Diverged runs. A runs table may have a ``status`` column (the run records' have; a table without it counts every run
+as completed): a run with status ``"diverged"`` had a NaN or infinite loss and has no score (NaN
 accuracies and losses, :mod:`gnnbench.training.initialisations`). It is never averaged: every statistic above is over
 the completed runs, and the diverged ones are counted and shown — column ``diverged`` (the summary: ``diverged``,
 over all datasets), and in Markdown the cell "mean ± std (k of n diverged)", or "diverged (n of n)" when no run of
@@ -79,7 +80,7 @@ def check_runs(runs: pd.DataFrame, columns: Sequence[str] = RUN_COLUMNS, what: s
     (dataset, model, split, init) twice."""
     if not isinstance(runs, pd.DataFrame) or runs.empty:
         raise DataError(f"{what} is empty; expected one row per (dataset, model, split, init) run: check that the "
-                        "runs finished and that their metrics files were collected")
+                        "runs finished and that their run records were collected")
     missing = [c for c in columns if c not in runs.columns]
     if missing:
         raise DataError(f"{what} lacks column(s) {', '.join(missing)}; expected columns {', '.join(columns)}: "
@@ -105,7 +106,23 @@ def check_runs(runs: pd.DataFrame, columns: Sequence[str] = RUN_COLUMNS, what: s
             first = runs.loc[duplicated].iloc[0]
             run = ", ".join(f"{c}={first[c]}" for c in key)
             raise DataError(f"{what} has more than one row for run ({run}); each run must appear once: remove "
-                            "the duplicate row or metrics file")
+                            "the duplicate row or run-record file")
+
+
+def runs_from_records(records: pd.DataFrame) -> pd.DataFrame:
+    """The runs table of pitfalls run records (:mod:`gnnbench.records`, stage ``run``), in their order: the columns
+    of :data:`RUN_COLUMNS` under this module's names (``test_accuracy`` = ``test_score``, ..., ``best_epoch`` =
+    ``scored_epoch``, the early-stopping epoch), and ``architecture``, ``seed``, ``train_loss``, ``stop_reason``,
+    ``status``."""
+    records = records[records["stage"] == "run"].reset_index(drop=True)
+    if records.empty:
+        raise DataError("no runs to aggregate; check the benchmark's models in the config")
+    return pd.DataFrame({
+        **{c: records[c] for c in ("dataset", "model", "architecture", "split", "init", "seed")},
+        **{f"{part}_accuracy": records[f"{part}_score"] for part in ("test", "val", "train")},
+        **{f"{part}_loss": records[f"{part}_loss"] for part in ("test", "val", "train")},
+        "epochs": records["epochs"], "best_epoch": records["scored_epoch"], "seconds": records["seconds"],
+        "stop_reason": records["stop_reason"], "status": records["status"].fillna("completed")})
 
 
 def _single_dataset(runs: pd.DataFrame, what: str) -> str:
@@ -199,11 +216,13 @@ def dataset_markdown(table: pd.DataFrame) -> str:
 
 
 def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
-               presets: dict[str, str | None] | None = None, training_defaults: dict | None = None) -> pd.DataFrame:
+               presets: dict[str, str | None] | None = None, training_defaults: dict | None = None,
+               preset_configs: dict[str, dict] | None = None) -> pd.DataFrame:
     """``dataset_table`` with the comparison columns of :mod:`gnnbench.reporting.published`: the paper's Table 1
     (or 2b) number of the model's family on this dataset. ``split``: the dataset's split config (the suite's);
-    ``configs``: label → run config (the jobs' ``metrics.json``); ``presets``: label → the suite's preset;
-    ``training_defaults``: the protocol's training procedure (:func:`gnnbench.reporting.published.pitfalls_setting`)."""
+    ``configs``: label → run config (the records'); ``presets``: label → the suite's preset;
+    ``training_defaults``: the protocol's training procedure (:func:`gnnbench.reporting.published.pitfalls_setting`);
+    ``preset_configs``: preset → its run config, where the caller resolved them."""
     from gnnbench.reporting import published as pub
 
     out = []
@@ -212,7 +231,7 @@ def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
         paper = pub.match_pitfalls(meta, split.get("scheme", ""), config)
         preset = (presets or {}).get(row["model"])
         setting = "" if paper is None else pub.pitfalls_setting(meta, split, config, preset, int(row["runs"]), paper,
-                                                                training_defaults)
+                                                                training_defaults, (preset_configs or {}).get(preset))
         scored = int(row["runs"]) - int(row.get("diverged", 0))  # the mean is over the completed runs
         out.append(pub.compare(row["test_mean"], row["test_std"], scored, paper, True, setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)

@@ -3,7 +3,7 @@
 Every figure is drawn on matplotlib's Agg canvas (pyplot is never imported) and written as PNG and SVG,
 atomically, with a fixed SVG hash salt and no date, so the same inputs give byte-identical files. The
 ``*_figure`` functions build a :class:`matplotlib.figure.Figure` from data frames (what the tests inspect); the
-writers around them read the workflow's files and save the figure.
+writers around them take the data (the run and history records, a dataset table) and save the figure.
 
 - ``learning_curves``: one figure per benchmarking-gnns dataset (a loss spanning > 4 decades on a log axis), a
   panel per quantity (train loss, validation loss, train metric, validation metric) against the epoch, one
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from gnnbench.errors import DataError
-from gnnbench.io import atomic_path, read_json
+from gnnbench.io import atomic_path
 
 PLOT_DPI = 150
 CURVE_QUANTITIES = ("train_loss", "val_loss", "train_metric", "val_metric")
@@ -85,27 +85,31 @@ def save_figure(figure, png_path: str | os.PathLike, svg_path: str | os.PathLike
 
 # ------------------------------------------------------------------------------------------------ learning curves
 
-def load_histories(metrics_files: Iterable[str | os.PathLike]) -> pd.DataFrame:
-    """The per-epoch histories of benchmarking-gnns runs, one row per run and epoch: model (the run's label),
-    seed, fold, metric, epoch and ``CURVE_QUANTITIES``; ``history.parquet`` is read from beside each
-    ``metrics.json``. Runs keep the given order."""
-    frames = []
-    for path in metrics_files:
-        metrics = read_json(path, "run metrics file")
-        history_path = Path(path).with_name("history.parquet")
-        if not history_path.is_file():
-            raise DataError(f"run history {history_path} does not exist; rerun snakemake for that run")
-        try:
-            history = pd.read_parquet(history_path, columns=["epoch", *CURVE_QUANTITIES])
-        except (KeyError, ValueError, OSError) as exc:
-            raise DataError(f"run history {history_path} is unreadable or lacks a column ({exc}); delete the run "
-                            "folder and rerun snakemake for it") from None
-        frames.append(history.assign(model=metrics["label"], seed=metrics["seed"], fold=metrics["fold"],
-                                     metric=metrics["metric"]))
-    if not frames:
+def curve_histories(records: pd.DataFrame, histories: pd.DataFrame) -> pd.DataFrame:
+    """The per-epoch histories of benchmarking-gnns runs, one row per run and epoch: model (the run's label), seed,
+    fold, metric, epoch and ``CURVE_QUANTITIES`` — history records joined to their run records on ``run_id``
+    (:mod:`gnnbench.records`). The runs are the records of stage ``run`` that trained an epoch (a baseline trains
+    none), in the records' order; one without history rows is a DataError."""
+    runs = records[(records["stage"] == "run") & (records["epochs"] > 0)]
+    if runs.empty:
         raise DataError("no run histories to plot; check the benchmark's models and seeds in the config")
-    columns = ["model", "seed", "fold", "metric", "epoch", *CURVE_QUANTITIES]
-    return pd.concat(frames, ignore_index=True)[columns]
+    joined = runs[["run_id", "model", "seed", "split", "metric"]].merge(histories, on="run_id", how="left")
+    missing = joined[joined["epoch"].isna()]
+    if not missing.empty:
+        first = missing.iloc[0]
+        raise DataError(f"run {first['run_id']} ({first['model']}, seed {first['seed']}, fold {first['split']}) has no "
+                        "rows in the given history records; rerun snakemake for its job")
+    joined = joined.rename(columns={"split": "fold", "train_score": "train_metric", "val_score": "val_metric"})
+    joined["epoch"] = joined["epoch"].astype("int64")
+    return joined[["model", "seed", "fold", "metric", "epoch", *CURVE_QUANTITIES]]
+
+
+def load_histories(record_files: Iterable[str | os.PathLike], history_files: Iterable[str | os.PathLike]
+                   ) -> pd.DataFrame:
+    """:func:`curve_histories` of the given run-record and history-record files (runs in the records' order)."""
+    from gnnbench.records import read_histories, read_runs
+
+    return curve_histories(read_runs(list(record_files)), read_histories(list(history_files)))
 
 
 def curve_statistics(histories: pd.DataFrame) -> pd.DataFrame:
@@ -169,18 +173,21 @@ def _runs_text(runs: pd.Series) -> str:
         f"{counts[0]}–{counts[-1]} runs"
 
 
-def learning_curves(metrics_files: Sequence[str | os.PathLike], dataset: str, png_path: str | os.PathLike,
+def learning_curves(histories: pd.DataFrame, dataset: str, png_path: str | os.PathLike,
                     svg_path: str | os.PathLike) -> pd.DataFrame:
-    """Learning-curve figure of one benchmarking-gnns dataset from its runs; returns ``curve_statistics``."""
-    histories = load_histories(metrics_files)
+    """Learning-curve figure of one benchmarking-gnns dataset from its runs' histories (:func:`curve_histories`,
+    :func:`load_histories`); returns ``curve_statistics``."""
     save_figure(learning_curves_figure(histories, f"{dataset}: learning curves"), png_path, svg_path)
     return curve_statistics(histories)
 
 
 # ------------------------------------------------------------------------------------------------ score bars
 
-def _read_table(path: str | os.PathLike) -> pd.DataFrame:
-    path = Path(path)
+def _read_table(table: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
+    """A dataset table: given, or read from its Parquet file."""
+    if isinstance(table, pd.DataFrame):
+        return table
+    path = Path(table)
     if not path.is_file():
         raise DataError(f"table {path} does not exist; build it first (snakemake {path})")
     return pd.read_parquet(path)
@@ -242,10 +249,10 @@ def score_bars_figure(table: pd.DataFrame, title: str):
     return figure
 
 
-def score_bars(table_path: str | os.PathLike, dataset: str, png_path: str | os.PathLike,
+def score_bars(table: pd.DataFrame | str | os.PathLike, dataset: str, png_path: str | os.PathLike,
                svg_path: str | os.PathLike) -> None:
-    """Bar chart of a dataset's table (``results/tables/{dataset}.parquet``)."""
-    table = _read_table(table_path)
+    """Bar chart of a dataset's table (a DataFrame, or its file ``results/tables/{dataset}.parquet``)."""
+    table = _read_table(table)
     kind = "test vs validation accuracy" if "val_mean" in table and "test_metric_mean" not in table else \
         "test score per model"
     save_figure(score_bars_figure(table, f"{dataset}: {kind}"), png_path, svg_path)
@@ -323,8 +330,9 @@ def pe_bars_figure(table: pd.DataFrame, pairs: Sequence[Sequence[str]], title: s
     return figure
 
 
-def pe_bars(table_path: str | os.PathLike, pairs: Sequence[Sequence[str]], dataset: str,
+def pe_bars(table: pd.DataFrame | str | os.PathLike, pairs: Sequence[Sequence[str]], dataset: str,
             png_path: str | os.PathLike, svg_path: str | os.PathLike) -> None:
-    """Positional encodings on / off figure of a benchmarking-gnns dataset table."""
-    table = _read_table(table_path)
+    """Positional encodings on / off figure of a benchmarking-gnns dataset table (a DataFrame, or its Parquet
+    file)."""
+    table = _read_table(table)
     save_figure(pe_bars_figure(table, pairs, f"{dataset}: Laplacian positional encodings"), png_path, svg_path)

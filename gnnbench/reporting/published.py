@@ -322,11 +322,13 @@ def _runs(entry: dict) -> list[dict]:
     return runs if isinstance(runs, list) else []
 
 
-def preset_reference(preset: str, config: dict) -> dict:
-    """The preset's run config with the ``set`` of the ``runs`` variant the run config satisfies (most specific)."""
+def preset_reference(preset: str, config: dict, preset_config: dict | None = None) -> dict:
+    """The preset's run config (``preset_config`` where the caller resolved it: the workflow does, so that its report
+    jobs need not load the model registry; else :func:`gnnbench.config.presets.run_config`) with the ``set`` of the
+    ``runs`` variant the run config satisfies (most specific)."""
     from gnnbench.config.presets import all_presets, run_config
 
-    reference = run_config(preset)
+    reference = run_config(preset) if preset_config is None else preset_config
     variants = sorted((v.get("set") or {} for v in _runs(all_presets()[preset])
                        if all(_equal(config.get(k), val) for k, val in (v.get("set") or {}).items())),
                       key=len, reverse=True)
@@ -363,10 +365,11 @@ def match_benchmarking_gnns(meta, architecture: str, config: dict, num_params: i
 
 
 def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int, paper: Paper,
-                              num_params: int | None = None) -> str:
+                              num_params: int | None = None, preset_config: dict | None = None) -> str:
     """The setting cell of a benchmarking-gnns row: the data's generator parameters against the paper's (every
-    training size of the CYCLES table counts as the paper's), the run config against the preset's, a parameter
-    count other than the printed one, and fewer runs than the paper's."""
+    training size of the CYCLES table counts as the paper's), the run config against the preset's (its run config:
+    ``preset_config``, :func:`preset_reference`), a parameter count other than the printed one, and fewer runs than
+    the paper's."""
     key = benchmarking_gnns_key(meta)
     allowed = {}
     if key == "CYCLES":  # every training size of Table 11 is the paper's
@@ -377,7 +380,7 @@ def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int,
         if "model" in config:  # a trained model (a baseline such as TSP's k-NN heuristic has no training settings)
             differences.append("no preset to check the training settings against")
     else:
-        differences += config_differences(config, preset_reference(preset, config))
+        differences += config_differences(config, preset_reference(preset, config, preset_config))
     if num_params is not None and paper.params is not None and num_params != paper.params:
         differences.append(f"{num_params:,} parameters (paper {paper.params:,})")
     return setting_text(differences + runs_difference(runs, paper.n))
@@ -443,9 +446,11 @@ def match_pitfalls(meta, split_scheme: str, config: dict) -> Paper | None:
 
 
 def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: int, paper: Paper,
-                     training_defaults: dict | None = None) -> str:
+                     training_defaults: dict | None = None, preset_config: dict | None = None) -> str:
     """The setting cell of a pitfalls row; ``training_defaults``: the protocol's training procedure, which the
-    preset's config is checked with (the protocol passes it: reporting does not import the protocols)."""
+    preset's config is checked with (the protocol passes it: reporting does not import the protocols);
+    ``preset_config``: the preset's run config where the caller resolved it (else
+    :func:`gnnbench.config.presets.run_config`, which loads the model registry)."""
     from gnnbench.config.presets import run_config
 
     params = (meta.source or {}).get("params", {})
@@ -458,7 +463,8 @@ def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: 
     if preset is None:
         differences.append("no preset to check the training settings against")
     else:
-        differences += config_differences(config, {**(training_defaults or {}), **run_config(preset)})
+        reference = run_config(preset) if preset_config is None else preset_config
+        differences += config_differences(config, {**(training_defaults or {}), **reference})
     return setting_text(differences + runs_difference(runs, paper.n))
 
 

@@ -1,11 +1,15 @@
 # Target lists, wildcard constraints and input functions shared by the rules. Every path comes from gnnbench.paths;
 # what differs between protocols comes from the protocol objects (gnnbench.protocols), never from their names here.
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 from gnnbench import paths
-from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
-from gnnbench.protocols.pitfalls import plan as pitfalls_plan
+from gnnbench.config.presets import run_config
+from gnnbench.errors import GnnbenchError
+from gnnbench.protocols import benchmarking_gnns, fair_comparison, get_protocol, pitfalls
+from gnnbench.records import history_path
+from gnnbench.reporting.jobs import dataset_outputs, suite_outputs
 from gnnbench.reporting.report import suite_description
 
 
@@ -13,7 +17,7 @@ def _alternatives(names):
     return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
 
 
-# each protocol's rules (training.smk, fair_comparison.smk, aggregate.smk) take the datasets of its benchmarks
+# each protocol's rules (training.smk, fair_comparison.smk) take the datasets of its benchmarks
 P1_DATASETS = SUITE.protocol_datasets(benchmarking_gnns.NAME)
 PITFALLS_DATASETS = SUITE.protocol_datasets(pitfalls.NAME)
 FAIR_DATASETS = SUITE.protocol_datasets(fair_comparison.NAME)
@@ -36,6 +40,11 @@ def record_file(protocol, job):
     return paths.RECORD_FILE.format(protocol=protocol, dataset="{dataset}", model="{model}", job=job)
 
 
+def history_file(protocol, job):
+    """The history-record output of a job of ``protocol`` (the per-epoch history of its runs, beside its record)."""
+    return paths.HISTORY_RECORD_FILE.format(protocol=protocol, dataset="{dataset}", model="{model}", job=job)
+
+
 def dataset_files(dataset):
     return {"graphs": paths.DATASET_GRAPHS.format(dataset=dataset), "meta": paths.DATASET_META.format(dataset=dataset)}
 
@@ -55,37 +64,115 @@ def run_inputs(wildcards):
     return files
 
 
-def table_outputs(table, category, **extra):
-    """The csv (in the report, as a download), md and parquet outputs of a table (``table``: its name, with
-    wildcards), plus ``extra`` outputs."""
-    return dict(
-        csv=report(
-            paths.TABLE_FILE.format(table=table, ext="csv"),
-            caption="../report/table_csv.rst",
-            category=category,
-            subcategory="Tables",
-            labels={"table": table, "format": "Raw CSV (download)"},
-        ),
-        md=paths.TABLE_FILE.format(table=table, ext="md"),
-        parquet=paths.TABLE_FILE.format(table=table, ext="parquet"),
-        **extra,
-    )
-
-
 def model_presets(dataset):
     """Label -> the preset the suite builds it from (None: none): the tables check the paper's settings against it."""
     return {label: spec.preset for label, spec in SUITE.benchmarks[dataset].models.items()}
 
 
-# report (workflow/rules/report.smk): which datasets get which figure, where each table goes in the report
-PLOT_DATASETS = {kind: [d for d in SUITE.benchmarks if kind in SUITE.plot_kinds(d)] for kind in ("curves", "bars", "pe")}
-TABLE_NAMES = SUITE.table_names()
+# report jobs (aggregate.smk: one per benchmark; report.smk: the suite's): outputs by role (gnnbench.reporting.jobs),
+# the report's files marked with their captions (workflow/report/*.rst): a table's HTML page and CSV (a download; not
+# the paired tests' CSV), a figure's SVG
+FIGURES = {"curves": ("curves.rst", "learning curves"), "bars": ("bars.rst", "test score per model"),
+           "pe": ("pe.rst", "positional encodings"), "box": ("boxplot.rst", "test accuracy of every run (box plot)")}
 
 
-def table_category(name):
-    """Report category of a table: its dataset (also for {dataset}_folds, {dataset}_significance), else the
-    suite-wide summaries."""
-    return SUITE.table_protocol(name)[1] or "Suite"
+def reported(outputs, category):
+    """A report job's outputs (role -> file) with the report's files marked, in the report's ``category``; a table's
+    page has the caption ``workflow/report/{role}.rst``."""
+    marked = {}
+    for role, path in outputs.items():
+        name, _, ext = role.rpartition("_")
+        table = Path(path).stem
+        if ext == "html" and name:
+            marked[role] = report(path, caption=f"../report/{name}.rst", category=category, subcategory="Tables",
+                                  labels={"table": table, "format": "HTML table"})
+        elif ext == "csv" and name != "significance":
+            marked[role] = report(path, caption="../report/table_csv.rst", category=category, subcategory="Tables",
+                                  labels={"table": table, "format": "Raw CSV (download)"})
+        elif ext == "svg":
+            caption, figure = FIGURES[name]
+            marked[role] = report(path, caption=f"../report/{caption}", category=category, subcategory="Figures",
+                                  labels={"figure": figure})
+        elif role in ("yaml", "html"):  # the suite's parameters
+            marked[role] = report(path, caption="../report/suite.rst", category=category, subcategory="Parameters",
+                                  labels={"file": "suite.yaml (download)" if role == "yaml" else "suite (shown here)"})
+        else:
+            marked[role] = path
+    return marked
+
+
+def _tables_rules():
+    """(name, dataset) of every benchmark's report job: ``tables_<dataset>`` (non-word characters as ``_``)."""
+    names = set()
+    for dataset in SUITE.benchmarks:
+        slug = re.sub(r"\W", "_", dataset)
+        name = f"tables_{slug}"
+        name = name if name not in names else f"{name}_{len(names)}"
+        names.add(name)
+        yield name, dataset
+
+
+def table_inputs(dataset):
+    """What a benchmark's report job reads: its jobs' run records (and its baselines'), the history records where it
+    draws learning curves, the dataset's meta.json."""
+    benchmark = SUITE.benchmarks[dataset]
+    curves = "curves" in benchmark.plot_kinds()
+    return {"records": benchmark.record_files() + SUITE.baseline_files(dataset),
+            "histories": [str(history_path(f)) for f in benchmark.record_files()] if curves else [],
+            "meta": paths.DATASET_META.format(dataset=dataset)}
+
+
+def table_outputs(dataset):
+    """The files of a benchmark's report job by role (gnnbench.reporting.jobs.dataset_outputs)."""
+    significance = paths.SIGNIFICANCE_FILE.format(dataset=dataset, ext="md") in SUITE.significance_files()
+    return dataset_outputs(SUITE.benchmarks[dataset], significance)
+
+
+def table_params(dataset):
+    """What a benchmark's report job is told: its protocol and models, the protocol's paired-test units, the settings
+    every protocol's tables take (the suite's presets and their run configs, the dataset's split, the PE figure's
+    pairs) and the captions."""
+    benchmark = SUITE.benchmarks[dataset]
+    protocol = get_protocol(benchmark.protocol)
+    captions = {"table": SUITE.table_caption(dataset), "bars": SUITE.figure_caption("bars", dataset)}
+    if paths.FOLDS_TABLE.format(dataset=dataset, ext="md") in benchmark.table_files():
+        captions["folds"] = SUITE.table_caption(f"{dataset}_folds")
+    return {"protocol": benchmark.protocol, "dataset": dataset, "models": list(benchmark.models),
+            "significance": {"units": protocol.significance_units,
+                             "unit_columns": list(protocol.significance_unit_columns),
+                             "stage": protocol.significance_stage},
+            "options": {"presets": model_presets(dataset), "preset_configs": preset_configs(dataset),
+                        "split": SUITE.datasets[dataset].split,
+                        "pairs": [list(pair) for pair in SUITE.pe_pairs(dataset)]},
+            "captions": captions}
+
+
+def preset_configs(dataset):
+    """The run config of every preset a benchmark's models start from (the comparison with the paper checks a run's
+    settings against it), resolved here, where the model registry is loaded, so that the report job needs no torch;
+    a preset that does not resolve alone (a grid of fair-comparison) is left out: no table reads it."""
+    configs = {}
+    for preset in dict.fromkeys(p for p in model_presets(dataset).values() if p):
+        try:
+            configs[preset] = run_config(preset)
+        except GnnbenchError:
+            pass
+    return configs
+
+
+def suite_tables():
+    """The suite-wide tables of the suite's report job: protocol -> what its tables module's ``suite_tables`` is
+    given (Protocol.suite_table_inputs; ``records``: the run-record files it reads)."""
+    tables = {}
+    for name in dict.fromkeys(b.protocol for b in SUITE.benchmarks.values()):
+        inputs = get_protocol(name).suite_table_inputs([b for b in SUITE.benchmarks.values() if b.protocol == name])
+        if inputs:
+            tables[name] = inputs
+    return tables
+
+
+SUITE_TABLES = [Path(f).stem for protocol in dict.fromkeys(b.protocol for b in SUITE.benchmarks.values())
+                for f in SUITE.suite_files(protocol) if f.endswith(".md")]
 
 
 # benchmarking-gnns jobs of several seeds (training.smk): one rule per (dataset, model, group of seeds), named and

@@ -1,6 +1,15 @@
-# fair-comparison (Errica et al.): inner runs -> selection per outer fold -> final runs -> tables.
+# fair-comparison (Errica et al.): inner runs -> selection per outer fold -> final runs; the tables are the
+# benchmark's report job's (aggregate.smk), from the run records of both stages.
 # Every finished training is also kept under .../fold{fold}/{inner,}/runs/ (not an output): a rerun job (grid
 # point added, job killed) reuses them and trains only what is missing.
+
+
+# A selection reads a fold's model-selection files and writes a few kilobytes: a local job (no cluster queueing). One
+# job per outer fold, not per model: a fold's final runs start as soon as its own model-selection jobs are done, and a
+# rerun fold (a failed or added model-selection job) rewrites only its own selection, so the other folds' final runs
+# stay up to date.
+localrules:
+    fc_select,
 
 
 # one job = grid_per_job configurations of one model on one outer fold, trained one after another in one process;
@@ -11,6 +20,7 @@ rule fc_inner:
     output:
         runs=paths.INNER_FILE,
         records=record_file(fair_comparison.NAME, fair_comparison.INNER_RECORD_JOB),
+        histories=history_file(fair_comparison.NAME, fair_comparison.INNER_RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     params:
@@ -53,6 +63,7 @@ rule fc_final:
         runs=paths.FINAL_FILE,
         history=paths.FINAL_HISTORY_FILE,
         records=record_file(fair_comparison.NAME, fair_comparison.FINAL_RECORD_JOB),
+        histories=history_file(fair_comparison.NAME, fair_comparison.FINAL_RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(FAIR_DATASETS),
     params:
@@ -70,40 +81,3 @@ rule fc_final:
         "../envs/gnnbench.yaml"
     script:
         "../scripts/fc_final.py"
-
-
-rule fc_tables:
-    input:
-        meta=paths.DATASET_META,
-        selections=lambda wc: SUITE.benchmarks[wc.dataset].selection_files(),
-        finals=lambda wc: SUITE.benchmarks[wc.dataset].run_files(),
-    output:
-        csv=report(
-            paths.DATASET_TABLE.format(dataset="{dataset}", ext="csv"),
-            caption="../report/table_csv.rst",
-            category="{dataset}",
-            subcategory="Tables",
-            labels={"table": "{dataset}", "format": "Raw CSV (download)"},
-        ),
-        md=paths.DATASET_TABLE.format(dataset="{dataset}", ext="md"),
-        parquet=paths.DATASET_TABLE.format(dataset="{dataset}", ext="parquet"),
-        folds_csv=report(
-            paths.FOLDS_TABLE.format(dataset="{dataset}", ext="csv"),
-            caption="../report/table_csv.rst",
-            category="{dataset}",
-            subcategory="Tables",
-            labels={"table": "{dataset}_folds", "format": "Raw CSV (download)"},
-        ),
-        folds_md=paths.FOLDS_TABLE.format(dataset="{dataset}", ext="md"),
-        folds_parquet=paths.FOLDS_TABLE.format(dataset="{dataset}", ext="parquet"),
-    wildcard_constraints:
-        dataset=_alternatives(FAIR_DATASETS),
-    params:
-        models=lambda wc: SUITE.benchmarks[wc.dataset].report_inputs(),
-        presets=lambda wc: model_presets(wc.dataset),
-    log:
-        paths.log_file("tables", "{dataset}"),
-    conda:
-        "../envs/gnnbench.yaml"
-    script:
-        "../scripts/fc_tables.py"

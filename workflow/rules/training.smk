@@ -1,6 +1,7 @@
 # Pre-emption: a job stopped by SIGTERM (time limit, pre-emption, scancel) keeps checkpoint.pt in the run
 # folder (not an output, so Snakemake leaves it) and exits 143; the retried job resumes from it.
-# Every job also writes its runs' records (gnnbench.records) under results/records/.
+# Every job also writes its runs' records (gnnbench.records) under results/records/ and their per-epoch history
+# under results/histories/ (same path).
 
 
 # benchmarking-gnns: one run = one model config × seed × fold; a benchmark with `seeds_per_job` or `stack: true`
@@ -14,6 +15,7 @@ rule train:
         metrics=paths.P1_METRICS,
         history=paths.P1_HISTORY,
         records=record_file(benchmarking_gnns.NAME, benchmarking_gnns.RECORD_JOB),
+        histories=history_file(benchmarking_gnns.NAME, benchmarking_gnns.RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(set(P1_DATASETS) - set(P1_STACKED)),
     params:
@@ -53,6 +55,11 @@ for _name, _dataset, _model, _seeds, _stack in _seed_stack_rules():
                                          job=benchmarking_gnns.RECORD_JOB.format(seed=s, fold="{fold}"))
                 for s in _seeds
             ],
+            histories=[
+                paths.HISTORY_RECORD_FILE.format(protocol=benchmarking_gnns.NAME, dataset=_dataset, model=_model,
+                                                 job=benchmarking_gnns.RECORD_JOB.format(seed=s, fold="{fold}"))
+                for s in _seeds
+            ],
         params:
             config=SUITE.benchmarks[_dataset].models[_model].config,
             seeds=_seeds,
@@ -81,6 +88,7 @@ rule train_inits:
         history=paths.CHUNK_HISTORY,
         metrics=paths.CHUNK_METRICS,
         records=record_file(pitfalls.NAME, pitfalls.RECORD_JOB),
+        histories=history_file(pitfalls.NAME, pitfalls.RECORD_JOB),
     wildcard_constraints:
         dataset=_alternatives(PITFALLS_DATASETS),
     params:

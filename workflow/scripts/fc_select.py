@@ -2,7 +2,7 @@
 
 from gnnbench.workflow import job
 
-with job(snakemake):
+with job(snakemake, torch_threads=False):
     from gnnbench.protocols.fair_comparison.select import select
 
     select(list(snakemake.input), snakemake.output[0], dataset=snakemake.wildcards.dataset,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from gnnbench.workflow import job
 
-with job(snakemake):
+with job(snakemake, torch_threads=False):
     from gnnbench.pipeline import make_split_file
 
     split = dict(snakemake.params.split)

@@ -1,8 +1,9 @@
-"""Snakemake adapter for rule suite_report: gnnbench.reporting.report.write_suite."""
+"""Snakemake adapter for rule suite_report: gnnbench.reporting.jobs.suite_job."""
 
 from gnnbench.workflow import job
 
 with job(snakemake, torch_threads=False):
-    from gnnbench.reporting.report import write_suite
+    from gnnbench.reporting.jobs import suite_job
 
-    write_suite(dict(snakemake.params.suite), snakemake.output.yaml, snakemake.output.html)
+    suite_job(suite=dict(snakemake.params.suite), tables=dict(snakemake.params.tables),
+              outputs=dict(snakemake.output.items()))

@@ -57,7 +57,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from gnnbench.data.archive import check_zip, read_gzip, read_member
 from gnnbench.data.download import RawFile
@@ -163,6 +162,8 @@ def _numpy_globals() -> list:
 
 def _split_dict(data: bytes, info: zipfile.ZipInfo, path: Path) -> dict[str, np.ndarray]:
     """A split ``.pt``: a dict of tensors or NumPy arrays, loaded without running code from the file."""
+    import torch  # here, not at the top: the generator registry (read by jobs that never train) imports this module
+
     try:
         source = io.BytesIO(data)
         check_zip(source, f"{WHAT} {path}: member {info.filename} (a torch.save zip)")  # records bounded first

@@ -38,9 +38,7 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
     results = run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
                   pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
     if records_out is not None:
-        from gnnbench.records import write_records
-
-        write_records(records_out, run_records(results))
+        write_run_records(records_out, results, out_dir)
     return results
 
 
@@ -66,12 +64,22 @@ def train_seeds(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLik
     results = stacked(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, seeds=seeds,
                       out_dirs=out_dirs, pe_path=pe_path, device=device, threads=threads, label=label,
                       time_limit_hours=hours, stack=stack)
-    from gnnbench.records import write_records
-
-    for result, rec in zip(results, records_out, strict=True):
+    for result, rec, out in zip(results, records_out, out_dirs, strict=True):
         if rec is not None:
-            write_records(rec, run_records(result))
+            write_run_records(rec, result, out)
     return results
+
+
+def write_run_records(path: str | os.PathLike, results: dict, out_dir: str | os.PathLike) -> None:
+    """The run record of one run (:func:`run_records`) and its history record, from the ``history.parquet`` the run
+    wrote in ``out_dir`` (:mod:`gnnbench.records`)."""
+    import pandas as pd
+
+    from gnnbench.records import history_frame, write_records
+
+    rows = run_records(results)
+    write_records(path, rows, history=history_frame(pd.read_parquet(os.path.join(out_dir, "history.parquet")),
+                                                     rows[0]["run_id"]))
 
 
 def run_records(results: dict) -> list[dict]:

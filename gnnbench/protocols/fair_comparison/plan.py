@@ -27,7 +27,6 @@ from gnnbench.protocols.fair_comparison import (
     INNER_FILE,
     INNER_RECORD_JOB,
     NAME,
-    SELECTION_FILE,
     TABLE_FILE,
     TABLE_FORMATS,
     TRAINING_DEFAULTS,
@@ -78,25 +77,15 @@ class FairComparisonBenchmark(Benchmark):
         """Grid positions of a part's configurations (the selection's tie-break order)."""
         return self.parts(model)[part]
 
-    def report_inputs(self) -> dict[str, dict[str, list[str]]]:
-        """Per model, its selection files and final-run files in fold order: the input of
-        :func:`dataset_report`."""
-        return {m: {"selections": [SELECTION_FILE.format(dataset=self.dataset, model=m, fold=f) for f in self.folds],
-                    "finals": [FINAL_FILE.format(dataset=self.dataset, model=m, fold=f) for f in self.folds]}
-                for m in self.models}
-
     def inner_files(self, model: str, fold: int) -> list[str]:
         """The model-selection outputs (``inner/part{p}.parquet``) of ``model`` on outer fold ``fold``: what its
         selection reads."""
         return [INNER_FILE.format(dataset=self.dataset, model=model, fold=fold, part=p)
                 for p in range(self.num_parts(model))]
 
-    def selection_files(self) -> list[str]:
-        """The ``selection.json`` of every model and outer fold."""
-        return [SELECTION_FILE.format(dataset=self.dataset, model=m, fold=f) for m in self.models for f in self.folds]
-
     def run_files(self) -> list[str]:
-        """The final-run files (``final.parquet``) of every model and outer fold."""
+        """The final-run files (``final.parquet``) of every model and outer fold (caches; the tables read the
+        records)."""
         return [FINAL_FILE.format(dataset=self.dataset, model=m, fold=f) for m in self.models for f in self.folds]
 
     def table_files(self) -> list[str]:
@@ -115,11 +104,6 @@ class FairComparisonBenchmark(Benchmark):
     def plot_kinds(self) -> list[str]:
         """Score bars: outer-fold test accuracy beside the selected configurations' validation accuracy."""
         return ["bars"]
-
-    def significance_inputs(self) -> list[str]:
-        """The final runs' record files (a fold's score is the mean of its final runs)."""
-        return [paths.RECORD_FILE.format(protocol=NAME, dataset=self.dataset, model=m,
-                                         job=FINAL_RECORD_JOB.format(fold=f)) for m in self.models for f in self.folds]
 
 
 class FairComparison(Protocol):

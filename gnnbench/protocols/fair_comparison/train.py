@@ -27,6 +27,7 @@ from gnnbench.protocols.fair_comparison.grid import (
     config_id,
     config_json,
     member_build,
+    num_layers,
     observer_settings,
     run_seed,
     seed_key,
@@ -189,7 +190,7 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
         units = _job(out, guard)
         fold_parts = data.splits.fold(fold)
         parts = {"train": fold_parts["train"], "val": fold_parts["val"]}
-        rows, weights = [], []
+        rows, weights, histories = [], [], []
         whats = [{"fold": fold, "config_id": config_id(c), "stage": "selection"} for c in configs]
         # with stacks a seed does not depend on the stopping settings: one trajectory serves them all
         seeds = [run_seed(seed, fold, seed_key(trajectory_config(c) if stack else c)) for c in configs]
@@ -215,11 +216,12 @@ def run_inner(*, dataset_dir, splits_path, fold: int, configs: list[dict], posit
             rows.append({"position": position, "config_id": cid, "config": config_json(config), "seed": s,
                          **{k: r[k] for k in INNER_COLUMNS[4:]}})
             weights.append(r["num_params"])
+            histories.append(r["history"])
         with guard.deferred(raise_after=False):
             with atomic_path(out) as tmp:
                 pq.write_table(pa.Table.from_pylist(rows), tmp)
             if records_out is not None:
-                _write_records(records_out, "inner", data, fold, label, configs, rows, weights, dev)
+                _write_records(records_out, "inner", data, fold, label, configs, rows, weights, dev, histories)
             units.save(finished=True)
 
     _stoppable(job, out)
@@ -292,7 +294,8 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
                 pq.write_table(pa.Table.from_pylist(rows), tmp)
             if records_out is not None:
                 _write_records(records_out, "final", data, fold, label or selection["model"],
-                               [chosen["config"]] * len(rows), rows, weights, dev)
+                               [chosen["config"]] * len(rows), rows, weights, dev,
+                               [[h for h in history if h["run"] == r] for r in range(len(rows))])
             units.save(finished=True)
 
     _stoppable(job, out)
@@ -376,11 +379,13 @@ def _explain(name: str, reason: str, kind: str = "final runs",
 
 
 def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, configs: list[dict], rows: list[dict],
-                   weights: list[int], dev) -> None:
-    """The run records (:mod:`gnnbench.records`) of a job's inner (model-selection) or final runs: the early-stopping
-    epoch is the scored one; inner runs have no test part; a final run's ``init`` is its index; ``weights``: each
-    run's trainable parameters."""
-    from gnnbench.records import record, write_records
+                   weights: list[int], dev, histories: list[list[dict]]) -> None:
+    """The run records (:mod:`gnnbench.records`) of a job's inner (model-selection) or final runs and their history
+    record (``histories``: each run's epochs): the early-stopping epoch is the scored one; inner runs have no test
+    part; a final run's ``init`` is its index; ``weights``: each run's trainable parameters; ``extra`` holds the
+    configuration's depth (``layers``: :func:`~gnnbench.protocols.fair_comparison.grid.num_layers`, which the tables
+    read without the model registry)."""
+    from gnnbench.records import history_frame, record, write_records
     from gnnbench.training.run import _device_name, package_versions
 
     device, versions = _device_name(dev), package_versions()
@@ -397,5 +402,6 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
                for what, key in (("score", "accuracy"), ("loss", "loss"))},
             epochs=r["epochs"], scored_epoch=None if diverged else r["best_epoch"], stop_reason=r["stop_reason"],
             status=r.get("status", "completed"), diverged_epoch=r.get("diverged_epoch"), seconds=r["seconds"],
-            num_params=num_params, device=device, versions=versions))
-    write_records(path, records)
+            num_params=num_params, device=device, versions=versions, extra={"layers": num_layers(config)}))
+    write_records(path, records, history=[history_frame(h, rec["run_id"], score="accuracy")
+                                          for h, rec in zip(histories, records, strict=True)])

@@ -115,8 +115,8 @@ class Pitfalls(Protocol):
                 + ", mean test accuracy: " + ("none (every run diverged)" if mean is None else f"{mean:.2f}"))
 
     def aggregate_command(self, files: list[str], out: str) -> None:
-        """The dataset table and box plot of the given ``runs.parquet`` files (:func:`dataset_report`), without the
-        paper's numbers."""
+        """The dataset table and box plot of the given run-record files (the jobs' ``--records`` output,
+        :func:`dataset_report`), without the paper's numbers."""
         from gnnbench.protocols.pitfalls.tables import dataset_report
 
         dataset_report(files, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
@@ -193,10 +193,21 @@ class Pitfalls(Protocol):
             files += [RANKING_TABLE.format(ext=ext) for ext in TABLE_FORMATS]
         return files
 
+    def suite_table_inputs(self, benchmarks: list[Benchmark]) -> dict:
+        """The run records of the random-split benchmarks (``summary``: their names) and of every (fixed split,
+        random splits) pair (``pairs``) — the inputs of :func:`gnnbench.protocols.pitfalls.tables.suite_tables`."""
+        if not self.suite_files(benchmarks):
+            return {}
+        pairs = ranking_pairs({b.dataset: b for b in benchmarks})
+        by_name = {b.dataset: b for b in benchmarks}
+        records = summary_inputs(benchmarks) + [f for pair in pairs for d in pair for f in by_name[d].record_files()]
+        return {"records": list(dict.fromkeys(records)), "pairs": [list(pair) for pair in pairs],
+                "summary": [b.dataset for b in benchmarks if b.scheme == "random_per_class"]}
+
 
 def summary_inputs(benchmarks: list[PitfallsBenchmark]) -> list[str]:
-    """Runs behind the suite table: every random-splits benchmark."""
-    return [f for b in benchmarks if b.scheme == "random_per_class" for f in b.run_files()]
+    """The run records behind the suite table: every random-splits benchmark's."""
+    return [f for b in benchmarks if b.scheme == "random_per_class" for f in b.record_files()]
 
 
 def ranking_pairs(benchmarks: dict[str, Benchmark]) -> list[tuple[str, str]]:

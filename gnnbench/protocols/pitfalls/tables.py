@@ -1,58 +1,78 @@
-"""The tables of the pitfalls protocol: per dataset (with its box plot), the suite summary (Shchur et al., Tables 1
-and 2a) and the fixed- versus random-split ranking (Table 2b)."""
+"""The tables of the pitfalls protocol, from the runs' records (:mod:`gnnbench.records`): per dataset (with its box
+plot), the suite summary (Shchur et al., Tables 1 and 2a) and the fixed- versus random-split ranking (Table 2b).
+Imports no torch."""
 
 from __future__ import annotations
 
+import json
 import os
-from pathlib import Path
 
 from gnnbench.errors import DataError
-from gnnbench.protocols.pitfalls import TRAINING_DEFAULTS
+from gnnbench.protocols.pitfalls import RANKING_TABLE_NAME, SUITE_TABLE_NAME, TRAINING_DEFAULTS
 
 
-def read_runs(files: list[str | os.PathLike]):
-    """One DataFrame of the runs in ``files`` (``runs.parquet`` of jobs), in the given order."""
-    from gnnbench.records import read_tables
-
-    if not files:
-        raise DataError("no runs to aggregate; check the benchmark's models in the config")
-    return read_tables(files, "runs")
-
-
-def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, png, svg, dataset_dir=None,
-                   split: dict | None = None, presets: dict[str, str | None] | None = None) -> None:
-    """Per-dataset table (mean ± std over all runs per model) and box plot. With the dataset's folder (its
-    meta.json) and split config also the paper's numbers beside ours (the run configs are read from the jobs'
-    ``metrics.json`` beside their ``runs.parquet``; ``presets``: label → the suite's preset)."""
+def dataset_tables(dataset: str, records, outputs: dict[str, str], *, histories=None, meta=None,
+                   presets: dict[str, str | None] | None = None, preset_configs: dict[str, dict] | None = None,
+                   split: dict | None = None, pairs=()) -> None:
+    """Write one benchmark's table (mean ± std over all runs per model; keys ``table_csv``, ``table_md``,
+    ``table_parquet`` of ``outputs``) and box plot (``box_png``, ``box_svg``) from its run records (a DataFrame,
+    :func:`gnnbench.records.read_runs`). With the dataset's ``meta`` and split config also the paper's numbers beside
+    ours (the run configs are the records'; ``presets``: label → the suite's preset; ``preset_configs``: preset → its
+    run config, resolved by the caller, else here with the model registry). ``histories`` and ``pairs``
+    are not used (the keywords are every protocol's, :mod:`gnnbench.reporting.jobs`)."""
     from gnnbench.reporting import pitfalls as report
 
-    runs = read_runs(runs_files)
-    dataset = runs["dataset"].iloc[0]
+    runs = report.runs_from_records(records)
     table = report.dataset_table(runs)
+    if meta is not None:
+        records = records[records["stage"] == "run"]
+        configs = {label: json.loads(config) for label, config in
+                   records.drop_duplicates("model")[["model", "config"]].itertuples(index=False)}
+        table = report.with_paper(table, meta, split or {}, configs, presets, TRAINING_DEFAULTS, preset_configs)
+    report.write_table(table, f"## {dataset}\n\n" + report.dataset_markdown(table), outputs["table_csv"],
+                       outputs["table_md"], outputs["table_parquet"])
+    report.box_plot(runs, f"{dataset}: test accuracy of every run", outputs["box_png"], outputs["box_svg"])
+
+
+def suite_tables(records, outputs: dict[str, str], *, summary: list[str], pairs: list[list[str]]) -> None:
+    """Write the suite-wide tables from the run records (a DataFrame) of the benchmarks they span: the Table 1
+    matrix with relative accuracy and average rank (Table 2a) over the random-split benchmarks ``summary`` (dataset
+    names; keys ``pitfalls_csv``, ``_md``, ``_parquet`` of ``outputs``), and for every (fixed-split, random-splits)
+    benchmark pair of ``pairs`` the two rankings side by side (Table 2b; ``pitfalls_split_ranking_*``)."""
+    from gnnbench.reporting import pitfalls as report
+
+    runs = report.runs_from_records(records)
+
+    def write(name: str, table, markdown: str) -> None:
+        report.write_table(table, markdown, outputs[f"{name}_csv"], outputs[f"{name}_md"], outputs[f"{name}_parquet"])
+
+    if summary:
+        table = report.summary_table(runs[runs["dataset"].isin(summary)].reset_index(drop=True))
+        write(SUITE_TABLE_NAME, table, report.summary_markdown(table))
+    if pairs:
+        table = report.split_ranking_table([(fixed, _of(runs, fixed), rand, _of(runs, rand)) for fixed, rand in pairs])
+        write(RANKING_TABLE_NAME, table, report.split_ranking_markdown(table))
+
+
+def _of(runs, dataset: str):
+    """The runs of one dataset, in their order."""
+    return runs[runs["dataset"] == dataset].reset_index(drop=True)
+
+
+def dataset_report(record_files: list[str | os.PathLike], csv, markdown, parquet, png, svg, dataset_dir=None,
+                   split: dict | None = None, presets: dict[str, str | None] | None = None) -> None:
+    """:func:`dataset_tables` of the given run-record files (``gnnbench aggregate``'s table and box plot); with the
+    dataset's folder (its meta.json) and split config also the paper's numbers."""
+    from gnnbench.records import read_runs
+
+    if not record_files:
+        raise DataError("no runs to aggregate; check the benchmark's models in the config")
+    meta = None
     if dataset_dir is not None:
         from gnnbench.data.meta import read_meta
-        from gnnbench.io import read_json
 
-        configs = {}
-        for path in runs_files:
-            metrics = read_json(Path(path).parent / "metrics.json", "job metrics file")
-            configs.setdefault(metrics["label"], metrics["config"])
-        table = report.with_paper(table, read_meta(dataset_dir), split or {}, configs, presets, TRAINING_DEFAULTS)
-    report.write_table(table, f"## {dataset}\n\n" + report.dataset_markdown(table), csv, markdown, parquet)
-    report.box_plot(runs, f"{dataset}: test accuracy of every run", png, svg)
-
-
-def suite_report(runs_files: list[str | os.PathLike], csv, markdown, parquet) -> None:
-    """Table 1 matrix with relative accuracy and average rank (Table 2a) over the random-split benchmarks."""
-    from gnnbench.reporting import pitfalls as report
-
-    table = report.summary_table(read_runs(runs_files))
-    report.write_table(table, report.summary_markdown(table), csv, markdown, parquet)
-
-
-def ranking_report(pairs: list[tuple[str, list, str, list]], csv, markdown, parquet) -> None:
-    """Fixed split versus random splits: the two rankings of the models side by side (Table 2b)."""
-    from gnnbench.reporting import pitfalls as report
-
-    table = report.split_ranking_table([(fixed, read_runs(ff), rand, read_runs(rf)) for fixed, ff, rand, rf in pairs])
-    report.write_table(table, report.split_ranking_markdown(table), csv, markdown, parquet)
+        meta = read_meta(dataset_dir)
+    records = read_runs(record_files)
+    dataset = str(records["dataset"].iloc[0]) if len(records) else ""
+    dataset_tables(dataset, records, {"table_csv": csv, "table_md": markdown, "table_parquet": parquet,
+                                      "box_png": png, "box_svg": svg}, meta=meta, split=split, presets=presets)

@@ -22,7 +22,6 @@ from gnnbench.protocols.pitfalls import (
     TRAINING_DEFAULTS,
 )
 from gnnbench.protocols.pitfalls.plan import Pitfalls
-from gnnbench.protocols.pitfalls.tables import read_runs
 from gnnbench.training.engine import Checkpoint, Job
 from gnnbench.training.initialisations import PropagationStep, StackedStep
 
@@ -154,10 +153,14 @@ def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
         metrics = _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
                              threads, label, init_ids)
         if records_out is not None:
-            from gnnbench.records import write_records
+            import pandas as pd
+
+            from gnnbench.records import read_tables, write_records
 
             with guard.deferred(raise_after=False):
-                write_records(records_out, chunk_records(read_runs([Path(out_dir) / "runs.parquet"]), metrics))
+                records = chunk_records(read_tables([Path(out_dir) / "runs.parquet"], "runs"), metrics)
+                history = chunk_history(records, pd.read_parquet(Path(out_dir) / "history.parquet"), metrics["config"])
+                write_records(records_out, records, history=history)
         return metrics
 
     path = Path(out_dir) / CHECKPOINT_FILE
@@ -267,6 +270,17 @@ def chunk_records(runs, metrics: dict) -> list[dict]:
             num_params=metrics["num_params"], seconds=r["seconds"], device=metrics["device"],
             versions=metrics["versions"]))
     return out
+
+
+def chunk_history(records: list[dict], history, config: dict):
+    """The history record (:mod:`gnnbench.records`) of one job: its ``history.parquet`` rows (a DataFrame: split,
+    init, epoch, training and validation loss, validation accuracy) with the run id of their record (by split and
+    init); the learning rate is the config's, which the protocol never changes (label propagation has none)."""
+    from gnnbench.records import history_frame
+
+    ids = {(r["split"], r["init"]): r["run_id"] for r in records}
+    run_ids = [ids[key] for key in zip(history["split"].tolist(), history["init"].tolist(), strict=True)]
+    return history_frame(history, run_ids, score="accuracy", lr=config.get("learning_rate"))
 
 
 def _or_none(value):

@@ -1,0 +1,112 @@
+"""The workflow's report jobs: each is one process that reads run records (and history records) and the dataset's
+``meta.json``, and never imports torch (``docs/results.md``).
+
+- One job per benchmark (:func:`dataset_job`; rules ``tables_<dataset>`` in ``workflow/rules/aggregate.smk``): its
+  protocol's tables and figures (the protocol's tables module, :func:`gnnbench.protocols.tables_module`), its paired
+  tests (:mod:`gnnbench.reporting.significance`) and every table as an HTML page of the report.
+- One job for the suite (:func:`suite_job`; rule ``suite_report``): the tables spanning several benchmarks, their
+  pages, and the suite's parameters (:mod:`gnnbench.reporting.report`).
+
+A job's outputs are named by role (:func:`dataset_outputs`, :func:`suite_outputs`): a table's ``{role}_csv``,
+``{role}_md``, ``{role}_parquet`` and its page ``{role}_html`` — roles ``table`` (the dataset table), ``folds``
+(fair-comparison's per-fold table), ``significance``, and a suite-wide table's name —, and a figure's ``{kind}_png``,
+``{kind}_svg`` — kinds ``box`` (pitfalls' box plot) and those of :meth:`~gnnbench.protocols.base.Benchmark.plot_kinds`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from gnnbench import paths
+
+# a benchmark's tables by role (the protocol lists the ones it writes, Benchmark.table_files)
+TABLE_ROLES = {"table": paths.DATASET_TABLE, "folds": paths.FOLDS_TABLE, "significance": paths.SIGNIFICANCE_FILE}
+
+
+def table_outputs(role: str, table: str) -> dict[str, str]:
+    """The files of one table by role: ``results/tables/{table}.{csv,md,parquet}`` and its HTML page."""
+    files = {f"{role}_{ext}": paths.TABLE_FILE.format(table=table, ext=ext) for ext in paths.TABLE_FORMATS}
+    return {**files, f"{role}_html": paths.TABLE_PAGE.format(table=table)}
+
+
+def dataset_outputs(benchmark, significance: bool) -> dict[str, str]:
+    """The files of a benchmark's report job by role: the tables its protocol lists (:meth:`Benchmark.table_files`:
+    the dataset table, the per-fold table, the box plot), with ``significance`` the paired tests' table, an HTML page
+    per table, and the figures of :meth:`Benchmark.plot_kinds`. A listed file of no role here is a ValueError (a
+    protocol's new kind of table needs one)."""
+    dataset, listed = benchmark.dataset, benchmark.table_files()
+    out: dict[str, str] = {}
+    for role, template in TABLE_ROLES.items():
+        markdown = template.format(dataset=dataset, ext="md")
+        if markdown in listed or (role == "significance" and significance):
+            out.update(table_outputs(role, Path(markdown).stem))
+    if paths.BOX_PLOT.format(dataset=dataset, ext="png") in listed:
+        out.update({f"box_{ext}": paths.BOX_PLOT.format(dataset=dataset, ext=ext) for ext in paths.PLOT_FORMATS})
+    for kind in benchmark.plot_kinds():
+        out.update({f"{kind}_{ext}": paths.PLOT_FILE.format(dataset=dataset, kind=kind, ext=ext)
+                    for ext in paths.PLOT_FORMATS})
+    unknown = [f for f in listed if f not in out.values()]
+    if unknown:
+        raise ValueError(f"benchmark {dataset}: no report role for {', '.join(unknown)} (gnnbench.reporting.jobs)")
+    return out
+
+
+def suite_outputs(tables: list[str]) -> dict[str, str]:
+    """The files of the suite's report job by role: every suite-wide table (role: its name) and the suite's
+    parameters (``yaml``, ``html``)."""
+    out = {role: paths.SUITE_REPORT.format(ext=role) for role in ("yaml", "html")}
+    for table in tables:
+        out.update(table_outputs(table, table))
+    return out
+
+
+def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike],
+                histories: list[str | os.PathLike], dataset_dir: str | os.PathLike, outputs: dict[str, str],
+                models: list[str], significance: dict | None = None, options: dict | None = None) -> None:
+    """One benchmark's report: its protocol's ``dataset_tables`` on the run records of ``records`` (and the history
+    records of ``histories``; ``options``: the protocol's own settings, e.g. the suite's presets), the paired tests of
+    its ``models`` where ``outputs`` has a ``significance`` table (``significance``: the protocol's ``units`` in
+    words, ``unit_columns`` and ``stage``, :func:`gnnbench.reporting.significance.unit_scores`), then the HTML page
+    of every table."""
+    from gnnbench.data.meta import read_meta
+    from gnnbench.protocols import tables_module
+    from gnnbench.records import read_histories, read_runs
+
+    runs = read_runs(records)
+    tables_module(protocol).dataset_tables(dataset, runs, outputs,
+                                           histories=read_histories(histories) if histories else None,
+                                           meta=read_meta(dataset_dir), **(options or {}))
+    if "significance_md" in outputs:
+        from gnnbench.reporting.significance import significance_report, unit_scores
+
+        ours = runs[runs["model"].isin(models)].reset_index(drop=True)  # not the baselines of the dataset table
+        scores, metric, higher = unit_scores(ours, tuple(significance["unit_columns"]), significance["stage"])
+        significance_report(dataset=dataset, scores=scores, metric=metric, higher_is_better=higher,
+                            units=significance["units"], csv=outputs["significance_csv"],
+                            md=outputs["significance_md"], parquet=outputs["significance_parquet"])
+    write_pages(outputs)
+
+
+def suite_job(*, suite: dict, tables: dict[str, dict], outputs: dict[str, str]) -> None:
+    """The suite's report: for every protocol with suite-wide tables (``tables``: protocol → its tables module's
+    ``suite_tables`` settings, ``records`` the run-record files they read) those tables, their HTML pages, and the
+    suite's parameters (``suite``: :func:`gnnbench.reporting.report.suite_description`) as YAML and HTML."""
+    from gnnbench.protocols import tables_module
+    from gnnbench.records import read_runs
+    from gnnbench.reporting.report import write_suite
+
+    for protocol, settings in tables.items():
+        settings = dict(settings)
+        tables_module(protocol).suite_tables(read_runs(settings.pop("records")), outputs, **settings)
+    write_pages(outputs)
+    write_suite(suite, outputs["yaml"], outputs["html"])
+
+
+def write_pages(outputs: dict[str, str]) -> None:
+    """The HTML page (``{role}_html``) of every table of ``outputs`` from its Markdown (``{role}_md``)."""
+    from gnnbench.reporting.report import table_html
+
+    for role, page in outputs.items():
+        if role.endswith("_html"):
+            table_html(outputs[role.removesuffix("_html") + "_md"], page)

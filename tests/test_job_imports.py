@@ -1,0 +1,50 @@
+"""Jobs that do not train never import torch, and the report jobs read only the run records, the history records
+and the datasets' metadata (docs/results.md): a small suite under all three protocols, planned and run once
+(conftest's ``all_protocols_workflow``), every Python process recording at its exit whether it had imported torch."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+from conftest import ALL_PROTOCOLS, job_script
+
+pytestmark = pytest.mark.slow
+
+# the scripts of the jobs that train nothing: splits, model selection, every benchmark's report, the suite's report
+NO_TORCH = ("make_splits", "fc_select", "dataset_tables", "suite_report")
+# what one run of ALL_PROTOCOLS starts of each (4 datasets; 2 models x 2 outer folds of GF; 4 benchmarks; 1 suite)
+EXPECTED_JOBS = {"make_splits": 4, "fc_select": 4, "dataset_tables": 4, "suite_report": 1}
+REPORT_INPUTS = ("results/records/", "results/histories/", "results/datasets/")
+
+
+def test_no_job_that_does_not_train_imports_torch(all_protocols_workflow):
+    workdir, _, result, processes = all_protocols_workflow
+    assert result.returncode == 0, result.stderr[-3000:]
+    scripts = [(job_script(p["argv"]), p["torch"]) for p in processes]
+    assert Counter(script for script, _ in scripts if script in NO_TORCH) == EXPECTED_JOBS  # each ran: not vacuous
+    with_torch = sorted({script for script, torch in scripts if script in NO_TORCH and torch})
+    assert with_torch == [], f"these jobs imported torch: {with_torch}"
+    # the hook sees torch where it is imported: every training job has it
+    assert {torch for script, torch in scripts if script in ("train", "train_inits", "fc_inner", "fc_final")} == {True}
+    # and the report jobs wrote their tables, tests and figures
+    tables = workdir / "results" / "tables"
+    benchmarks = ALL_PROTOCOLS["benchmarks"]
+    assert {p.name for p in tables.glob("*.md")} == {*(f"{d}.md" for d in benchmarks),
+                                                     *(f"{d}_significance.md" for d in benchmarks),
+                                                     "GF_folds.md", "pitfalls.md", "pitfalls_split_ranking.md"}
+    assert (workdir / "results" / "plots" / "CSL_curves.svg").is_file()
+
+
+def test_report_jobs_read_only_records_histories_and_dataset_metadata(all_protocols_workflow):
+    _, dry, _, _ = all_protocols_workflow
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    inputs = {rule: files.split(", ") for rule, files in
+              re.findall(r"^(?:local)?rule (tables_\w+|suite_report):\n(?:    .*\n)*?    input: (.*)$",
+                         dry.stdout + dry.stderr, flags=re.M)}
+    assert sorted(inputs) == ["suite_report", "tables_CSBM", "tables_CSBM_one_split", "tables_CSL", "tables_GF"]
+    for rule, files in inputs.items():
+        assert [f for f in files if not f.startswith(REPORT_INPUTS)] == [], rule
+    assert any(f.startswith("results/histories/") for f in inputs["tables_CSL"])  # its learning curves
+    assert any("fold0_inner0" in f for f in inputs["tables_GF"])  # the selection's candidates, from the records
