@@ -1,14 +1,16 @@
-"""Jobs that do not train never import torch, and the report jobs read only the run records, the history records
-and the datasets' metadata (docs/results.md): a small suite under all three protocols, planned and run once
-(conftest's ``all_protocols_workflow``), every Python process recording at its exit whether it had imported torch."""
+"""Jobs that do not train never import torch, the report jobs read only the run records, the history records and
+the datasets' metadata, and `snakemake --report` shows every protocol's tables and figures (docs/results.md): a small
+suite under all three protocols, planned and run once (conftest's ``all_protocols_workflow``), every Python process
+recording at its exit whether it had imported torch."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
 import pytest
-from conftest import ALL_PROTOCOLS, job_script
+from conftest import ALL_PROTOCOLS, job_script, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -48,3 +50,35 @@ def test_report_jobs_read_only_records_histories_and_dataset_metadata(all_protoc
         assert [f for f in files if not f.startswith(REPORT_INPUTS)] == [], rule
     assert any(f.startswith("results/histories/") for f in inputs["tables_CSL"])  # its learning curves
     assert any("fold0_inner0" in f for f in inputs["tables_GF"])  # the selection's candidates, from the records
+
+
+def test_the_report_shows_every_protocols_tables_and_figures_with_their_captions(all_protocols_workflow):
+    workdir, _, result, _ = all_protocols_workflow
+    assert result.returncode == 0, result.stderr[-3000:]
+    made = snakemake(workdir, "--report", str(workdir / "report.html"), config=ALL_PROTOCOLS)
+    assert made.returncode == 0, made.stderr[-3000:]
+    html = (workdir / "report.html").read_text()
+    categories = json.loads(re.search(r'<script id="categories">\s*var categories = (.*?);\s*</script>', html,
+                                      flags=re.S).group(1))
+    results = json.loads(re.search(r'<script id="results">\s*var results = (.*?);\s*</script>', html,
+                                   flags=re.S).group(1))
+    assert sorted(categories["GF"]["Tables"]) == [
+        "results/report/tables/GF.html", "results/report/tables/GF_folds.html",
+        "results/report/tables/GF_significance.html", "results/tables/GF.csv", "results/tables/GF_folds.csv"]
+    assert categories["CSBM"]["Figures"] == ["results/plots/CSBM.svg"]
+    assert sorted(categories["Suite"]["Tables"]) == [
+        "results/report/tables/pitfalls.html", "results/report/tables/pitfalls_split_ranking.html",
+        "results/tables/pitfalls.csv", "results/tables/pitfalls_split_ranking.csv"]
+
+    def caption(path):
+        return re.sub(r"<[^>]+>", "", results[path]["caption"])
+
+    # each page its own caption, from its protocol (one job writes them all)
+    assert "per model and outer fold, the configuration selected" in caption("results/report/tables/GF_folds.html")
+    assert "one row per model — test accuracy mean ± std over the outer folds" in caption(
+        "results/report/tables/GF.html")
+    assert "Kendall's tau" in caption("results/report/tables/pitfalls_split_ranking.html")
+    assert "relative accuracy" in caption("results/report/tables/pitfalls.html")
+    assert caption("results/report/tables/CSBM_significance.html").startswith("Is A better than B? One row per pair "
+                                                                              "of models of CSBM")
+    assert "Test accuracy of every run on CSBM (protocol pitfalls)" in caption("results/plots/CSBM.svg")
