@@ -102,7 +102,8 @@ if role == "snakemake":
     job = subprocess.Popen([sys.executable, __file__, "job", mode])
     while not Path("job.ready").exists():
         time.sleep(0.01)
-Path(f"{role}.ready").write_text(str(os.getpid()))
+Path(f"{role}.ready.part").write_text(str(os.getpid()))
+os.replace(f"{role}.ready.part", f"{role}.ready")  # whole or absent: the test reads it the moment it appears
 while not stop:
     time.sleep(0.01)
 if role == "snakemake":
