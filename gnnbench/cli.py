@@ -44,7 +44,8 @@ from pathlib import Path
 import yaml
 
 from gnnbench.allocator import keep_freed_memory
-from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError, os_error_message
+from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError
+from gnnbench.io import os_error_message
 from gnnbench.splits import PUBLISHED_SOURCES, SCHEME_DEFAULTS, SCHEMES
 
 

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable
 
 from gnnbench.allocator import keep_freed_memory
-from gnnbench.errors import INTERRUPTED, GnnbenchError, os_error_message
+from gnnbench.errors import INTERRUPTED, GnnbenchError
+from gnnbench.io import os_error_message
 
 
 def run_step(smk, step: Callable[[], object], torch_threads: bool = True) -> None:

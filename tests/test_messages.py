@@ -27,7 +27,8 @@ from gnnbench.config.suite import expand_extends, load_suite
 from gnnbench.config.yamlfile import parse_yaml
 from gnnbench.data.graph_files import FILE_FIX, _reason, read_graph_file
 from gnnbench.data.store import MAX_GRAPH_NODES, METADATA_KEY, node_count_problem, read_graph_columns
-from gnnbench.errors import ConfigError, DataError, file_in_the_way
+from gnnbench.errors import ConfigError, DataError
+from gnnbench.io import file_in_the_way
 from gnnbench.paths import output_folders
 from gnnbench.pipeline import generate_dataset, make_split_file
 
