@@ -356,7 +356,8 @@ def _run(args: argparse.Namespace) -> int | None:
             print(f"{name}\t{preset_protocol(preset)}\t{preset['model']}\t{preset.get('dataset', 'any')}\t"
                   f"{preset.get('total_params', '')}{size}")
     elif args.command == "tsp" and args.tsp_command == "solve":
-        from gnnbench.data.tsplib import read_tsplib, solve_instance
+        from gnnbench.data.tsp_solver import solve_instance
+        from gnnbench.data.tsplib import read_tsplib
 
         instance = read_tsplib(args.file)
         _, length = solve_instance(instance, args.runs)

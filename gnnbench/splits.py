@@ -62,7 +62,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.data.store import SPLIT_CODES
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_json, write_json
 from gnnbench.papers import DWIVEDI2020, ERRICA2020

@@ -5,7 +5,7 @@ sets of node pairs: the training positives, and the validation and test positive
 of the dataset, written with it and checksummed like it:
 
 * in memory a :class:`LinkPairs` (one row per pair: ``src``, ``dst``, ``part`` — 0 train, 1 val, 2 test, the codes of
-  :data:`gnnbench.data.meta.SPLIT_CODES` — and ``label`` — 1 positive, 0 negative); a generator returns it with the
+  :data:`gnnbench.data.store.SPLIT_CODES` — and ``label`` — 1 positive, 0 negative); a generator returns it with the
   graph as :class:`LinkColumns`;
 * on disk ``pairs.parquet``, columns ``src``, ``dst`` (int32), ``part``, ``label`` (int8), rows in the source's order
   (train positives, val positives, val negatives, test positives, test negatives). :func:`gnnbench.data.meta.
@@ -22,15 +22,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
-from gnnbench.data.store import GraphColumns, read_parquet
+from gnnbench.data.store import SPLIT_CODES, GraphColumns, read_parquet
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path, sha256_file
+
+if TYPE_CHECKING:  # annotations only: gnnbench.data.meta writes this module's pairs
+    from gnnbench.data.meta import DatasetMeta
 
 PAIRS_FILE = "pairs.parquet"
 PARTS = tuple(SPLIT_CODES)  # train, val, test

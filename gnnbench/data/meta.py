@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.store import GraphColumns, read_graph_columns, write_graph_store
+from gnnbench.data.link_pairs import PAIRS_FILE, link_statistics, write_pairs
+from gnnbench.data.store import SPLIT_CODES, GraphColumns, read_graph_columns, write_graph_store
 from gnnbench.errors import DataError
 from gnnbench.io import read_json, sha256_file, write_json
 
@@ -53,7 +54,6 @@ PE_SOLVERS = ("dense", "sparse")
 # see DatasetMeta.net_conventions
 NET_CONVENTIONS = ("embed_continuous_input", "edge_type_table", "edge_ones_node_width")
 SUMMARISED_GRAPH_COLUMNS = ("tour_length",)  # per-graph quantities whose distribution meta.json reports (TSP)
-SPLIT_CODES = {"train": 0, "val": 1, "test": 2}  # values of the node column "split" (-1: in no part)
 
 
 @dataclass(frozen=True)
@@ -197,8 +197,6 @@ def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: Datas
     graphs = out_dir / GRAPHS_FILE
     pairs = getattr(columns, "pairs", None)
     if pairs is not None:
-        from gnnbench.data.link_pairs import PAIRS_FILE, link_statistics, write_pairs
-
         meta.extra_files[PAIRS_FILE] = write_pairs(out_dir / PAIRS_FILE, pairs, int(columns.num_nodes.sum()))
         meta.split_sizes = {part: int(np.count_nonzero(pairs.part == code)) for part, code in SPLIT_CODES.items()}
     write_graph_store(graphs, columns)

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.generators import RAW_DIR, Generator
+from gnnbench.data.generators.base import RAW_DIR, Generator
 from gnnbench.data.graph_files import TASKS, GraphSummary, _reason, _Source, collate_graphs, from_pyg, to_columns
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.data.store import GraphColumns
