@@ -296,7 +296,7 @@ def one_step_models(case: Case, data: dict, devices: list[str]) -> list:
     from gnnbench.data.batching import GraphLoader, model_dtypes
     from gnnbench.data.meta import read_dataset
     from gnnbench.data.store import GraphStore
-    from gnnbench.models.registry import ModelData, build_model
+    from gnnbench.models.build import ModelData, build_model
     from gnnbench.splits import read_splits
 
     variant = {"benchmarking-gnns": "dwivedi2020", "pitfalls": "shchur2018", "fair-comparison": "errica2020"}

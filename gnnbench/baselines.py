@@ -21,6 +21,8 @@ from gnnbench.data.meta import read_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.io import write_json
+from gnnbench.protocols.benchmarking_gnns.train import run_records
+from gnnbench.records import write_records
 from gnnbench.splits import read_splits
 from gnnbench.training.metrics import F1
 
@@ -73,9 +75,6 @@ def write_knn_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.Pat
                        out: str | os.PathLike, k: int = 2, record_out: str | os.PathLike | None = None) -> dict:
     """The k-NN heuristic's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run
     record (stage "run" of protocol benchmarking-gnns, model label :data:`KNN_LABEL`)."""
-    from gnnbench.protocols.benchmarking_gnns.train import run_records
-    from gnnbench.records import write_records
-
     record = knn_baseline(dataset_dir, splits_path, batch_size, k)
     write_json(out, record)
     if record_out is not None:

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from gnnbench.config.presets import get_preset, run_config
-from gnnbench.config.suite import load_suite, load_suite_file
 from gnnbench.errors import ConfigError
+from gnnbench.suite import load_suite, load_suite_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -254,7 +254,7 @@ def test_an_infinite_time_limit_means_none():
 def test_every_published_preset_passes_the_value_checks():
     from gnnbench.config.keys import coerce, protocol_types
     from gnnbench.config.presets import all_presets, preset_protocol
-    from gnnbench.protocols import get_protocol
+    from gnnbench.protocols.registry import get_protocol
 
     for name, preset in all_presets().items():
         config = run_config(name)

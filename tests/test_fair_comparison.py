@@ -23,7 +23,6 @@ import pytest
 import torch
 import yaml
 
-from gnnbench.config.suite import load_suite
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import sha256_json
 from gnnbench.pipeline import generate_dataset, make_split_file
@@ -33,6 +32,7 @@ from gnnbench.protocols.fair_comparison import select as fc_select
 from gnnbench.protocols.fair_comparison import tables as fc_tables
 from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.splits import read_fair_comparison_folds, read_splits
+from gnnbench.suite import load_suite
 from gnnbench.training.holdout import learning_rate
 from gnnbench.training.stopping import EarlyStopping
 
@@ -485,7 +485,7 @@ def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, 
               "device": "cpu"}
     fc_train.run_inner(configs=[BASELINE], positions=[0], out=fold / "inner" / "part0.parquet", **common)
     fc_select.select([fold / "inner" / "part0.parquet"], fold / "selection.json", dataset="GF", model="B", fold=0)
-    monkeypatch.setattr(holdout, "train_holdout", train)
+    monkeypatch.setattr(fc_train, "train_holdout", train)  # the name the final-run job calls
     fc_train.run_final(selection_path=fold / "selection.json", runs=2, holdout="fresh", out=fold / "final.parquet",
                  history_out=fold / "final_history.parquet", **common)
     finals = pq.read_table(fold / "final.parquet").to_pandas()

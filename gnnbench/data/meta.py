@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.link_pairs import PAIRS_FILE, link_statistics, write_pairs
-from gnnbench.data.store import SPLIT_CODES, GraphColumns, read_graph_columns, write_graph_store
+from gnnbench.data.link_pairs import PAIRS_FILE, LinkPairs, link_statistics, write_pairs
+from gnnbench.data.store import SPLIT_CODES, GraphColumns, read_graph_columns, read_parquet, write_graph_store
 from gnnbench.errors import DataError
 from gnnbench.io import read_json, sha256_file, write_json
 
@@ -209,6 +209,31 @@ def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: Datas
     meta.checksum = sha256_file(graphs)
     write_json(out_dir / META_FILE, meta.to_json())
     return meta
+
+
+def read_pairs(dataset_dir: str | os.PathLike, meta: DatasetMeta) -> LinkPairs:
+    """The evaluation pairs of a link-prediction dataset, checked against the SHA-256 in its ``meta.json``."""
+    dataset_dir = Path(dataset_dir)
+    path = dataset_dir / PAIRS_FILE
+    expected = meta.extra_files.get(PAIRS_FILE)
+    if expected is None:
+        raise DataError(f"dataset metadata {dataset_dir / 'meta.json'} records no {PAIRS_FILE}; {meta.name} is not "
+                        f"a link-prediction dataset written by gnnbench — delete {dataset_dir} and rerun snakemake")
+    table = read_parquet(path, "link-prediction pair file")
+    if sha256_file(path) != expected:
+        raise DataError(f"{path} does not match the checksum in its meta.json; delete {dataset_dir} and rerun "
+                        "snakemake to regenerate the dataset")
+    try:
+        columns = {name: table.column(name).to_numpy() for name in ("src", "dst", "part", "label")}
+    except KeyError as exc:
+        raise DataError(f"{path} lacks column {exc}; delete {dataset_dir} and rerun snakemake") from None
+    pairs = LinkPairs(src=columns["src"].astype(np.int64), dst=columns["dst"].astype(np.int64),
+                      part=columns["part"].astype(np.int8), label=columns["label"].astype(np.int8))
+    try:
+        pairs.validate(int(meta.statistics.get("all", {}).get("nodes", 0)))
+    except ValueError as exc:
+        raise DataError(f"{path} is inconsistent ({exc}); delete {dataset_dir} and rerun snakemake") from None
+    return pairs
 
 
 def _summary(values: np.ndarray) -> dict[str, float]:

@@ -13,7 +13,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from gnnbench.errors import ConfigError
+from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.models.plugins import located
+from gnnbench.records import read_runs
+from gnnbench.reporting.significance import significance_report, unit_scores
 
 
 @dataclass
@@ -85,6 +88,19 @@ def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
         if "model" in model:
             own["model"] = model["model"]
         yield label, model, own, model_where
+
+
+def check_buildable(config: dict, meta, where: str, default_variant: str, positional_encodings: bool = True) -> None:
+    """Refuse, in one line located at ``where`` (a suite position, or ``--preset`` on the command line), a model that
+    cannot run on the dataset (``meta``), then build it once on stand-in data of the dataset's sizes
+    (:func:`gnnbench.models.build.check_buildable`): unknown models and keys fail while the suite loads, before any
+    job runs. ``default_variant``: the protocol's own zoo; ``positional_encodings``: whether it computes them."""
+    from gnnbench.models import build  # building needs torch: the one step of planning that loads it
+
+    try:
+        build.check_buildable(config, meta, default_variant=default_variant, positional_encodings=positional_encodings)
+    except GnnbenchError as exc:
+        raise located(where, exc) from None
 
 
 class Protocol(ABC):
@@ -167,15 +183,10 @@ class Protocol(ABC):
         (:func:`gnnbench.reporting.significance.paired_tests`), from a benchmark's
         :meth:`Benchmark.significance_inputs` (run-record files): the protocol's units and stage
         (:attr:`significance_unit_columns`, :attr:`significance_stage`) over :func:`gnnbench.records.read_runs`."""
-        from gnnbench.records import read_runs
-        from gnnbench.reporting.significance import unit_scores
-
         return unit_scores(read_runs(inputs), self.significance_unit_columns, self.significance_stage)
 
     def significance_report(self, *, dataset: str, inputs, csv, md, parquet) -> None:
         """The paired tests of one benchmark, written as CSV, Markdown and Parquet."""
-        from gnnbench.reporting.significance import significance_report
-
         scores, metric, higher = self.significance_scores(inputs)
         significance_report(dataset=dataset, scores=scores, metric=metric, higher_is_better=higher,
                             units=self.significance_units, csv=csv, md=md, parquet=parquet)

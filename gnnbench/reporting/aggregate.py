@@ -35,7 +35,10 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.records import extras, read_runs
+from gnnbench.reporting import published as pub
 from gnnbench.reporting.formatting import P1_DECIMALS, mean_std, number
+from gnnbench.reporting.published import markdown_cells, markdown_note
 from gnnbench.reporting.status import diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_scheme",
@@ -50,7 +53,6 @@ def load_runs(record_files: list[str | os.PathLike], configs: bool = False) -> p
     (column ``config``, a mapping)."""
     import json
 
-    from gnnbench.records import extras, read_runs
 
     records = read_runs(record_files)
     records = records[records["stage"] == "run"].reset_index(drop=True)
@@ -111,8 +113,6 @@ def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str,
                ) -> pd.DataFrame:
     """``table`` with the comparison columns of :mod:`gnnbench.reporting.published` (``runs`` from
     :func:`load_runs` with ``configs=True``; ``presets``: label → the suite's preset)."""
-    from gnnbench.reporting import published as pub
-
     out = []
     for _, row in table.iterrows():
         group = runs[runs["label"] == row["model"]]
@@ -138,8 +138,6 @@ def to_markdown(table: pd.DataFrame) -> str:
     headers[4:4] = [f"Test {t[len('test_'):]}" for t in tasks]
     paper = "paper_mean" in table
     if paper:
-        from gnnbench.reporting.published import markdown_cells, markdown_note
-
         headers[4:4] = ["Paper", "vs paper"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for _, r in table.iterrows():

@@ -60,7 +60,9 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.reporting import published as pub
 from gnnbench.reporting.formatting import P2_DECIMALS, bold_best, mean_std
+from gnnbench.reporting.published import markdown_cells, markdown_note
 from gnnbench.reporting.status import completed, diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "model", "split", "init", "test_accuracy", "val_accuracy", "train_accuracy",
@@ -177,8 +179,6 @@ def dataset_markdown(table: pd.DataFrame) -> str:
     for (_, r), test in zip(table.iterrows(), tests, strict=True):
         row = [str(r.model), str(r.runs), f"{r.splits} × {r.inits}", test]
         if paper:
-            from gnnbench.reporting.published import markdown_cells
-
             row += list(markdown_cells(r, 1))
         if pd.isna(r.test_mean):  # every run diverged: nothing to describe
             rows.append(row + ["–"] * 7)
@@ -192,8 +192,6 @@ def dataset_markdown(table: pd.DataFrame) -> str:
                "s / run"]
     text = _markdown(headers, rows)
     if paper and table["paper_mean"].notna().any():
-        from gnnbench.reporting.published import markdown_note
-
         text += "\n" + markdown_note(table)
     return text
 
@@ -204,8 +202,6 @@ def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
     (or 2b) number of the model's family on this dataset. ``split``: the dataset's split config (the suite's);
     ``configs``: label → run config (the jobs' ``metrics.json``); ``presets``: label → the suite's preset;
     ``training_defaults``: the protocol's training procedure (:func:`gnnbench.reporting.published.pitfalls_setting`)."""
-    from gnnbench.reporting import published as pub
-
     out = []
     for _, row in table.iterrows():
         config = configs[row["model"]]

@@ -68,6 +68,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from gnnbench.config.presets import all_presets, run_config
+from gnnbench.data.generators import get_generator, resolve_params
+
 PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 COLUMNS = ("paper_mean", "paper_std", "paper_n", "paper_row", "diff_vs_paper", "z_vs_paper", "verdict", "setting")
 Z_CONSISTENT = 2.0
@@ -194,8 +197,6 @@ def data_differences(meta, allowed: dict | None = None) -> list[str]:
     """What of the dataset differs from the paper's data: its generator parameters (``meta.source.params``) against
     the generator's defaults. Size parameters are summarised as "N of M graphs" (M from the generator's description
     of its defaults); ``allowed`` maps a parameter to values that are the paper's too (CYCLES' training sizes)."""
-    from gnnbench.data.generators import get_generator, resolve_params
-
     source = meta.source or {}
     generator = get_generator(source["generator"])
     params = source.get("params", {})
@@ -305,7 +306,6 @@ def preset_total(preset: str | None, config: dict, key: str) -> int | None:
     dataset."""
     if preset is None:
         return None
-    from gnnbench.config.presets import all_presets
 
     entry = all_presets().get(preset)
     if entry is None or P1_PRESET_DATASETS.get(entry.get("dataset"), entry.get("dataset")) != key:
@@ -324,8 +324,6 @@ def _runs(entry: dict) -> list[dict]:
 
 def preset_reference(preset: str, config: dict) -> dict:
     """The preset's run config with the ``set`` of the ``runs`` variant the run config satisfies (most specific)."""
-    from gnnbench.config.presets import all_presets, run_config
-
     reference = run_config(preset)
     variants = sorted((v.get("set") or {} for v in _runs(all_presets()[preset])
                        if all(_equal(config.get(k), val) for k, val in (v.get("set") or {}).items())),
@@ -446,8 +444,6 @@ def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: 
                      training_defaults: dict | None = None) -> str:
     """The setting cell of a pitfalls row; ``training_defaults``: the protocol's training procedure, which the
     preset's config is checked with (the protocol passes it: reporting does not import the protocols)."""
-    from gnnbench.config.presets import run_config
-
     params = (meta.source or {}).get("params", {})
     differences = []
     drop = P2_DROP_CLASSES.get(params.get("name"), 0)
@@ -521,8 +517,6 @@ def fair_comparison_setting(chosen_configs: list[dict], preset: str | None, fold
     if preset is None:
         differences.append("no preset to check the training settings against")
     else:
-        from gnnbench.config.presets import all_presets
-
         fixed = {k: v for k, v in (all_presets()[preset].get("params") or {}).items() if k in P3_TRAINING_KEYS}
         seen = []
         for config in chosen_configs:

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gnnbench.data.batching import GraphLoader
+from gnnbench.training import wide
 from gnnbench.training.checkpoint import restore_rng, rng_state
 from gnnbench.training.engine import (
     Checkpoint,
@@ -87,8 +88,6 @@ class MemberStack:
                  parts: dict[str, torch.Tensor], *, device: torch.device, checkpoint: Checkpoint | None = None,
                  frozen: list[set[str]] | None = None, check_atol: float = 1e-9,
                  observers: list[list[dict]] | None = None) -> None:
-        from gnnbench.training import wide
-
         first = cfgs[0]
         for key in SHARED_KEYS:
             if len({repr(c.get(key)) for c in cfgs}) > 1:

@@ -64,6 +64,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gnnbench.models.blocks import cached_structure, post_aggregation
+from gnnbench.models.gated_gcn import GatedGCNLayer, GatedGCNLayerIsotropic, _call_order, _LayerBase
+from gnnbench.models.gcn import GCNLayer, gcn_adjacency
+from gnnbench.models.sparse import scatter_sum, unit_adjacency
+
 _CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s
 
 
@@ -272,9 +277,6 @@ def register_wide_form(cls: type, tensors: Sequence[str] = (), **methods: Callab
 
 def _gcn_forward(self, h: torch.Tensor, adjacency) -> torch.Tensor:
     """The benchmark's ``GCNLayer.forward`` with a grouped product for W: (R, in, out)."""
-    from gnnbench.models.blocks import cached_structure, post_aggregation
-    from gnnbench.models.gcn import gcn_adjacency
-
     if isinstance(adjacency, torch.Tensor):
         edge_index, num_nodes = adjacency, h.shape[0]
         adjacency = cached_structure(self, edge_index, (num_nodes,), lambda: gcn_adjacency(edge_index, num_nodes))
@@ -298,10 +300,6 @@ def _gated_gcn_forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch
     """The benchmark's standard GatedGCN layer (``GatedGCNLayer``) in autograd operations with grouped products:
     its fused edge function would read C's weight as the block-diagonal matrix (R times the arithmetic on every
     edge). Same formula and tail; sums in another order (rounding), more memory for the backward."""
-    from gnnbench.models.blocks import post_aggregation
-    from gnnbench.models.gated_gcn import _call_order
-    from gnnbench.models.sparse import scatter_sum
-
     e, edge_index = _call_order(e, edge_index)
     src, dst = edge_index
     Ah, Bh, Dh, Eh = self._project_abde(h)
@@ -320,10 +318,6 @@ def _gated_gcn_forward(self, h: torch.Tensor, e: torch.Tensor, edge_index: torch
 
 def _isotropic_forward(self, h: torch.Tensor, e, edge_index=None, edge_output: bool = True, adjacency=None):
     """``GatedGCNLayerIsotropic.forward`` with its A and B as grouped products (not the block-diagonal matrices)."""
-    from gnnbench.models.blocks import cached_structure, post_aggregation
-    from gnnbench.models.gated_gcn import _call_order
-    from gnnbench.models.sparse import unit_adjacency
-
     e, edge_index = _call_order(e, edge_index)
     if adjacency is None:
         num_nodes, dtype = h.shape[0], h.dtype
@@ -338,8 +332,6 @@ def _load_forms() -> None:
     if _forms_loaded:
         return
     _forms_loaded = True
-    from gnnbench.models.gated_gcn import GatedGCNLayer, GatedGCNLayerIsotropic, _LayerBase
-    from gnnbench.models.gcn import GCNLayer
 
     register_wide_form(GCNLayer, ("weight", "bias"), forward=_gcn_forward)
     register_wide_form(_LayerBase, (), _project_abde=_project_abde)

@@ -1,7 +1,7 @@
 """Snakemake adapter for rule significance: the benchmark's protocol's significance_report over the run records of
 its jobs (gnnbench.protocols.base.Protocol.significance_report, tests in gnnbench.reporting.significance)."""
 
-from gnnbench.protocols import get_protocol
+from gnnbench.protocols.registry import get_protocol
 from gnnbench.workflow import run_step
 
 out = snakemake.output

@@ -90,8 +90,7 @@ from gnnbench.data.generators.base import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.papers import DWIVEDI2020, ERRICA2020
-from gnnbench.splits import renamed_error
+from gnnbench.papers import DWIVEDI2020, ERRICA2020, renamed_error
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from gnnbench.data.meta import read_meta
 from gnnbench.protocols.fair_comparison.grid import num_layers
 from gnnbench.protocols.fair_comparison.select import read_selection
+from gnnbench.records import read_tables
+from gnnbench.reporting import fair_comparison as report
 
 
 def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], outputs: dict[str, str],
@@ -13,10 +16,6 @@ def dataset_report(*, dataset: str, dataset_dir, models: dict[str, dict], output
     """Per-dataset tables from the selection and final files of every model (``models``: label → {"selections":
     [...], "finals": [...]} in fold order; ``presets``: label → the suite's preset, for the comparison with the
     paper)."""
-    from gnnbench.data.meta import read_meta
-    from gnnbench.records import read_tables
-    from gnnbench.reporting import fair_comparison as report
-
     meta = read_meta(dataset_dir)
     folds = []
     for label, files in models.items():

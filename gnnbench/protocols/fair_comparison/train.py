@@ -14,8 +14,12 @@ import pyarrow.parquet as pq
 import torch
 
 from gnnbench.config.keys import coerce_all, protocol_types
+from gnnbench.data.batching import model_dtypes
+from gnnbench.data.meta import read_dataset
+from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, read_json, sha256_json, write_json
+from gnnbench.models.build import ModelData, build_model, count_parameters, num_parameters
 from gnnbench.papers import ERRICA2020
 from gnnbench.protocols.fair_comparison import (
     FINAL_VAL_FRACTION,
@@ -35,6 +39,13 @@ from gnnbench.protocols.fair_comparison.grid import (
 )
 from gnnbench.protocols.fair_comparison.plan import FairComparison
 from gnnbench.protocols.fair_comparison.select import read_selection
+from gnnbench.records import record, write_records
+from gnnbench.splits import read_splits
+from gnnbench.training.engine import Checkpoint, stoppable
+from gnnbench.training.holdout import train_holdout
+from gnnbench.training.run import _device_name, package_versions, resolve_device
+from gnnbench.training.stacked_holdout import MemberStack
+from gnnbench.training.wide import NotWidenable
 
 log = logging.getLogger(__name__)
 CHECKPOINT_SECONDS = 30.0
@@ -50,11 +61,6 @@ class _Data:
 
 
 def _load(dataset_dir, splits_path) -> _Data:
-    from gnnbench.data.batching import model_dtypes
-    from gnnbench.data.meta import read_dataset
-    from gnnbench.data.store import GraphStore
-    from gnnbench.splits import read_splits
-
     meta, columns = read_dataset(dataset_dir)
     splits = read_splits(splits_path, meta)
     if splits.level != "graph":
@@ -69,10 +75,6 @@ def _train_cached(data: _Data, config: dict, parts: dict[str, np.ndarray], seed:
                   device, guard) -> dict:
     """One training run, or its stored result: ``run_dir/{id}.json`` (id from config, data, parts and seed).
     Interrupted runs resume from ``run_dir/{id}.checkpoint.pt``."""
-    from gnnbench.models.registry import ModelData, build_model, count_parameters, num_parameters
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.holdout import train_holdout
-
     key = sha256_json({"config": config, "data": data.key, "seed": seed,
                        "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
     result_path, checkpoint_path = run_dir / f"{key[:24]}.json", run_dir / f"{key[:24]}.checkpoint.pt"
@@ -113,10 +115,6 @@ def _train_observed(data: _Data, configs: list[dict], parts: dict[str, np.ndarra
     ``run_dir/{id}.json`` with an id from the trajectory's (the configuration without the observer keys, data, parts,
     seed) and the configuration's stopping settings; the trajectory resumes from ``run_dir/{id}.checkpoint.pt`` (id
     from the trajectory's and every observer's)."""
-    from gnnbench.models.registry import ModelData, build_model, count_parameters
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.holdout import train_holdout
-
     trajectory = sha256_json({"trajectory": trajectory_config(configs[0]), "data": data.key, "seed": seed,
                               "parts": {p: sha256_json(v.tolist()) for p, v in parts.items()}})
     keys = [sha256_json({"trajectory": trajectory, "observer": observer_settings(c)}) for c in configs]
@@ -162,8 +160,6 @@ def _stored_results(keys: list[str], paths: list[Path]) -> list[dict | None]:
 
 
 def _setup(device: str, threads: int | None):
-    from gnnbench.training.run import resolve_device
-
     if threads:
         torch.set_num_threads(threads)
     return resolve_device(device)
@@ -171,8 +167,6 @@ def _setup(device: str, threads: int | None):
 
 def _stoppable(job, out: Path):
     """Run ``job(guard)`` under the SIGTERM guard; a stop names what a rerun resumes from."""
-    from gnnbench.training.engine import stoppable
-
     return stoppable(job, lambda: f"finished runs are kept under {out.parent / 'runs'} and the current one in its "
                                   "checkpoint; run the same job again to resume")
 
@@ -328,10 +322,6 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
     :data:`OBSERVER_KEYS`; :func:`_train_observed`); then ``whats`` and the results are one per observing
     configuration, members in order, and a result's id is also from the trajectory's id (the member's configuration
     without the observer keys) and its stopping settings."""
-    from gnnbench.models.registry import ModelData, build_model
-    from gnnbench.training.engine import Checkpoint
-    from gnnbench.training.stacked_holdout import MemberStack
-
     name = configs[0].get("model", "model")
     part_keys = {p: sha256_json(v.tolist()) for p, v in parts[0].items()}
     if observers is None:
@@ -369,7 +359,6 @@ def _train_stack(data: _Data, configs: list[dict], parts: list[dict[str, np.ndar
         return MemberStack(builds, seeds, cfgs, data.store, tensors, device=device, checkpoint=checkpoint,
                            frozen=[set(f) for _, f in built], observers=observed)
 
-    from gnnbench.training.wide import NotWidenable
 
     try:
         trainer = make()
@@ -412,9 +401,6 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
     """The run records (:mod:`gnnbench.records`) of a job's inner (model-selection) or final runs: the early-stopping
     epoch is the scored one; inner runs have no test part; a final run's ``init`` is its index; ``weights``: each
     run's trainable parameters."""
-    from gnnbench.records import record, write_records
-    from gnnbench.training.run import _device_name, package_versions
-
     device, versions = _device_name(dev), package_versions()
     parts = ("train", "val") if stage == "inner" else ("train", "val", "test")
     records = []

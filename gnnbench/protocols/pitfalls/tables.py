@@ -6,14 +6,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gnnbench.data.meta import read_meta
 from gnnbench.errors import DataError
+from gnnbench.io import read_json
 from gnnbench.protocols.pitfalls import TRAINING_DEFAULTS
+from gnnbench.records import read_tables
+from gnnbench.reporting import pitfalls as report
 
 
 def read_runs(files: list[str | os.PathLike]):
     """One DataFrame of the runs in ``files`` (``runs.parquet`` of jobs), in the given order."""
-    from gnnbench.records import read_tables
-
     if not files:
         raise DataError("no runs to aggregate; check the benchmark's models in the config")
     return read_tables(files, "runs")
@@ -24,15 +26,10 @@ def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, 
     """Per-dataset table (mean ± std over all runs per model) and box plot. With the dataset's folder (its
     meta.json) and split config also the paper's numbers beside ours (the run configs are read from the jobs'
     ``metrics.json`` beside their ``runs.parquet``; ``presets``: label → the suite's preset)."""
-    from gnnbench.reporting import pitfalls as report
-
     runs = read_runs(runs_files)
     dataset = runs["dataset"].iloc[0]
     table = report.dataset_table(runs)
     if dataset_dir is not None:
-        from gnnbench.data.meta import read_meta
-        from gnnbench.io import read_json
-
         configs = {}
         for path in runs_files:
             metrics = read_json(Path(path).parent / "metrics.json", "job metrics file")
@@ -44,15 +41,11 @@ def dataset_report(runs_files: list[str | os.PathLike], csv, markdown, parquet, 
 
 def suite_report(runs_files: list[str | os.PathLike], csv, markdown, parquet) -> None:
     """Table 1 matrix with relative accuracy and average rank (Table 2a) over the random-split benchmarks."""
-    from gnnbench.reporting import pitfalls as report
-
     table = report.summary_table(read_runs(runs_files))
     report.write_table(table, report.summary_markdown(table), csv, markdown, parquet)
 
 
 def ranking_report(pairs: list[tuple[str, list, str, list]], csv, markdown, parquet) -> None:
     """Fixed split versus random splits: the two rankings of the models side by side (Table 2b)."""
-    from gnnbench.reporting import pitfalls as report
-
     table = report.split_ranking_table([(fixed, read_runs(ff), rand, read_runs(rf)) for fixed, ff, rand, rf in pairs])
     report.write_table(table, report.split_ranking_markdown(table), csv, markdown, parquet)
