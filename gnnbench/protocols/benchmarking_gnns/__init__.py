@@ -17,7 +17,7 @@ and on CPU (where a wide stack is no faster: ``docs/performance.md``) or for a m
 another. Every
 seed's outputs and record are those of its own job. The default is one job per seed and no stack (each seed its
 own batch order, as the paper's runs), so published spreads over seeds keep the batch order's part. Models are
-the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build_model`), sized by the
+the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build.build_model`), sized by the
 published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
 test and train scores, #params, epochs, s/epoch, total hours; with cross-validation also the min and max test
 score (CSL is reported as mean ± std, max, min over 5 folds × seeds). Standard deviations are population
