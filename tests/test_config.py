@@ -268,6 +268,26 @@ def test_every_published_preset_passes_the_value_checks():
                     run_config(name, {**run.get("set", {}), "seed": seed})
 
 
+def test_the_layers_below_the_protocols_read_what_the_protocol_objects_say():
+    """A protocol's name, zoo, training keys and training defaults are tables of gnnbench.papers (the presets, the
+    model registry and the jobs read them there); each protocol object hands on the same tables."""
+    from gnnbench.config.keys import protocol_types
+    from gnnbench.papers import FOREIGN_TRAINING_DEFAULTS, PROTOCOLS, SHCHUR2018, TRAINING_KEYS, protocol_paper
+    from gnnbench.protocols.registry import REGISTRY
+
+    assert sorted(PROTOCOLS.values()) == sorted(REGISTRY)
+    for name, protocol in REGISTRY.items():
+        assert protocol_paper(name) == protocol.default_variant
+        assert protocol.training_keys == TRAINING_KEYS[protocol.default_variant]
+        assert protocol.training_defaults == FOREIGN_TRAINING_DEFAULTS[protocol.default_variant]
+    types = protocol_types(SHCHUR2018, {"model": "GCN"})  # a job names its protocol by its paper's key
+    assert types == protocol_types(REGISTRY["pitfalls"], {"model": "GCN"})
+    assert types["num_epochs"] is int and types["hidden_size"] is int and "init_lr" not in types
+    with pytest.raises(ConfigError, match="^preset X.protocol: unknown protocol 'pitfall'; choose one of "
+                                          "benchmarking-gnns, pitfalls, fair-comparison$"):
+        protocol_paper("pitfall", "preset X.protocol")
+
+
 def test_model_labels_and_dataset_names_become_paths_so_their_length_is_capped():
     preset = "CSL_graph_classification_GCN_CSL_100k"
     long = "GCN-" + "".join(map(str, range(60)))[:97]  # 101 characters, 0123456789101112...

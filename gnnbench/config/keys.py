@@ -64,15 +64,21 @@ def plugin_types(config: Mapping, training_keys: Mapping[str, type | tuple],
 
 
 def protocol_types(protocol, config: Mapping | None = None) -> dict[str, type | tuple]:
-    """The keys a run config of ``protocol`` (an object with ``training_keys`` and ``default_variant``) may hold for
-    the model ``config`` names: model and variant, the protocol's training keys, the variant's architecture keys
-    (the protocol's own zoo where ``config`` names no variant; a plugin's: :func:`plugin_types`)."""
+    """The keys a run config of ``protocol`` may hold for the model ``config`` names: model and variant, the
+    protocol's training keys, the variant's architecture keys (the protocol's own zoo where ``config`` names no
+    variant; a plugin's: :func:`plugin_types`). ``protocol``: an object with ``training_keys`` and
+    ``default_variant`` (a protocol object), or the key of the paper whose protocol it is (its tables in
+    :mod:`gnnbench.papers`: what a training job below the protocol objects names)."""
+    if isinstance(protocol, str):
+        training_keys, default_variant = TRAINING_KEYS[protocol], protocol
+    else:
+        training_keys, default_variant = protocol.training_keys, protocol.default_variant
     if config and is_plugin(config):
-        return plugin_types(config, protocol.training_keys, protocol.default_variant)
-    variant = (config or {}).get("variant") or protocol.default_variant
+        return plugin_types(config, training_keys, default_variant)
+    variant = (config or {}).get("variant") or default_variant
     if variant not in ARCHITECTURE_KEYS:
         raise ConfigError(f"variant: unknown variant {variant!r}; choose one of {', '.join(ARCHITECTURE_KEYS)}")
-    return {**MODEL_KEYS, **protocol.training_keys, **ARCHITECTURE_KEYS[variant]}
+    return {**MODEL_KEYS, **training_keys, **ARCHITECTURE_KEYS[variant]}
 
 
 CHOICES = {"dense_schedule": ("minibatch", "original"),
