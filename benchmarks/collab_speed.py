@@ -63,7 +63,7 @@ def measure(model: str, threads: int, device: str) -> dict:
     import torch
 
     from gnnbench.config.presets import run_config
-    from gnnbench.models import build_model, count_parameters
+    from gnnbench.models.build import build_model, count_parameters
     from gnnbench.training.link_prediction import evaluate_link, full_graph, train_link_epoch
     from gnnbench.training.losses import link_bce
     from gnnbench.training.run import make_optimizer

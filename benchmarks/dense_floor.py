@@ -200,7 +200,7 @@ def measure(model: str, steps: int, threads: int) -> dict:
 
     torch.set_num_threads(threads)
     from gnnbench.config.presets import run_config
-    from gnnbench.models import build_model
+    from gnnbench.models.build import build_model
     from gnnbench.models.net import count_parameters
     from gnnbench.training.loop import _scored
     from gnnbench.training.losses import get_loss

@@ -74,8 +74,8 @@ run_inner(dataset_dir=sys.argv[2], splits_path=sys.argv[3], fold=0, configs=[con
 
 def prepare(zip_path: Path, work: Path, preset: str = "fair_GIN"):
     """Convert the ENZYMES zip and make its 10-fold split under ``work``; returns the expanded grid of ``preset``."""
-    from gnnbench.config.suite import load_suite
     from gnnbench.pipeline import generate_dataset, make_split_file
+    from gnnbench.suite import load_suite
 
     raw = work / "raw" / "tu"
     raw.mkdir(parents=True)
@@ -158,7 +158,7 @@ def main() -> int:
         return 0
     torch.set_num_threads(1)
     from gnnbench.config.keys import coerce_all, protocol_types
-    from gnnbench.models.registry import ModelData, build_model
+    from gnnbench.models.build import ModelData, build_model
     from gnnbench.papers import ERRICA2020
     from gnnbench.training.holdout import train_holdout
     from gnnbench.training.stacked_holdout import HoldoutStack

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
-from gnnbench.config.suite import load_suite
 from gnnbench.models.graph_classifiers import build_classifier
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.reporting.fair_comparison import config_summary
+from gnnbench.suite import load_suite
 from gnnbench.training.holdout import train_holdout
 
 

@@ -7,7 +7,7 @@ seed, and the per-epoch losses are compared.
     [--quick] [--epochs 3] [--threads N] [--only GCN GIN ...]
 
 One step (mode ``onestep``, run first for every model). The model is built once on the CPU from a fixed seed through
-the registry (:func:`gnnbench.models.registry.build_model`) and copied to every device; the same batch (the first
+the registry (:func:`gnnbench.models.build.build_model`) and copied to every device; the same batch (the first
 four training graphs, or the one graph) goes through it in train mode — BatchNorm with batch statistics, dropout at
 0 (DGCNN's fixed dropout with the same masks, see Dropout) — then a fixed random projection of the outputs plus the
 model's ``aux_loss`` is the loss, backward, and an eval-mode forward follows. Outputs (both modes), loss and every
@@ -296,7 +296,7 @@ def one_step_models(case: Case, data: dict, devices: list[str]) -> list:
     from gnnbench.data.batching import GraphLoader, model_dtypes
     from gnnbench.data.meta import read_dataset
     from gnnbench.data.store import GraphStore
-    from gnnbench.models.registry import ModelData, build_model
+    from gnnbench.models.build import ModelData, build_model
     from gnnbench.splits import read_splits
 
     variant = {"benchmarking-gnns": "dwivedi2020", "pitfalls": "shchur2018", "fair-comparison": "errica2020"}

@@ -36,7 +36,7 @@ def measure(model: str, graphs: int, threads: int, device: str) -> dict:
     from gnnbench.data.batching import GraphLoader, model_dtypes
     from gnnbench.data.generators import generate
     from gnnbench.data.store import GraphStore
-    from gnnbench.models import build_model
+    from gnnbench.models.build import build_model
     from gnnbench.training.loop import train_epoch
     from gnnbench.training.losses import get_loss
     from gnnbench.training.metrics import get_metric

@@ -49,9 +49,9 @@ from pathlib import Path
 
 import yaml
 
-from gnnbench.config.suite import load_suite_file
 from gnnbench.data.catalog import describe_dataset
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
+from gnnbench.suite import load_suite_file
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "gnnbench" / "reporting" / "published" / "dwivedi2020.yaml"

@@ -86,7 +86,7 @@ def measure(shape: str, model: str) -> dict:
     torch.set_num_threads(THREADS)
     from gnnbench.config.presets import run_config
     from gnnbench.data.batching import GraphLoader
-    from gnnbench.models import build_model
+    from gnnbench.models.build import build_model
     from gnnbench.training.loop import train_epoch
     from gnnbench.training.losses import get_loss
     from gnnbench.training.metrics import get_metric

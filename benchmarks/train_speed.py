@@ -35,7 +35,7 @@ def measure(model: str, epochs: int, threads: int) -> dict:
     from gnnbench.config.presets import run_config
     from gnnbench.data.batching import GraphLoader, model_dtypes
     from gnnbench.data.store import GraphStore
-    from gnnbench.models import build_model
+    from gnnbench.models.build import build_model
     from gnnbench.training.loop import train_epoch
     from gnnbench.training.losses import l1
     from gnnbench.training.metrics import MAE

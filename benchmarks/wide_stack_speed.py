@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from gnnbench.config.presets import run_config
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.catalog import describe_dataset
-from gnnbench.models import build_model
+from gnnbench.models.build import build_model
 from gnnbench.models.graph_classifiers.gin import GIN
 from gnnbench.training.wide import WideOptimizer, WideStack, check_widened
 

@@ -23,6 +23,8 @@ from gnnbench.data.meta import read_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
 from gnnbench.io import write_json
+from gnnbench.protocols.benchmarking_gnns.train import run_records
+from gnnbench.records import write_records
 from gnnbench.splits import read_splits
 from gnnbench.training.metrics import F1
 
@@ -80,9 +82,6 @@ def write_baseline(dataset_dir: str | os.PathLike, splits_path: str | os.PathLik
     """A baseline's scores as ``out`` (a run's ``metrics.json`` format) and, with ``record_out``, its run record
     (stage "run" of protocol benchmarking-gnns, the baseline's label as model label) and its history record (no
     rows: it trains no epoch)."""
-    from gnnbench.protocols.benchmarking_gnns.train import run_records
-    from gnnbench.records import write_records
-
     if method not in METHODS:
         raise ConfigError(f"baseline method {method!r} is unknown; choose one of {', '.join(sorted(METHODS))}")
     record = METHODS[method](dataset_dir, splits_path, batch_size, **params)

@@ -45,8 +45,19 @@ from pathlib import Path
 import yaml
 
 from gnnbench.allocator import keep_freed_memory
-from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError, os_error_message
-from gnnbench.splits import PUBLISHED_SOURCES, SCHEME_DEFAULTS, SCHEMES
+from gnnbench.config.keys import check_label, check_seed
+from gnnbench.config.presets import all_presets, get_preset, preset_protocol, run_config
+from gnnbench.data.catalog import describe_dataset
+from gnnbench.data.generators import generator_names, get_generator
+from gnnbench.data.tsp_solver import solve_instance
+from gnnbench.data.tsplib import read_tsplib
+from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError
+from gnnbench.io import os_error_message
+from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, paper_suites, profile_dir, snakefile, workflow_dir
+from gnnbench.papers import DEFAULT_PROTOCOL
+from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
+from gnnbench.protocols.registry import get_protocol, protocol_names
+from gnnbench.splits import PUBLISHED_SOURCES, SCHEME_DEFAULTS, SCHEMES, resolve_split
 
 
 def _key_values(pairs: list[str] | None) -> dict:
@@ -78,8 +89,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _generators_epilog() -> str:
     """Every registered generator with its one-line description."""
-    from gnnbench.data.generators import generator_names, get_generator
-
     names = generator_names()
     width = max(map(len, names))
     lines = [f"  {name:<{width}}  {' '.join(get_generator(name).description.split())}" for name in names]
@@ -88,8 +97,6 @@ def _generators_epilog() -> str:
 
 def _run_epilog() -> str:
     """The paper suites and the profiles that ship with the workflow."""
-    from gnnbench.packaged import paper_suites, workflow_dir
-
     profiles = sorted(p.name for p in (workflow_dir() / "profiles").iterdir() if (p / "config.yaml").is_file())
     return (f"paper suites (by name, or `extends:` one of them in your suite): {', '.join(paper_suites())}\n"
             f"profiles (--profile NAME, when no folder NAME is here): {', '.join(profiles)}\n"
@@ -102,8 +109,6 @@ def _run_epilog() -> str:
 def _train_parsers(train: argparse.ArgumentParser) -> None:
     """``gnnbench train PROTOCOL``: one subcommand per protocol, with the common options and the protocol's own
     (:meth:`gnnbench.protocols.base.Protocol.add_train_arguments`)."""
-    from gnnbench.protocols import get_protocol, protocol_names
-
     sub = train.add_subparsers(dest="protocol", required=True, metavar="PROTOCOL")
     for name in protocol_names():
         protocol = get_protocol(name)
@@ -217,8 +222,6 @@ def _check_args(args: argparse.Namespace) -> None:
     """What argparse cannot check, refused before anything runs: seeds, counts that must be positive (``--layers``,
     ``--threads``), the model label (it may become a folder name), ``--out`` (a folder where a folder is written, a
     file where a file is; nothing in the way) and ``--records`` (a folder)."""
-    from gnnbench.config.keys import check_label, check_seed
-
     if getattr(args, "seed", None) is not None:
         check_seed(args.seed, "--seed")
     for option, what, default in (("layers", "layers L", "the base config's L"),
@@ -269,7 +272,6 @@ def run_workflow(suite: str, snakemake_args: list[str]) -> int:
     status."""
     import os
 
-    from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, profile_dir, snakefile
 
     path = Path(suite)
     if not path.is_file():
@@ -383,65 +385,45 @@ def _run(args: argparse.Namespace) -> int | None:
     if args.command == "run":
         return run_workflow(args.suite, args.snakemake_args)
     if args.command == "generate":
-        from gnnbench.pipeline import generate_dataset
-
         generate_dataset(args.generator, args.name, _key_values(args.set), args.seed, args.out)
     elif args.command == "pe":
-        from gnnbench.pipeline import compute_pe
-
         compute_pe(args.dataset, args.k, args.out)
     elif args.command == "splits":
-        from gnnbench.pipeline import make_split_file
-        from gnnbench.splits import resolve_split
-
         given = {k: v for k, v in vars(args).items()
                  if k in ("folds", "val_fraction", "splits", "train_per_class", "val_per_class", "val_size",
                           "test_size", "seed", "source", "path") and v is not None}
         split = resolve_split({"scheme": args.scheme, **given}, "splits")
         make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published)
     elif args.command == "train":
-        from gnnbench.protocols import get_protocol
-
         args.records = args.records or str(Path(args.out) / "records")
         print(get_protocol(args.protocol).train_command(args, _key_values(args.set)))
     elif args.command == "aggregate":
-        from gnnbench.protocols import get_protocol
-
         get_protocol(args.protocol, "aggregate").aggregate_command(args.metrics, args.out)
     elif args.command == "params":
-        from gnnbench.config.presets import get_preset, preset_protocol, run_config
-        from gnnbench.data.catalog import describe_dataset
-
         preset = get_preset(args.preset, where="--preset") if args.preset else None
         dataset = args.dataset or (preset["dataset"] if preset else None)
         if dataset is None:
             raise ConfigError("params: give --preset, or --dataset with --set model=... and the model's keys")
         config = run_config(args.preset, _key_values(args.set), where="--set", preset_where="--preset")
-        from gnnbench.models.registry import num_parameters
-        from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
+        from gnnbench.models.build import num_parameters
 
         protocol = get_protocol(preset_protocol(preset) if preset is not None else DEFAULT_PROTOCOL)
         # one initialisation of a stacked model; graph sizes of a stand-in where the count depends on them
         print(num_parameters(config, describe_dataset(dataset), default_variant=protocol.default_variant))
     elif args.command == "fit-budget":
         from gnnbench.config.budget import fit_preset
-        from gnnbench.data.catalog import describe_dataset
 
         fit = fit_preset(args.dataset, args.model, args.budget, args.layers, describe_dataset(args.dataset),
                          args.preset, _key_values(args.set))
         tuned = fit.out_dim is not None and fit.out_dim != fit.config.get("n_heads", 1) * fit.hidden_dim
         print(f"{fit.hidden_dim} {fit.total_params}" + (f" out_dim={fit.out_dim}" if tuned else ""))
     elif args.command == "presets":
-        from gnnbench.config.presets import all_presets, preset_protocol
-
         for name, preset in all_presets().items():
             grid = preset.get("grid")  # fair-comparison presets: a grid, for any dataset
             size = f"\t{math.prod(len(v) for v in grid.values())} configurations" if grid else ""
             print(f"{name}\t{preset_protocol(preset)}\t{preset['model']}\t{preset.get('dataset', 'any')}\t"
                   f"{preset.get('total_params', '')}{size}")
     elif args.command == "tsp" and args.tsp_command == "solve":
-        from gnnbench.data.tsplib import read_tsplib, solve_instance
-
         instance = read_tsplib(args.file)
         _, length = solve_instance(instance, args.runs)
         print(f"{instance.name} {instance.dimension}")

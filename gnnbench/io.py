@@ -1,4 +1,4 @@
-"""Atomic file output and small JSON/checksum helpers.
+"""Atomic file output, small JSON/checksum helpers, and one-line messages for operating-system errors on paths.
 
 Every output is written to a temporary file beside its target and renamed into place, so a killed job
 never leaves a half-written file under the target's name. The temporary file is named after its target, host and
@@ -8,6 +8,7 @@ removed by the next process that writes into the same directory on the same host
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -196,3 +197,38 @@ def sha256_file(path: str | os.PathLike) -> str:
 def sha256_json(obj: Any) -> str:
     """Hex SHA-256 of the canonical (sorted, compact) JSON form of ``obj``."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def os_error_message(exc: OSError) -> str | None:
+    """One line for an operating-system error on a named path (permission denied, a file where a folder is
+    expected, disk full, ...): the path, the reason and what to do; None for an error without a file name, which is
+    not the user's to fix and keeps its traceback."""
+    if not isinstance(exc, OSError) or not exc.filename:
+        return None
+    path = str(exc.filename2 or exc.filename)  # a rename's target: the user's path
+    path = str(temporary_target(path) or path)  # the temporary file beside a target: name the target
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):  # making a folder, or a path through one: name the file in the way
+        blocked = file_in_the_way(path)
+        if blocked is not None:
+            return blocked
+    hints = {
+        errno.EACCES: "give yourself access to it (or its folder), or choose another location",
+        errno.EPERM: "give yourself access to it (or its folder), or choose another location",
+        errno.EROFS: "choose a location on a writable file system",
+        errno.EISDIR: "a folder stands where a file is expected: move it away or choose another location",
+        errno.ENOSPC: "free some disk space and rerun",
+        errno.EDQUOT: "free some disk space and rerun",
+        errno.ENAMETOOLONG: "use shorter names",
+    }
+    return f"{path}: {exc.strerror or type(exc).__name__}; {hints.get(exc.errno, 'check the path and rerun')}"
+
+
+def file_in_the_way(folder: str | os.PathLike) -> str | None:
+    """One line naming the file that stands where ``folder`` or one of its parents should be a folder (``results is
+    a file, but a folder is expected there (to hold results/runs); ...``); None when nothing is in the way."""
+    target = Path(folder)
+    blocker = next((p for p in [*reversed(target.parents), target] if p.exists() and not p.is_dir()), None)
+    if blocker is None:
+        return None
+    held = f" (to hold {folder})" if blocker != target else ""
+    return f"{blocker} is a file, but a folder is expected there{held}; move it away or choose another location"

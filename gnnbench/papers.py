@@ -1,15 +1,23 @@
-"""The three papers whose zoos and protocols gnnbench reproduces, by key, and the configuration keys of each zoo.
+"""The three papers whose zoos and protocols gnnbench reproduces, by key, and what each defines as data: the name of
+its protocol, its zoo's architecture keys, its protocol's training keys and the training that protocol gives a run.
 
 A leaf: every layer names a paper by these keys (a model's ``variant``, a split file's ``source``, a protocol's zoo)
-without importing the models or the protocols. ``PLUGIN`` is the variant of a model from outside the package.
+and reads a paper's keys and settings here, without importing the models or the protocols; the protocol objects
+(:mod:`gnnbench.protocols`) take theirs from here too. ``PLUGIN`` is the variant of a model from outside the package.
 """
 
 from __future__ import annotations
+
+from gnnbench.errors import ConfigError
 
 DWIVEDI2020, SHCHUR2018, ERRICA2020 = "dwivedi2020", "shchur2018", "errica2020"
 ZOOS = {DWIVEDI2020: "Dwivedi et al. 2020, Benchmarking Graph Neural Networks",
         SHCHUR2018: "Shchur et al. 2018, Pitfalls of Graph Neural Network Evaluation",
         ERRICA2020: "Errica et al. 2020, A Fair Comparison of Graph Neural Networks for Graph Classification"}
+# The protocol of each paper (a suite's ``protocol:``, :mod:`gnnbench.protocols`), and the protocol of a benchmark or
+# preset that names none: the benchmark's
+PROTOCOLS = {DWIVEDI2020: "benchmarking-gnns", SHCHUR2018: "pitfalls", ERRICA2020: "fair-comparison"}
+DEFAULT_PROTOCOL = PROTOCOLS[DWIVEDI2020]
 
 # Architecture keys of each zoo, with their types (the original configs' keys).
 # dwivedi2020: the original JSON's ``net_params`` group.
@@ -39,4 +47,66 @@ ARCHITECTURE_KEYS: dict[str, dict[str, type | tuple]] = {
     DWIVEDI2020: DWIVEDI2020_KEYS, SHCHUR2018: SHCHUR2018_KEYS, ERRICA2020: ERRICA2020_KEYS}
 MODEL_KEYS: dict[str, type] = {"model": str, "variant": str}  # every run config's
 
+# Training keys of each paper's protocol, with their types.
+# dwivedi2020 (benchmarking-gnns): the original JSON's ``params`` group, which every run needs, and gnnbench's
+# ``dense_schedule`` and ``loss``.
+DWIVEDI2020_PARAMS: dict[str, type] = {
+    "seed": int, "epochs": int, "batch_size": int, "init_lr": float, "lr_reduce_factor": float,
+    "lr_schedule_patience": int, "min_lr": float, "weight_decay": float, "max_time": float,
+}
+TRAINING_KEYS: dict[str, dict[str, type]] = {
+    DWIVEDI2020: {**DWIVEDI2020_PARAMS, "dense_schedule": str, "loss": str},
+    # shchur2018 (pitfalls): gnn-benchmark's train.conf.yaml keys, and the per-model learning rate and L2 strength
+    SHCHUR2018: {"learning_rate": float, "weight_decay": float, "num_epochs": int, "early_stopping_criterion": str,
+                 "early_stopping_tolerance": int, "improvement_tolerance": float, "num_training_runs": int},
+    # errica2020 (fair-comparison): Errica's, renamed as docs/protocols/fair-comparison.md says
+    ERRICA2020: {"batch_size": int, "learning_rate": float, "l2": float, "optimizer": str, "scheduler": str,
+                 "scheduler_step_size": int, "scheduler_gamma": float, "gradient_clipping": float, "epochs": int,
+                 "early_stopping": str, "patience": int, "time_limit_hours": float},
+}
+# The training every run of a protocol starts from. shchur2018: config/train.conf.yaml of gnn-benchmark, the
+# procedure shared by every model; errica2020: the training keys every run needs (the rest are the model's own,
+# checked when it is built).
+TRAINING_DEFAULTS: dict[str, dict] = {
+    SHCHUR2018: {"num_epochs": 100_000, "early_stopping_criterion": "gnnbench", "early_stopping_tolerance": 50,
+                 "improvement_tolerance": 0.0},
+    ERRICA2020: {"optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0, "patience": 500,
+                 "early_stopping": "accuracy", "time_limit_hours": 72.0},
+}
+# The training of a model of another paper's zoo, whose preset gives only the architecture.
+FOREIGN_TRAINING_DEFAULTS: dict[str, dict] = {
+    # the benchmark's TU graph-classification configs (configs/TUs_graph_classification_*.json, the values most of
+    # them share): Adam, init_lr 1e-3, ReduceLROnPlateau factor 0.5 with patience 25, stop below min_lr 1e-6, no
+    # weight decay, batch size 20, 1000 epochs, 12 hours
+    DWIVEDI2020: {"epochs": 1000, "batch_size": 20, "init_lr": 0.001, "lr_reduce_factor": 0.5,
+                  "lr_schedule_patience": 25, "min_lr": 1.0e-6, "weight_decay": 0.0, "max_time": 12.0},
+    # train.conf.yaml's procedure with the learning rate and L2 strength of the paper's GCN (Table 4: lr 0.01,
+    # λ 0.001), the protocol's reference model
+    SHCHUR2018: {**TRAINING_DEFAULTS[SHCHUR2018], "learning_rate": 0.01, "weight_decay": 0.001},
+    # the protocol's defaults with the values most of Errica's configs share (batch size 32, 1000 epochs) and
+    # learning rate 1e-3 (in the GraphSAGE and DiffPool grids); a suite's `grid` searches more
+    ERRICA2020: {**TRAINING_DEFAULTS[ERRICA2020], "batch_size": 32, "learning_rate": 0.001, "epochs": 1000},
+}
+SELECTS_MODELS = (ERRICA2020,)  # protocols that search a preset's grid; the others train one configuration
+
 PLUGIN = "plugin"  # the variant of models from outside the package (gnnbench.models.plugins)
+
+
+def protocol_paper(protocol: str, where: str = "protocol") -> str:
+    """The key of the paper whose protocol is called ``protocol``; an unknown name is a ConfigError that names
+    ``where`` (the suite key or command-line option it came from) and lists the protocols."""
+    for paper, name in PROTOCOLS.items():
+        if name == protocol:
+            return paper
+    raise ConfigError(f"{where}: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS.values())}")
+
+
+def renamed_error(where: str, key: str, value: object, allowed) -> ConfigError | None:
+    """The one-line error for a data-source value (split ``source``, TU ``variant``) spelled the old way — by the
+    name of the protocol of the paper that released it — naming the paper key to use instead; None for any other
+    value."""
+    new = next((paper for paper, name in PROTOCOLS.items() if name == value), None)
+    if new is None or new not in allowed:
+        return None
+    return ConfigError(f"{where}: {value!r} was renamed: use {key}: {new} (data released with a paper are named by "
+                       "the paper)")

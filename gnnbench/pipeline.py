@@ -8,7 +8,7 @@ import os
 import time
 
 from gnnbench.data.generators import generate, get_generator, resolve_params
-from gnnbench.data.meta import DatasetMeta, read_dataset, write_dataset
+from gnnbench.data.meta import DatasetMeta, read_dataset, read_pairs, write_dataset
 from gnnbench.errors import ConfigError
 from gnnbench.splits import make_splits, write_splits
 
@@ -28,13 +28,12 @@ def generate_dataset(generator: str, name: str, params: dict | None, seed: int,
 
 def compute_pe(dataset_dir: str | os.PathLike, k: int, out: str | os.PathLike) -> None:
     """Laplacian positional encodings (k per node) of every graph of a dataset."""
-    from gnnbench.features.laplacian_pe import laplacian_pe  # torch: only this stage's job loads it
-    from gnnbench.features.pe_file import write_pe
+    from gnnbench.features import laplacian_pe, pe_file  # torch: only this stage's job loads it
 
     start = time.perf_counter()
     meta, columns = read_dataset(dataset_dir)
-    pe = laplacian_pe(columns, k, solver=meta.pe_solver)
-    write_pe(out, pe, columns.num_nodes, meta.checksum)
+    pe = laplacian_pe.laplacian_pe(columns, k, solver=meta.pe_solver)
+    pe_file.write_pe(out, pe, columns.num_nodes, meta.checksum)
     log.info("Laplacian PE (k=%d) of %s: %d graphs in %.1fs", k, meta.name, meta.num_graphs,
              time.perf_counter() - start)
 
@@ -47,8 +46,6 @@ def make_split_file(dataset_dir: str | os.PathLike, scheme: str, params: dict, o
     count the dataset's generator states."""
     meta, columns = read_dataset(dataset_dir)
     if meta.task == "link_prediction":
-        from gnnbench.data.link_pairs import read_pairs
-
         labels, given = None, read_pairs(dataset_dir, meta).part
     elif meta.transductive:
         labels, given = columns.node.get("y"), columns.node.get("split")

@@ -63,8 +63,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gnnbench.errors import DataError
+from gnnbench.errors import DataError, GnnbenchError
 from gnnbench.io import atomic_path, sha256_json
+from gnnbench.models.registry import resolve
 
 STAGES = ("run", "inner", "final")
 PARTS = ("train", "val", "test")
@@ -136,8 +137,6 @@ def _variant(config: dict, default_variant: str | None) -> str | None:
     """The variant (which paper's layers) a config's model resolves to; None where it resolves to none."""
     if default_variant is None or "model" not in config:
         return None
-    from gnnbench.errors import GnnbenchError
-    from gnnbench.models.registry import resolve
 
     try:
         return resolve(config, default_variant).variant

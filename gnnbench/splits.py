@@ -30,7 +30,7 @@ Schemes
                           ``val_size`` / ``test_size`` nodes drawn from the rest regardless of class (the
                           Planetoid-sized "another random split" of Shchur et al.: 20 per class / 500 / 1,000).
     ``published``         the split files a paper released for the dataset, imported (``source``, the paper's
-                          key as in :mod:`gnnbench.models.registry`: ``errica2020`` — Errica et al.'s
+                          key as in :mod:`gnnbench.papers`: ``errica2020`` — Errica et al.'s
                           ``data_splits/*/NAME_splits.json``, see :func:`read_fair_comparison_folds`;
                           ``dwivedi2020`` — Dwivedi et al.'s ``{NAME}_{train,val,test}.index`` of the TU sets
                           (10 folds) and CSL (5 folds), see :func:`read_index_folds`). The dataset's generator
@@ -62,10 +62,12 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
+from gnnbench.data.meta import DatasetMeta
+from gnnbench.data.store import SPLIT_CODES
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.io import read_json, sha256_json, write_json
-from gnnbench.papers import DWIVEDI2020, ERRICA2020
+from gnnbench.io import read_json, sha256_file, sha256_json, write_json
+from gnnbench.papers import DWIVEDI2020, ERRICA2020, renamed_error
+from gnnbench.split_file import read_folds
 
 SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published", "file")
 NODE_SCHEMES = ("given", "random_per_class", "random_sizes", "file")  # schemes of a transductive (one-graph) dataset
@@ -136,22 +138,6 @@ def resolve_split(split: dict, where: str) -> dict:
     return resolved
 
 
-def renamed_error(where: str, key: str, value: object, allowed) -> ConfigError | None:
-    """The one-line error for a data-source value (split ``source``, TU ``variant``) spelled the old way — by the
-    name of the protocol of the paper that released it — naming the paper key to use instead; None for any other
-    value. The old names are read from the protocols (a protocol's ``default_variant`` is its paper's key), so they
-    are spelled only where the protocols register themselves."""
-    from gnnbench.protocols import get_protocol, protocol_names
-
-    if not isinstance(value, str) or value not in protocol_names():
-        return None
-    new = get_protocol(value).default_variant
-    if new not in allowed:
-        return None
-    return ConfigError(f"{where}: {value!r} was renamed: use {key}: {new} (data released with a paper are named by "
-                       "the paper)")
-
-
 def check_source(source: object, where: str) -> None:
     """A ConfigError naming ``where`` unless ``source`` is one of :data:`PUBLISHED_SOURCES`."""
     if source in PUBLISHED_SOURCES:
@@ -196,9 +182,6 @@ def make_splits(meta: DatasetMeta, labels: np.ndarray | None, scheme: str, param
                             "download it again")
         return Splits(meta.name, meta.checksum, scheme, params, folds, level)
     if scheme == "file":
-        from gnnbench.io import sha256_file
-        from gnnbench.split_file import read_folds
-
         size = meta.num_graphs if not transductive else None if labels is None else len(labels)
         folds = read_folds(params["path"], size, level, labels if transductive else None)
         params = {**params, "sha256": sha256_file(params["path"])}  # which file the folds came from

@@ -19,7 +19,9 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gnnbench.errors import INTERRUPTED, GnnbenchError, os_error_message
+from gnnbench.allocator import keep_freed_memory
+from gnnbench.errors import INTERRUPTED, GnnbenchError
+from gnnbench.io import os_error_message
 
 log = logging.getLogger("gnnbench")
 
@@ -45,8 +47,6 @@ def job(smk, torch_threads: bool = True) -> Iterator[None]:
         logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         if torch_threads:
-            from gnnbench.allocator import keep_freed_memory
-
             keep_freed_memory()  # this job's process trains: keep freed memory for the next batch (gnnbench.allocator)
             if smk.threads:
                 import torch

@@ -12,7 +12,7 @@ from gnnbench.config.budget import base_preset, fit_budget
 from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 
 
 def _budget_presets() -> list[tuple[str, int]]:

@@ -32,20 +32,19 @@ import yaml
 from test_download import LocalServer, closed_port_url
 
 from gnnbench.config.presets import all_presets, run_config
-from gnnbench.config.suite import load_suite
 from gnnbench.data import download
 from gnnbench.data.batching import GraphBatch, model_dtypes
 from gnnbench.data.download import DownloadError, recorded_sha256
 from gnnbench.data.generators import ogbl_collab
-from gnnbench.data.link_pairs import read_pairs
-from gnnbench.data.meta import read_dataset
+from gnnbench.data.meta import read_dataset, read_pairs
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import sha256_json, write_json
-from gnnbench.models import build_model
+from gnnbench.models.build import build_model
 from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
 from gnnbench.protocols.benchmarking_gnns.train import train
 from gnnbench.splits import read_splits
+from gnnbench.suite import load_suite
 from gnnbench.training import link_prediction as lp
 from gnnbench.training.losses import link_bce
 from gnnbench.training.preemption import Preempted

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from gnnbench.config.presets import get_preset, run_config
-from gnnbench.config.suite import load_suite, load_suite_file
 from gnnbench.errors import ConfigError
+from gnnbench.suite import load_suite, load_suite_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -254,7 +254,7 @@ def test_an_infinite_time_limit_means_none():
 def test_every_published_preset_passes_the_value_checks():
     from gnnbench.config.keys import coerce, protocol_types
     from gnnbench.config.presets import all_presets, preset_protocol
-    from gnnbench.protocols import get_protocol
+    from gnnbench.protocols.registry import get_protocol
 
     for name, preset in all_presets().items():
         config = run_config(name)
@@ -266,6 +266,26 @@ def test_every_published_preset_passes_the_value_checks():
             if isinstance(run, dict):  # how the original scripts ran it: overrides and seeds
                 for seed in run.get("seeds", []):
                     run_config(name, {**run.get("set", {}), "seed": seed})
+
+
+def test_the_layers_below_the_protocols_read_what_the_protocol_objects_say():
+    """A protocol's name, zoo, training keys and training defaults are tables of gnnbench.papers (the presets, the
+    model registry and the jobs read them there); each protocol object hands on the same tables."""
+    from gnnbench.config.keys import protocol_types
+    from gnnbench.papers import FOREIGN_TRAINING_DEFAULTS, PROTOCOLS, SHCHUR2018, TRAINING_KEYS, protocol_paper
+    from gnnbench.protocols.registry import REGISTRY
+
+    assert sorted(PROTOCOLS.values()) == sorted(REGISTRY)
+    for name, protocol in REGISTRY.items():
+        assert protocol_paper(name) == protocol.default_variant
+        assert protocol.training_keys == TRAINING_KEYS[protocol.default_variant]
+        assert protocol.training_defaults == FOREIGN_TRAINING_DEFAULTS[protocol.default_variant]
+    types = protocol_types(SHCHUR2018, {"model": "GCN"})  # a job names its protocol by its paper's key
+    assert types == protocol_types(REGISTRY["pitfalls"], {"model": "GCN"})
+    assert types["num_epochs"] is int and types["hidden_size"] is int and "init_lr" not in types
+    with pytest.raises(ConfigError, match="^preset X.protocol: unknown protocol 'pitfall'; choose one of "
+                                          "benchmarking-gnns, pitfalls, fair-comparison$"):
+        protocol_paper("pitfall", "preset X.protocol")
 
 
 def test_model_labels_and_dataset_names_become_paths_so_their_length_is_capped():

@@ -16,7 +16,7 @@ from gnnbench.data.batching import GraphBatch, GraphLoader, model_dtypes
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model
+from gnnbench.models.build import build_model
 from gnnbench.models.dense import DenseLayout, to_dense
 from gnnbench.models.ring_gnn import RingGNNEquivLayer, average_node_count, ring_basis_ops
 from gnnbench.models.three_wl_gnn import RegularBlock, diag_offdiag_maxpool

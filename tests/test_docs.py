@@ -31,8 +31,9 @@ MD_REF = re.compile(r"(?<![\w./${}*-])((?:\.{1,2}/)*[\w][\w./-]*\.md)(?![\w])(#[
 # what the workflow writes is not a document: results/tables/CSL.md, a dataset's table named alone (CSBM.md)
 OUTPUT = re.compile(r"^results/|^[A-Z0-9][A-Z0-9_-]*\.md$")
 OUTSIDE = re.compile(r"(?i)\bthe spec\b|\bspec's\b|\bspec\s*§|\bspec\s+[\w-]+\.md|[\[(]spec[\s:]|\bspecs?/[\w-]+\.md")
-MODULE_DOCS = ["gnnbench.models.plugins", "gnnbench.models.base", "gnnbench.models.registry",
-               "gnnbench.protocols", "gnnbench.protocols.base", "gnnbench.protocols.benchmarking_gnns",
+MODULE_DOCS = ["gnnbench.models.plugins", "gnnbench.models.adapters", "gnnbench.models.base",
+               "gnnbench.models.registry", "gnnbench.models.build", "gnnbench.protocols", "gnnbench.protocols.registry",
+               "gnnbench.protocols.base", "gnnbench.protocols.benchmarking_gnns",
                "gnnbench.protocols.pitfalls", "gnnbench.protocols.fair_comparison", "gnnbench.data.store",
                "gnnbench.cli", "gnnbench.training.engine", "gnnbench.records"]
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from gnnbench import cli, packaged
-from gnnbench.config.suite import expand_extends, load_suite, load_suite_file
 from gnnbench.errors import ConfigError
+from gnnbench.suite import expand_extends, load_suite, load_suite_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUITES = REPO_ROOT / "config" / "suites"

@@ -23,7 +23,6 @@ import pytest
 import torch
 import yaml
 
-from gnnbench.config.suite import load_suite
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import sha256_json
@@ -35,6 +34,7 @@ from gnnbench.protocols.fair_comparison import tables as fc_tables
 from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.records import read_runs
 from gnnbench.splits import read_fair_comparison_folds, read_splits
+from gnnbench.suite import load_suite
 from gnnbench.training.holdout import learning_rate
 from gnnbench.training.stopping import EarlyStopping
 

@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from gnnbench.config.keys import coerce_all, protocol_types
 from gnnbench.data.batching import GraphLoader
+from gnnbench.models.build import ModelData, build_model, count_parameters
 from gnnbench.models.graph_classifiers.gin import GIN as GINModel
-from gnnbench.models.registry import ModelData, build_model, count_parameters
 from gnnbench.papers import ERRICA2020
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols import fair_comparison as fc
@@ -409,7 +409,7 @@ def test_one_wide_member_observed_by_two_rules_is_each_run_alone(families):
 
 @pytest.mark.parametrize("per_job", [4, 8, 3])
 def test_jobs_hold_whole_shapes_with_stack_and_the_old_chunks_without(per_job):
-    from gnnbench.config.suite import load_suite
+    from gnnbench.suite import load_suite
 
     def benchmark(stack):
         entry = {"protocol": "fair-comparison", "models": {"GIN": "fair_GIN"}, "grid_per_job": per_job,

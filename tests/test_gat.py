@@ -13,7 +13,7 @@ from conftest import TASK_OUTPUTS, labelled, meta_for, one_batch, published_rows
 from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.models.gat import CustomGATLayer, CustomGATLayerEdgeReprFeat, CustomGATLayerIsotropic, GATLayer
 from gnnbench.models.sparse import AttentionGraph, SparseAdjacency, attention
 

@@ -11,7 +11,7 @@ from test_gin import _gru_step
 from gnnbench.config.presets import run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model
+from gnnbench.models.build import build_model
 from gnnbench.models.gated_gcn import GatedGCNLayer, GatedGCNLayerEdgeFeatOnly, GatedGCNLayerIsotropic
 
 # 0→1 (twice), 0→2, 1→2, 2→0, 3→0; node 3 has no in-edges

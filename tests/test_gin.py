@@ -8,7 +8,7 @@ import torch
 from conftest import meta_for, one_batch, published_rows, random_graphs, with_pairs
 
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.models.gin import GINLayer, NeighbourAggregation
 
 # 0→1 (twice: parallel edges count twice, as in DGL), 0→2, 1→2, 2→0, 3→0; node 3 has no in-edges

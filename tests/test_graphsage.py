@@ -11,7 +11,7 @@ from gnnbench.config.presets import run_config
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.models.graphsage import (
     GraphSage,
     GraphSageLayer,

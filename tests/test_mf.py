@@ -9,7 +9,7 @@ from conftest import meta_for, one_batch, published_rows, random_graphs, with_pa
 from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.training.losses import get_loss
 
 SMALL = dict(model="MF", L=0, hidden_dim=4, out_dim=4, num_embs=200)

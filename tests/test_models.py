@@ -13,7 +13,7 @@ from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.meta import FeatureSpec
 from gnnbench.errors import ConfigError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.models.gated_gcn import GatedGCNLayer
 from gnnbench.models.gcn import GCNLayer, gcn_adjacency
 from gnnbench.models.readout import MLPReadout

@@ -38,7 +38,7 @@ from gnnbench.data.generators import get_generator, molecules
 from gnnbench.data.meta import FeatureSpec, read_dataset
 from gnnbench.data.safe_pickle import PickledTensor, safe_load, to_numpy
 from gnnbench.errors import DataError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.splits import read_splits
 

@@ -11,7 +11,7 @@ import torch
 from conftest import meta_for, published_rows
 
 from gnnbench.data.batching import GraphBatch
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.models.monet import DegreePairs, GMMLayer, KernelAdjacency, MoNet, pseudo_coordinates
 from gnnbench.models.sparse import InEdges
 

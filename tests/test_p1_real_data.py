@@ -24,17 +24,17 @@ import torch.nn.functional as F
 import yaml
 
 from gnnbench.config.presets import run_config
-from gnnbench.config.suite import load_suite
 from gnnbench.data.batching import GraphLoader, model_dtypes
 from gnnbench.data.generators import wikics
 from gnnbench.data.meta import read_dataset
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import DataError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.papers import DWIVEDI2020
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.benchmarking_gnns.train import train
 from gnnbench.splits import read_index_folds, read_splits
+from gnnbench.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "real"

@@ -209,7 +209,7 @@ def test_seeds_per_job_groups_consecutive_seeds_into_jobs_without_a_stack(tmp_pa
     outputs = re.findall(r"rule train_seeds_CSL_GCN_seed3:.*?output: ([^\n]*)", dry.stdout, flags=re.S)
     assert all("seed3" in o and "seed1" not in o and "seed2" not in o for o in outputs)
 
-    from gnnbench.config.suite import load_suite
+    from gnnbench.suite import load_suite
 
     benchmark = load_suite(suite).benchmarks["CSL"]
     assert (benchmark.stack, benchmark.seed_stacks()) == (False, [("GCN", [1, 2]), ("GCN", [3]), ("MLP", [4, 5])])

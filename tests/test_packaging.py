@@ -17,7 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_directory(tmp_path, installed_wheel):
     wheel, target = installed_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"gnnbench/config/suite.schema.yaml", "gnnbench/config/presets/pitfalls.yaml",
+    assert {"gnnbench/suite.schema.yaml", "gnnbench/config/presets/pitfalls.yaml",
             "gnnbench/config/presets/CSL_graph_classification.yaml", "gnnbench/config/presets/fair_comparison.yaml",
             *(f"gnnbench/reporting/published/{paper}.yaml" for paper in ("dwivedi2020", "shchur2018", "errica2020"))
             } <= names
@@ -45,7 +45,7 @@ def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_direc
                             "print(fair_comparison()['ENZYMES']['GIN'])"], cwd=elsewhere, env=env, capture_output=True,
                            text=True)
     assert paper.stdout.strip() == "[59.6, 4.5]", paper.stderr  # Table 3, read from the installed package
-    check = subprocess.run([sys.executable, "-c", "from gnnbench.config.suite import load_suite_file; "
+    check = subprocess.run([sys.executable, "-c", "from gnnbench.suite import load_suite_file; "
                             f"print(len(load_suite_file({str(REPO_ROOT / 'config' / 'suites' / 'pitfalls.yaml')!r})"
                             ".benchmarks))"], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.strip() == "14", check.stderr

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from gnnbench.config.presets import run_config
-from gnnbench.config.suite import load_suite
+from gnnbench.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "gnnbench" / "config" / "presets"

@@ -20,14 +20,16 @@ from conftest import labelled, meta_for, one_batch, random_graphs
 
 from gnnbench.config.budget import fit_width
 from gnnbench.config.presets import run_config
-from gnnbench.config.suite import load_suite, load_suite_file
 from gnnbench.data.batching import GraphBatch
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.meta import DatasetMeta, FeatureSpec, read_meta
 from gnnbench.errors import ConfigError
-from gnnbench.models.plugins import FullModel, in_degree_histogram, parse_spec
-from gnnbench.models.registry import ModelData, build_model, count_parameters, model_info, num_parameters, resolve
+from gnnbench.models.adapters import FullModel, in_degree_histogram
+from gnnbench.models.build import ModelData, build_model, count_parameters, num_parameters
+from gnnbench.models.plugins import parse_spec
+from gnnbench.models.registry import model_info, resolve
 from gnnbench.pipeline import generate_dataset, make_split_file
+from gnnbench.suite import load_suite, load_suite_file
 
 H = 8  # the hidden width of the small models built here
 PYG = "torch_geometric.nn.models"
@@ -273,7 +275,7 @@ def test_plugin_code_is_imported_only_when_a_suite_names_it(tmp_path, monkeypatc
         assert marker.read_text() == "imported"
     assert resolve({"model": "BoomGNN"}).load().__module__ == "boom_gnn_plugin"
     # importing gnnbench (registry, keys, plugins, the suite) imports no plugin and not PyTorch Geometric
-    code = ("import sys, gnnbench, gnnbench.models.registry, gnnbench.models.plugins, gnnbench.config.suite; "
+    code = ("import sys, gnnbench, gnnbench.models.registry, gnnbench.models.plugins, gnnbench.suite; "
             "print(sorted(m for m in sys.modules if m.startswith(('torch_geometric', 'boom_gnn'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(tmp_path / "site")})

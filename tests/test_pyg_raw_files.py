@@ -3,7 +3,7 @@
 Payloads are pickles whose unpickling would create a marker file (``open(marker, "w")`` via ``__reduce__``, or
 ``builtins.exec`` for ``.pt`` files, which torch's allow-list refuses with advice that makes PyG retry unrestricted).
 Each refusal is checked through ``gnnbench generate pyg`` (in this process: exit status 1, one ``gnnbench: error:``
-line) and through :func:`gnnbench.config.suite.load_suite` (what ``snakemake -n`` runs), and the marker must not
+line) and through :func:`gnnbench.suite.load_suite` (what ``snakemake -n`` runs), and the marker must not
 exist. Controls show each payload is live: PyG itself, or ``trust_raw: true``, runs it.
 """
 
@@ -25,7 +25,6 @@ from torch_geometric.datasets import ZINC, Planetoid, TUDataset
 from torch_geometric.io import fs
 
 from gnnbench.cli import main
-from gnnbench.config.suite import load_suite
 from gnnbench.data import pyg_raw
 from gnnbench.data.generators import generate
 from gnnbench.data.generators import planetoid as planetoid_generator
@@ -33,6 +32,7 @@ from gnnbench.data.generators import pyg as pyg_generator
 from gnnbench.data.generators.pyg import process_owner, qualified
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import sha256_file
+from gnnbench.suite import load_suite
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "planetoid"
 needs_cora = pytest.mark.skipif(not (REAL / "cora" / "raw").is_dir(),

@@ -128,7 +128,7 @@ def test_each_protocol_fills_the_shared_columns(records_folder):
 
 def test_split_schemes_and_protocol_values_of_each_protocol(records_folder):
     """Each protocol fills split_scheme; P1 keeps its table's values in ``extra``; P3 counts the weights."""
-    from gnnbench.models.registry import num_parameters
+    from gnnbench.models.build import num_parameters
     from gnnbench.papers import ERRICA2020
     from gnnbench.records import extras
 
@@ -154,7 +154,7 @@ def test_significance_from_records_equals_the_job_files(records_folder):
     """The paired-test scores read from the records equal those the protocols' own files give: P2 record scores
     are the runs.parquet test accuracies (percent), a split's score their mean over the inits; a P3 fold's score the
     mean of its final.parquet test accuracies."""
-    from gnnbench.protocols import get_protocol
+    from gnnbench.protocols.registry import get_protocol
 
     root = records_folder.parent.parent
     p2_runs = pd.read_parquet(root / "p2" / "runs.parquet").sort_values(["split", "init"])

@@ -13,13 +13,10 @@ import yaml
 from conftest import labelled, one_batch, random_graphs
 
 from gnnbench.config.presets import get_preset, run_config
-from gnnbench.config.suite import load_suite
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.errors import ConfigError
-from gnnbench.models.registry import (
-    FAMILIES,
-    REGISTRY,
+from gnnbench.models.build import (
     ModelData,
     SingleStacked,
     build_model,
@@ -27,14 +24,14 @@ from gnnbench.models.registry import (
     check_buildable,
     check_fits,
     count_parameters,
-    model_info,
     num_parameters,
-    resolve,
 )
+from gnnbench.models.registry import FAMILIES, REGISTRY, model_info, resolve
 from gnnbench.models.stacked import NodeGraph, count_stacked_parameters
-from gnnbench.protocols import get_protocol
 from gnnbench.protocols.fair_comparison import grid as fc_grid
 from gnnbench.protocols.fair_comparison import train as fc_train
+from gnnbench.protocols.registry import get_protocol
+from gnnbench.suite import load_suite
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())

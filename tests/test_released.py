@@ -33,7 +33,7 @@ from gnnbench.data.generators import get_generator, resolve_params
 from gnnbench.data.generators import released as R
 from gnnbench.data.meta import read_dataset
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.papers import DWIVEDI2020
 from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
 from gnnbench.protocols.benchmarking_gnns.train import train
@@ -462,7 +462,7 @@ def test_config_errors():
 
 def test_suite_fits_budgets_from_the_released_datasets_published_configs():
     """published_name maps generator ``released`` by its ``name``: a budget starts from that dataset's preset."""
-    from gnnbench.config.suite import load_suite
+    from gnnbench.suite import load_suite
 
     csl_split = {"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25, "seed": 0}
     suite = load_suite({

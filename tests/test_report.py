@@ -12,10 +12,10 @@ import pytest
 import yaml
 from conftest import snakemake
 
-from gnnbench.config.suite import load_suite
 from gnnbench.records import history_frame, history_path, record, write_records
 from gnnbench.reporting import plots
 from gnnbench.reporting.report import markdown_to_html, suite_description, write_suite
+from gnnbench.suite import load_suite
 
 # ------------------------------------------------------------------------------------------------ learning curves
 

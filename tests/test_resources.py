@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gnnbench.config.suite import RESOURCE_DEFAULTS, load_suite
 from gnnbench.errors import ConfigError
+from gnnbench.suite import RESOURCE_DEFAULTS, load_suite
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

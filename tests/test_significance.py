@@ -14,7 +14,7 @@ import pytest
 import yaml
 from scipy.stats import ttest_rel, wilcoxon
 
-from gnnbench.protocols import get_protocol
+from gnnbench.protocols.registry import get_protocol
 from gnnbench.reporting import significance as S
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

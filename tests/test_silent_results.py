@@ -15,12 +15,12 @@ import torch
 from gnnbench.config import budget
 from gnnbench.config.budget import MAX_WIDTH, base_preset, fit_budget
 from gnnbench.config.presets import run_config
-from gnnbench.config.suite import load_suite
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import DuplicateKey, parse_json, read_json
-from gnnbench.models.registry import build_model, count_parameters, num_parameters
+from gnnbench.models.build import build_model, count_parameters, num_parameters
 from gnnbench.splits import read_fair_comparison_folds
+from gnnbench.suite import load_suite
 from gnnbench.training.engine import make_optimizer
 
 MLP = "CSL_graph_classification_MLP_CSL_100k"
@@ -206,16 +206,16 @@ def test_a_budget_reached_only_by_a_narrower_out_dim_is_still_fitted():
 
 
 def test_a_budget_beyond_the_widest_model_is_refused_without_building_it(capsys, monkeypatch):
-    import gnnbench.models.registry as registry
+    import gnnbench.config.budget as budget
 
     widths = []
-    build = registry.build_model
+    build = budget.build_model
 
     def recording(config, *args, **kwargs):
         widths.append(config.get("hidden_dim"))
         return build(config, *args, **kwargs)
 
-    monkeypatch.setattr(registry, "build_model", recording)
+    monkeypatch.setattr(budget, "build_model", recording)  # the name the fit calls
     result = run_here(capsys, "fit-budget", "--dataset", "ZINC", "--model", "GCN", "--budget", 10**11)
     config = run_config(base_preset("ZINC", "GCN"))
     with torch.device("meta"):  # the true count at the cap, without allocating the weights

@@ -250,7 +250,7 @@ def fitted_run(slurm_run, tmp_path_factory):
 
 
 def _planned_runs(suite: dict) -> list[dict]:
-    from gnnbench.config.suite import load_suite
+    from gnnbench.suite import load_suite
 
     return load_suite(suite).runs()
 

@@ -18,7 +18,7 @@ import torch
 from test_fair_comparison_stack import MEMBERS, _alone, _builder, _data, _one_thread, _same, _stack  # noqa: F401
 
 from gnnbench.io import sha256_json
-from gnnbench.models.registry import count_parameters
+from gnnbench.models.build import count_parameters
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.training import stacked_holdout

@@ -248,7 +248,7 @@ def test_original_dense_schedule_steps_on_multiples_of_the_batch_size_with_summe
 
     from gnnbench.data.batching import GraphLoader, model_dtypes
     from gnnbench.data.store import GraphStore
-    from gnnbench.models import build_model
+    from gnnbench.models.build import build_model
     from gnnbench.training.loop import train_epoch_accumulated
     from gnnbench.training.losses import get_loss
     from gnnbench.training.metrics import get_metric

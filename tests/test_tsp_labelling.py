@@ -279,16 +279,15 @@ def tsp_copy(monkeypatch):
     import dataclasses
 
     from gnnbench.data import generators
+    from gnnbench.data.generators.base import Baseline
 
-    copy = dataclasses.replace(tsp.TSP, name="tsp_copy", baselines=(generators.Baseline("knn_k3", "knn_tour",
-                                                                                        {"k": 3}),))
-    registry = generators._registry
-    monkeypatch.setattr(generators, "_registry", lambda: {**registry(), "tsp_copy": copy})
+    copy = dataclasses.replace(tsp.TSP, name="tsp_copy", baselines=(Baseline("knn_k3", "knn_tour", {"k": 3}),))
+    monkeypatch.setitem(generators.GENERATORS, "tsp_copy", copy)
     return copy
 
 
 def _suite_of(generator: str):
-    from gnnbench.config.suite import load_suite
+    from gnnbench.suite import load_suite
 
     return load_suite({
         "datasets": {"T": {"generator": generator, "seed": SEED, "params": PARAMS},
@@ -330,8 +329,8 @@ def test_the_pipeline_shards_merges_and_scores_through_the_hooks(tmp_path, tsp_c
 
 
 def test_hooks_refuse_what_they_do_not_have(tmp_path):
-    from gnnbench.config.suite import load_suite
     from gnnbench.pipeline import score_baseline
+    from gnnbench.suite import load_suite
 
     with pytest.raises(ConfigError, match="generator 'csl' makes its datasets in one job, not in shards"):
         label_shard("csl", "C", {}, 1, 0, tmp_path / "0.parquet")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from gnnbench.cli import main
-from gnnbench.data.tsp_solver import held_karp
-from gnnbench.data.tsplib import MAX_DISTANCE, euc2d_distances, read_tsplib, solve_instance, write_tsplib
+from gnnbench.data.tsp_solver import held_karp, solve_instance
+from gnnbench.data.tsplib import MAX_DISTANCE, euc2d_distances, read_tsplib, write_tsplib
 from gnnbench.errors import ConfigError, DataError
 
 DATA = Path(__file__).parent / "data" / "tsplib"

@@ -26,7 +26,6 @@ from torch_geometric.data import Data, Dataset, HeteroData, InMemoryDataset
 from torch_geometric.datasets import FakeDataset, KarateClub
 
 from gnnbench.cli import main
-from gnnbench.config.suite import load_suite, load_suite_file
 from gnnbench.data import graph_files as gf
 from gnnbench.data.generators import generate, get_generator, resolve_params
 from gnnbench.data.generators import pyg as pyg_generator
@@ -36,6 +35,7 @@ from gnnbench.errors import ConfigError, DataError
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.split_file import read_folds
 from gnnbench.splits import make_splits, read_splits
+from gnnbench.suite import load_suite, load_suite_file
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "planetoid"
 needs_planetoid = pytest.mark.skipif(not (REAL / "cora" / "raw").is_dir() or not (REAL / "citeseer" / "raw").is_dir(),

@@ -19,7 +19,8 @@ import pytest
 import yaml
 from conftest import REPO_ROOT, TINY
 
-from gnnbench.errors import INTERRUPTED, os_error_message
+from gnnbench.errors import INTERRUPTED
+from gnnbench.io import os_error_message
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.training.run import checkpoint_epochs
 

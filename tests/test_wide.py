@@ -14,7 +14,7 @@ from conftest import meta_for, one_batch, random_graphs
 from torch import nn
 
 from gnnbench.config.presets import run_config
-from gnnbench.models import build_model
+from gnnbench.models.build import build_model
 from gnnbench.models.graph_classifiers.gin import GIN as ErricaGIN
 from gnnbench.training.wide import NotWidenable, WideOptimizer, WideStack, check_widened, clip_members
 

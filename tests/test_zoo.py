@@ -12,7 +12,8 @@ from gnnbench.config.presets import all_presets, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError
-from gnnbench.models import ARCHITECTURES, build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
+from gnnbench.models.registry import ARCHITECTURES
 from gnnbench.training.losses import get_loss
 
 ROWS = published_rows()

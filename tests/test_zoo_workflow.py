@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from gnnbench.config.suite import load_suite
 from gnnbench.data.catalog import describe_dataset
-from gnnbench.models import build_model, count_parameters
+from gnnbench.models.build import build_model, count_parameters
 from gnnbench.pipeline import generate_dataset
+from gnnbench.suite import load_suite
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

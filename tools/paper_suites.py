@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from gnnbench.models.registry import DWIVEDI2020  # the paper's key: names its released splits and TU loader
+from gnnbench.papers import DWIVEDI2020  # the paper's key: names its released splits and TU loader
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "gnnbench" / "config" / "presets"

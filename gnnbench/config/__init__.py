@@ -1,1 +1,2 @@
-"""Configuration: the benchmark's published configs (presets), run configs and the workflow suite."""
+"""Run configs: the keys a run config may hold and their checks, the published configs (presets) and parameter
+budgets. The suite that names them is :mod:`gnnbench.suite`."""

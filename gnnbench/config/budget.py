@@ -37,9 +37,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from gnnbench.config.presets import DEFAULT_PROTOCOL, all_presets, preset_protocol, run_config
+from gnnbench.config.presets import all_presets, preset_protocol, run_config
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
+from gnnbench.models.build import build_model, count_parameters, num_parameters
+from gnnbench.models.plugins import PluginError, default_width, describe_arguments, is_plugin_spec
+from gnnbench.models.registry import DEFAULT_VARIANT, resolve
+from gnnbench.papers import DEFAULT_PROTOCOL, PLUGIN
 
 TOLERANCE = 0.02
 MIN_WIDTH = 4  # below it the benchmark's MLPReadout (widths d/2, d/4) has empty layers
@@ -95,8 +99,6 @@ def _with_width(config: dict, width: int) -> dict:
 def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None = None) -> Fit:
     """Hidden width (and out_dim) of ``config`` whose parameter count is closest to ``budget``. A budget below the
     count at ``MIN_WIDTH`` or above the count at ``MAX_WIDTH`` is a one-line ConfigError naming that count."""
-    from gnnbench.models.registry import build_model, count_parameters
-
     if budget < 1:
         raise ConfigError(f"fit-budget: budget must be a positive number of parameters, got {budget}")
     if layers is not None:
@@ -216,8 +218,6 @@ def _bracket(count, low: int, high: int, budget: int) -> tuple[int, int]:
 
 def _refine_out_dim(config: dict, meta: DatasetMeta, budget: int, total: int) -> tuple[dict, int]:
     """Closest count over ``out_dim`` (width fixed), searched within a factor of two of the tied value."""
-    from gnnbench.models.registry import build_model, count_parameters
-
     tied = config["out_dim"]
 
     def count(out_dim: int) -> int:
@@ -240,10 +240,6 @@ def fit_width(config: dict, meta: DatasetMeta, budget: int, width: str | None = 
     up exceeds it. An argument that does not change the count, a value that is not an argument's name, or a budget
     below the count at ``MIN_WIDTH`` or not below the count at ``MAX_WIDTH`` is a one-line error. ``Fit.hidden_dim``
     is the fitted value."""
-    from gnnbench.models.plugins import PluginError, default_width, describe_arguments
-    from gnnbench.models.registry import DEFAULT_VARIANT, num_parameters, resolve
-    from gnnbench.papers import PLUGIN
-
     default_variant = default_variant or DEFAULT_VARIANT
     if budget < 1:
         raise ConfigError(f"fit-budget: budget must be a positive number of parameters, got {budget}")
@@ -291,8 +287,6 @@ def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: 
     model) with ``overrides``; a preset of another model is a ConfigError. A model of your own (a file, module or
     class path) without a preset is fitted by :func:`fit_width` on ``overrides`` (checked as ``--set`` values;
     ``width`` names its width argument), as a suite's ``budget`` fits it."""
-    from gnnbench.models.plugins import is_plugin_spec
-
     if is_plugin_spec(model) and preset is None:  # a model of your own: its width argument, at most the budget
         overrides = dict(overrides or {})
         if layers is not None:

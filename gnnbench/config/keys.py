@@ -4,12 +4,13 @@ Key ownership (who declares which key):
 
 * ``model`` (the family) and ``variant`` (which paper's layer; left out for the running protocol's own zoo):
   every run config (:data:`~gnnbench.papers.MODEL_KEYS`).
-* *Architecture keys*: declared per variant in :mod:`gnnbench.models.registry` (``ARCHITECTURE_KEYS``: the
-  benchmark's ``net_params``, Shchur's model keys, Errica's model keys).
-* *Training keys*: declared by each protocol object (``training_keys`` with types, ``training_defaults`` for models
-  of another paper's zoo, ``default_variant``): benchmarking-gnns the original JSON's ``params`` (plus gnnbench's
-  ``dense_schedule`` and ``loss``), pitfalls gnn-benchmark's ``train.conf.yaml`` keys and the per-model
-  ``learning_rate`` / ``weight_decay``, fair-comparison Errica's training keys.
+* *Architecture keys*: declared per zoo in :mod:`gnnbench.papers` (``ARCHITECTURE_KEYS``: the benchmark's
+  ``net_params``, Shchur's model keys, Errica's model keys).
+* *Training keys*: declared per paper's protocol in :mod:`gnnbench.papers` (``TRAINING_KEYS`` with types,
+  ``FOREIGN_TRAINING_DEFAULTS`` for models of another paper's zoo), which each protocol object hands on
+  (``training_keys``, ``training_defaults``, ``default_variant``): benchmarking-gnns the original JSON's ``params``
+  (plus gnnbench's ``dense_schedule`` and ``loss``), pitfalls gnn-benchmark's ``train.conf.yaml`` keys and the
+  per-model ``learning_rate`` / ``weight_decay``, fair-comparison Errica's training keys.
 
 * A model from outside the package (variant ``plugin``, :mod:`gnnbench.models.plugins`): its constructor's
   arguments (any value, but a number given to one of the common sizes :data:`PLUGIN_SIZES` — ``hidden_channels``,
@@ -33,20 +34,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.papers import ARCHITECTURE_KEYS, DWIVEDI2020, MODEL_KEYS, PLUGIN
+from gnnbench.models.plugins import ANY, unknown_key_hint
+from gnnbench.models.registry import is_plugin, resolve
+from gnnbench.papers import ARCHITECTURE_KEYS, DWIVEDI2020, DWIVEDI2020_PARAMS, MODEL_KEYS, PLUGIN, TRAINING_KEYS
 
 NET_KEYS: dict[str, type] = ARCHITECTURE_KEYS[DWIVEDI2020]
-# benchmarking-gnns' training keys every run needs (the original JSON's ``params`` group)
-TRAIN_KEYS: dict[str, type] = {
-    "seed": int, "epochs": int, "batch_size": int, "init_lr": float, "lr_reduce_factor": float,
-    "lr_schedule_patience": int, "min_lr": float, "weight_decay": float, "max_time": float,
-}
-OTHER_KEYS: dict[str, type] = {"dense_schedule": str, "loss": str}
+TRAIN_KEYS: dict[str, type] = DWIVEDI2020_PARAMS  # benchmarking-gnns' training keys every run needs
 # the keys of a benchmarking-gnns run config of the benchmark's own zoo (the default of :func:`coerce`)
-KEY_TYPES: dict[str, type] = {**MODEL_KEYS, **NET_KEYS, **TRAIN_KEYS, **OTHER_KEYS}
-
-
-ANY = object  # a plugin constructor's argument: any value (the model checks it)
+KEY_TYPES: dict[str, type] = {**MODEL_KEYS, **NET_KEYS, **TRAINING_KEYS[DWIVEDI2020]}
 
 
 class KeyTypes(dict):
@@ -62,27 +57,28 @@ def plugin_types(config: Mapping, training_keys: Mapping[str, type | tuple],
     """The keys of a run config naming a model from outside the package (:mod:`gnnbench.models.plugins`): model
     and variant, ``training_keys``, gnnbench's own keys of its kind (typed) and its constructor's arguments (any
     value; any key at all where the constructor takes ``**kwargs``)."""
-    from gnnbench.models import plugins
-    from gnnbench.models.registry import resolve
-
     v = resolve(config, default_variant) if default_variant else resolve(config)
     types = KeyTypes({**MODEL_KEYS, **training_keys, **v.architecture_keys})
-    types.hint, types.open = plugins.unknown_key_hint(v), v.sig.open
+    types.hint, types.open = unknown_key_hint(v), v.sig.open
     return types
 
 
 def protocol_types(protocol, config: Mapping | None = None) -> dict[str, type | tuple]:
-    """The keys a run config of ``protocol`` (an object with ``training_keys`` and ``default_variant``) may hold for
-    the model ``config`` names: model and variant, the protocol's training keys, the variant's architecture keys
-    (the protocol's own zoo where ``config`` names no variant; a plugin's: :func:`plugin_types`)."""
-    from gnnbench.models.registry import is_plugin
-
+    """The keys a run config of ``protocol`` may hold for the model ``config`` names: model and variant, the
+    protocol's training keys, the variant's architecture keys (the protocol's own zoo where ``config`` names no
+    variant; a plugin's: :func:`plugin_types`). ``protocol``: an object with ``training_keys`` and
+    ``default_variant`` (a protocol object), or the key of the paper whose protocol it is (its tables in
+    :mod:`gnnbench.papers`: what a training job below the protocol objects names)."""
+    if isinstance(protocol, str):
+        training_keys, default_variant = TRAINING_KEYS[protocol], protocol
+    else:
+        training_keys, default_variant = protocol.training_keys, protocol.default_variant
     if config and is_plugin(config):
-        return plugin_types(config, protocol.training_keys, protocol.default_variant)
-    variant = (config or {}).get("variant") or protocol.default_variant
+        return plugin_types(config, training_keys, default_variant)
+    variant = (config or {}).get("variant") or default_variant
     if variant not in ARCHITECTURE_KEYS:
         raise ConfigError(f"variant: unknown variant {variant!r}; choose one of {', '.join(ARCHITECTURE_KEYS)}")
-    return {**MODEL_KEYS, **protocol.training_keys, **ARCHITECTURE_KEYS[variant]}
+    return {**MODEL_KEYS, **training_keys, **ARCHITECTURE_KEYS[variant]}
 
 
 CHOICES = {"dense_schedule": ("minibatch", "original"),
@@ -236,10 +232,8 @@ def coerce_all(values: dict, where: str, types: Mapping[str, type | tuple] | Non
     values name (a benchmarking-gnns run of another paper's model)."""
     if types is None:
         variant = values.get("variant")
-        from gnnbench.models.registry import is_plugin
-
         if variant == PLUGIN or is_plugin(values):  # a benchmarking-gnns run of a model from outside the package
-            types = plugin_types(values, {**TRAIN_KEYS, **OTHER_KEYS}, DWIVEDI2020)
+            types = plugin_types(values, TRAINING_KEYS[DWIVEDI2020], DWIVEDI2020)
         else:
             types = {**KEY_TYPES, **ARCHITECTURE_KEYS[variant]} if variant in ARCHITECTURE_KEYS else KEY_TYPES
     return {k: coerce(k, v, f"{where}.{k}" if where else k, types) for k, v in values.items()}

@@ -18,11 +18,20 @@ import difflib
 import os
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from gnnbench.config.keys import coerce_all, protocol_types
 from gnnbench.config.yamlfile import load_yaml
 from gnnbench.errors import ConfigError
-from gnnbench.protocols import DEFAULT_PROTOCOL  # a preset without `protocol:` is of this protocol
+from gnnbench.models.plugins import located
+from gnnbench.models.registry import resolve
+from gnnbench.papers import (
+    DEFAULT_PROTOCOL,  # a preset without `protocol:` is of this protocol
+    FOREIGN_TRAINING_DEFAULTS,
+    SELECTS_MODELS,
+    TRAINING_KEYS,
+    protocol_paper,
+)
 
 PACKAGE_PRESETS = Path(__file__).resolve().parent / "presets"
 
@@ -73,6 +82,23 @@ def preset_protocol(entry: dict) -> str:
     return entry.get("protocol", DEFAULT_PROTOCOL)
 
 
+class _Protocol(NamedTuple):
+    """What a run config needs of a protocol, read from :mod:`gnnbench.papers` (the protocol objects of
+    :mod:`gnnbench.protocols` hand on the same): its name, its own zoo, its training keys, the training it gives a
+    model of another zoo, and whether it searches a preset's grid."""
+
+    name: str
+    default_variant: str
+    training_keys: dict
+    training_defaults: dict
+    selects_models: bool
+
+
+def _protocol(name: str, where: str = "protocol") -> _Protocol:
+    paper = protocol_paper(name, where)
+    return _Protocol(name, paper, TRAINING_KEYS[paper], FOREIGN_TRAINING_DEFAULTS[paper], paper in SELECTS_MODELS)
+
+
 def run_config(preset: str | None, overrides: dict | None = None, *, directory=None, where: str = "",
                protocol: str | None = None, preset_where: str | None = None) -> dict:
     """Flat, checked run config of protocol ``protocol`` (default: the preset's, else benchmarking-gnns): the
@@ -88,17 +114,14 @@ def run_config(preset: str | None, overrides: dict | None = None, *, directory=N
     (fair-comparison) under a protocol without model selection: every architecture dimension of its grid must be
     fixed by ``overrides``. ``where`` names the overrides in errors, ``preset_where`` (default: ``where``) the
     preset."""
-    from gnnbench.models.registry import resolve
-    from gnnbench.protocols import get_protocol
-
     preset_where = preset_where or where or "preset"
     overrides = dict(overrides or {})
     entry = get_preset(preset, directory, preset_where) if preset is not None else None
-    running = get_protocol(protocol or (preset_protocol(entry) if entry is not None else DEFAULT_PROTOCOL))
+    running = _protocol(protocol or (preset_protocol(entry) if entry is not None else DEFAULT_PROTOCOL))
     config: dict = {}
     foreign = False
     if entry is not None:
-        source = get_protocol(preset_protocol(entry), where=f"preset {preset}.protocol")
+        source = _protocol(preset_protocol(entry), where=f"preset {preset}.protocol")
         variant = entry.get("variant") or source.default_variant
         foreign = source.name != running.name
         model = {"model": entry["model"], **({"variant": variant} if variant != running.default_variant else {})}
@@ -108,7 +131,7 @@ def run_config(preset: str | None, overrides: dict | None = None, *, directory=N
             architecture = resolve(model, running.default_variant).architecture_keys
             values = {k: v for k, v in values.items() if k in architecture}
             open_dims = [k for k in (entry.get("grid") or {}) if k in architecture and k not in overrides]
-            if open_dims and not getattr(running, "selects_models", False):
+            if open_dims and not running.selects_models:
                 raise ConfigError(f"{preset_where}: preset {preset} is a grid of protocol {source.name}; protocol "
                                   f"{running.name} trains one configuration: fix {', '.join(open_dims)} with set")
             config.update(running.training_defaults)
@@ -122,8 +145,6 @@ def run_config(preset: str | None, overrides: dict | None = None, *, directory=N
     try:
         variant = resolve(merged, running.default_variant).variant
     except ConfigError as exc:
-        from gnnbench.models.plugins import located
-
         raise located(where or preset_where, exc) from None
     if variant != running.default_variant:
         if not foreign:

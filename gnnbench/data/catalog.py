@@ -29,6 +29,7 @@ generator's ``variant: dwivedi2020`` sets too.
 from __future__ import annotations
 
 from gnnbench.data.generators import get_generator
+from gnnbench.data.generators.released import BENCHMARK_NAMES
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.errors import ConfigError
 
@@ -106,8 +107,6 @@ def published_name(generator: str, default: str, params: dict | None = None) -> 
     """The benchmark's name for the dataset a generator makes (e.g. sbm_pattern → SBM_PATTERN); generator
     ``released`` makes the dataset its ``params["name"]`` names."""
     if generator == "released" and params:
-        from gnnbench.data.generators.released import BENCHMARK_NAMES
-
         return BENCHMARK_NAMES.get(params.get("name"), default)
     # generators of datasets the catalog describes as published data
     also = {"superpixels_mnist": "MNIST", "superpixels_digits": "MNIST", "superpixels_cifar10": "CIFAR10",

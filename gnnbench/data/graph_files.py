@@ -72,8 +72,17 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.data.meta import SPLIT_CODES, DatasetMeta, FeatureSpec, graph_split_sizes
-from gnnbench.data.store import GraphColumns, node_count_problem, write_graph_store
+from gnnbench.data.archive import check_zip
+from gnnbench.data.meta import DatasetMeta, FeatureSpec, graph_split_sizes
+from gnnbench.data.store import (
+    METADATA_KEY,
+    SPLIT_CODES,
+    GraphColumns,
+    _read_sparse,
+    graph_column_name,
+    node_count_problem,
+    write_graph_store,
+)
 from gnnbench.errors import DataError
 
 TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification")
@@ -487,8 +496,6 @@ def load_pt(path: Path, src: _Source) -> list:
     import torch
     import torch.serialization as serialization
 
-    from gnnbench.data.archive import check_zip
-
     allowed = _pt_allowed()
     try:
         check_zip(path, src.what)  # torch's reader allocates what a record declares
@@ -561,8 +568,6 @@ def read_parquet(path: Path, src: _Source) -> tuple[GraphColumns, list[str]]:
 
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from gnnbench.data.store import METADATA_KEY, _read_sparse, graph_column_name
 
     try:
         table = pq.read_table(path)

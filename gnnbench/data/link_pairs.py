@@ -5,13 +5,13 @@ sets of node pairs: the training positives, and the validation and test positive
 of the dataset, written with it and checksummed like it:
 
 * in memory a :class:`LinkPairs` (one row per pair: ``src``, ``dst``, ``part`` — 0 train, 1 val, 2 test, the codes of
-  :data:`gnnbench.data.meta.SPLIT_CODES` — and ``label`` — 1 positive, 0 negative); a generator returns it with the
+  :data:`gnnbench.data.store.SPLIT_CODES` — and ``label`` — 1 positive, 0 negative); a generator returns it with the
   graph as :class:`LinkColumns`;
 * on disk ``pairs.parquet``, columns ``src``, ``dst`` (int32), ``part``, ``label`` (int8), rows in the source's order
   (train positives, val positives, val negatives, test positives, test negatives). :func:`gnnbench.data.meta.
   write_dataset` writes it before ``graphs.parquet`` and ``meta.json`` (each atomically; ``meta.json`` last, so a
-  folder with a ``meta.json`` has both files) and records its SHA-256 in ``meta.extra_files``; :func:`read_pairs`
-  checks it against that record.
+  folder with a ``meta.json`` has both files) and records its SHA-256 in ``meta.extra_files``;
+  :func:`gnnbench.data.meta.read_pairs` checks it against that record.
 
 The split file of such a dataset (scheme ``given``, level ``pair``) lists the rows of each part
 (:mod:`gnnbench.splits`); the training loop is :mod:`gnnbench.training.link_prediction`.
@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gnnbench.data.meta import SPLIT_CODES, DatasetMeta
-from gnnbench.data.store import GraphColumns, read_parquet
-from gnnbench.errors import DataError
+from gnnbench.data.store import SPLIT_CODES, GraphColumns
 from gnnbench.io import atomic_path, sha256_file
 
 PAIRS_FILE = "pairs.parquet"
@@ -92,31 +89,6 @@ def write_pairs(path: str | os.PathLike, pairs: LinkPairs, num_nodes: int) -> st
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd", use_dictionary=False, write_page_checksum=True)
     return sha256_file(path)
-
-
-def read_pairs(dataset_dir: str | os.PathLike, meta: DatasetMeta) -> LinkPairs:
-    """The evaluation pairs of a link-prediction dataset, checked against the SHA-256 in its ``meta.json``."""
-    dataset_dir = Path(dataset_dir)
-    path = dataset_dir / PAIRS_FILE
-    expected = meta.extra_files.get(PAIRS_FILE)
-    if expected is None:
-        raise DataError(f"dataset metadata {dataset_dir / 'meta.json'} records no {PAIRS_FILE}; {meta.name} is not "
-                        f"a link-prediction dataset written by gnnbench — delete {dataset_dir} and rerun snakemake")
-    table = read_parquet(path, "link-prediction pair file")
-    if sha256_file(path) != expected:
-        raise DataError(f"{path} does not match the checksum in its meta.json; delete {dataset_dir} and rerun "
-                        "snakemake to regenerate the dataset")
-    try:
-        columns = {name: table.column(name).to_numpy() for name in ("src", "dst", "part", "label")}
-    except KeyError as exc:
-        raise DataError(f"{path} lacks column {exc}; delete {dataset_dir} and rerun snakemake") from None
-    pairs = LinkPairs(src=columns["src"].astype(np.int64), dst=columns["dst"].astype(np.int64),
-                      part=columns["part"].astype(np.int8), label=columns["label"].astype(np.int8))
-    try:
-        pairs.validate(int(meta.statistics.get("all", {}).get("nodes", 0)))
-    except ValueError as exc:
-        raise DataError(f"{path} is inconsistent ({exc}); delete {dataset_dir} and rerun snakemake") from None
-    return pairs
 
 
 def link_statistics(columns: GraphColumns, pairs: LinkPairs) -> dict:

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.store import GraphColumns, read_graph_columns, write_graph_store
+from gnnbench.data.link_pairs import PAIRS_FILE, LinkPairs, link_statistics, write_pairs
+from gnnbench.data.store import SPLIT_CODES, GraphColumns, read_graph_columns, read_parquet, write_graph_store
 from gnnbench.errors import DataError
 from gnnbench.io import read_json, sha256_file, write_json
 
@@ -53,7 +54,6 @@ PE_SOLVERS = ("dense", "sparse")
 # see DatasetMeta.net_conventions
 NET_CONVENTIONS = ("embed_continuous_input", "edge_type_table", "edge_ones_node_width")
 SUMMARISED_GRAPH_COLUMNS = ("tour_length",)  # per-graph quantities whose distribution meta.json reports (TSP)
-SPLIT_CODES = {"train": 0, "val": 1, "test": 2}  # values of the node column "split" (-1: in no part)
 
 
 @dataclass(frozen=True)
@@ -197,8 +197,6 @@ def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: Datas
     graphs = out_dir / GRAPHS_FILE
     pairs = getattr(columns, "pairs", None)
     if pairs is not None:
-        from gnnbench.data.link_pairs import PAIRS_FILE, link_statistics, write_pairs
-
         meta.extra_files[PAIRS_FILE] = write_pairs(out_dir / PAIRS_FILE, pairs, int(columns.num_nodes.sum()))
         meta.split_sizes = {part: int(np.count_nonzero(pairs.part == code)) for part, code in SPLIT_CODES.items()}
     write_graph_store(graphs, columns)
@@ -211,6 +209,31 @@ def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: Datas
     meta.checksum = sha256_file(graphs)
     write_json(out_dir / META_FILE, meta.to_json())
     return meta
+
+
+def read_pairs(dataset_dir: str | os.PathLike, meta: DatasetMeta) -> LinkPairs:
+    """The evaluation pairs of a link-prediction dataset, checked against the SHA-256 in its ``meta.json``."""
+    dataset_dir = Path(dataset_dir)
+    path = dataset_dir / PAIRS_FILE
+    expected = meta.extra_files.get(PAIRS_FILE)
+    if expected is None:
+        raise DataError(f"dataset metadata {dataset_dir / 'meta.json'} records no {PAIRS_FILE}; {meta.name} is not "
+                        f"a link-prediction dataset written by gnnbench — delete {dataset_dir} and rerun snakemake")
+    table = read_parquet(path, "link-prediction pair file")
+    if sha256_file(path) != expected:
+        raise DataError(f"{path} does not match the checksum in its meta.json; delete {dataset_dir} and rerun "
+                        "snakemake to regenerate the dataset")
+    try:
+        columns = {name: table.column(name).to_numpy() for name in ("src", "dst", "part", "label")}
+    except KeyError as exc:
+        raise DataError(f"{path} lacks column {exc}; delete {dataset_dir} and rerun snakemake") from None
+    pairs = LinkPairs(src=columns["src"].astype(np.int64), dst=columns["dst"].astype(np.int64),
+                      part=columns["part"].astype(np.int8), label=columns["label"].astype(np.int8))
+    try:
+        pairs.validate(int(meta.statistics.get("all", {}).get("nodes", 0)))
+    except ValueError as exc:
+        raise DataError(f"{path} is inconsistent ({exc}); delete {dataset_dir} and rerun snakemake") from None
+    return pairs
 
 
 def _summary(values: np.ndarray) -> dict[str, float]:

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gnnbench.data.download import RawFile
+from gnnbench.data.download import RawFile, fetch
 from gnnbench.data.safe_pickle import UNREADABLE, restricted_loads
-from gnnbench.errors import DataError
+from gnnbench.errors import ConfigError, DataError
 
 MNIST_MIRRORS = ("http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/")
 _MNIST_MD5 = {
@@ -172,9 +172,6 @@ def fetch_into(raw_dir: str | os.PathLike, relative_path: str, mirror: str | Non
 
     For a Snakemake download rule: the output is ``raw_dir/relative_path``. ``mirror`` "" or None = canonical URLs.
     """
-    from gnnbench.data.download import fetch
-    from gnnbench.errors import ConfigError
-
     if relative_path not in RAW_FILES:
         raise ConfigError(f"raw file {relative_path!r} is not registered; known: {', '.join(sorted(RAW_FILES))}")
     return fetch(RAW_FILES[relative_path], raw_dir, mirror=mirror or None, **kwargs)

@@ -35,12 +35,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gnnbench.data.archive import CAP, FLOOR, RATIO, allowance
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
 
 if TYPE_CHECKING:  # annotations only: the torch twin imports torch when it is built
     import torch
 
+SPLIT_CODES = {"train": 0, "val": 1, "test": 2}  # values of the node column "split" (-1: in no part)
 FORMAT_VERSION = 1
 METADATA_KEY = b"gnnbench"
 MAX_GRAPH_NODES = int(np.iinfo(np.int32).max)  # src/dst hold int32 local node ids: no graph can have more nodes
@@ -239,8 +241,6 @@ def node_count_problem(num_nodes: np.ndarray, carried: bool, file_size: int | No
       (:func:`gnnbench.data.archive.allowance`: max(64 MiB, 250 × ``file_size``), at most 8 GiB; without a file, 8
       GiB): a file of 1.4 KB may stand for 16,777,216 such nodes, not 10**9.
     """
-    from gnnbench.data.archive import CAP, FLOOR, RATIO, allowance
-
     too_big = np.flatnonzero(num_nodes > MAX_GRAPH_NODES)
     if too_big.size:
         i = int(too_big[0])

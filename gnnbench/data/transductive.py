@@ -38,8 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from gnnbench.data.meta import SPLIT_CODES, DatasetMeta, FeatureSpec
-from gnnbench.data.store import GraphColumns, SparseRows
+from gnnbench.data.meta import DatasetMeta, FeatureSpec
+from gnnbench.data.store import SPLIT_CODES, GraphColumns, SparseRows
 
 
 @dataclass

@@ -29,7 +29,8 @@ optimality; LKH does not but agreed with the exact optimum in every test.
 Held–Karp (:func:`held_karp`): the exact O(2ⁿ·n²) dynamic programme, NumPy-vectorised per subset, used by the
 tests to check LKH on small instances (n ≤ 12 or so).
 
-This module imports only NumPy (and elkai when solving) so that it runs as a worker script.
+This module imports NumPy, elkai when solving, and two light modules of gnnbench (its errors and the TSPLIB
+format), so that it runs as a worker script.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from gnnbench.data.tsplib import MAX_DISTANCE, TsplibInstance, euc2d_distances, write_tsplib
+from gnnbench.errors import ConfigError, DataError, GnnbenchError
 
 SCALE = 10**6  # distances are round(distance × SCALE) for the solvers
 LEAK_BUDGET = 256 * 2**20  # bytes of matrix text one process may leak (elkai leaks ~ its input per call)
@@ -134,8 +138,6 @@ def solve_tours(point_sets: Sequence[np.ndarray], runs: int = 1, workers: int = 
 
 def concorde_executable() -> str:
     """Path of ``concorde`` on PATH, or a clear error."""
-    from gnnbench.errors import ConfigError
-
     path = shutil.which("concorde")
     if path is None:
         raise ConfigError("TSP solver 'concorde' is selected but no `concorde` executable is on PATH; install "
@@ -145,9 +147,6 @@ def concorde_executable() -> str:
 
 def concorde_tour(points: np.ndarray, executable: str = "concorde") -> np.ndarray:
     """Optimal tour of ``points`` (n, 2) by the Concorde executable on the ×:data:`SCALE` ``EUC_2D`` instance."""
-    from gnnbench.data.tsplib import write_tsplib
-    from gnnbench.errors import GnnbenchError
-
     n = len(points)
     if n <= 3:
         return np.arange(n, dtype=np.int64)
@@ -164,6 +163,20 @@ def concorde_tour(points: np.ndarray, executable: str = "concorde") -> np.ndarra
     if numbers.size == 0 or numbers[0] != n or not np.array_equal(np.sort(tour), np.arange(n)):
         raise GnnbenchError(f"concorde wrote a solution that is not a tour of 0..{n - 1}; check the executable")
     return tour
+
+
+def solve_instance(instance: TsplibInstance, runs: int = 1) -> tuple[np.ndarray, int]:
+    """LKH-3 tour (0-based permutation) and its length under TSPLIB ``EUC_2D`` distances
+    (:mod:`gnnbench.data.tsplib`), in one call in this process (elkai's leak of about the matrix text per call does not
+    matter for a single instance)."""
+    if runs < 1:
+        raise ConfigError(f"--runs {runs}: must be at least 1")
+    dist = euc2d_distances(instance.coords)
+    if dist.size and int(dist.max()) > MAX_DISTANCE:
+        raise DataError(f"instance {instance.name!r}: largest distance {int(dist.max())} exceeds {MAX_DISTANCE}, "
+                        "which LKH's integer costs cannot hold; rescale the coordinates")
+    tour = lkh_tour(dist, runs)
+    return tour, tour_length(dist, tour)
 
 
 def _solve_in_worker(point_sets: list[np.ndarray], runs: int) -> list[np.ndarray]:

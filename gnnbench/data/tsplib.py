@@ -1,4 +1,4 @@
-"""TSPLIB files: read and write symmetric ``EUC_2D`` instances, and solve them with LKH-3.
+"""TSPLIB files: read and write symmetric ``EUC_2D`` instances.
 
 Format (Reinelt, "TSPLIB 95"). A specification part of ``KEYWORD : VALUE`` lines (``NAME``, ``TYPE``,
 ``COMMENT``, ``DIMENSION``, ``EDGE_WEIGHT_TYPE``, ...), then ``NODE_COORD_SECTION`` with one ``id x y`` line per
@@ -11,8 +11,7 @@ it is (no :data:`tsp_solver.SCALE` scaling). LKH multiplies costs by its ``PRECI
 in a C ``int``, so a distance must stay below :data:`MAX_DISTANCE`; a larger instance is refused rather than
 solved wrongly.
 
-Solving reuses :func:`gnnbench.data.tsp_solver.lkh_tour` (one call, in this process: elkai's leak of about the
-matrix text per call does not matter for a single instance).
+:func:`gnnbench.data.tsp_solver.solve_instance` solves an instance with LKH-3.
 """
 
 from __future__ import annotations
@@ -182,17 +181,3 @@ def write_tsplib(path: str | os.PathLike, coords: np.ndarray, name: str, comment
     header += [f"DIMENSION : {len(p)}", f"EDGE_WEIGHT_TYPE : {SUPPORTED_EDGE_WEIGHT_TYPE}", "NODE_COORD_SECTION"]
     body = [f"{i} {float(x)!r} {float(y)!r}" for i, (x, y) in enumerate(p.tolist(), 1)]
     Path(path).write_text("\n".join(header + body + ["EOF"]) + "\n", encoding="utf-8")
-
-
-def solve_instance(instance: TsplibInstance, runs: int = 1) -> tuple[np.ndarray, int]:
-    """LKH-3 tour (0-based permutation) and its length under TSPLIB ``EUC_2D`` distances."""
-    from gnnbench.data.tsp_solver import lkh_tour, tour_length
-
-    if runs < 1:
-        raise ConfigError(f"--runs {runs}: must be at least 1")
-    dist = euc2d_distances(instance.coords)
-    if dist.size and int(dist.max()) > MAX_DISTANCE:
-        raise DataError(f"instance {instance.name!r}: largest distance {int(dist.max())} exceeds {MAX_DISTANCE}, "
-                        "which LKH's integer costs cannot hold; rescale the coordinates")
-    tour = lkh_tour(dist, runs)
-    return tour, tour_length(dist, tour)

@@ -39,9 +39,4 @@ class GraphNet(nn.Module):
         return self.head(self.encode(batch), batch)
 
 
-def count_parameters(model: nn.Module) -> int:
-    """Trainable parameters, counted like the benchmark's ``view_model_param`` (buffers excluded)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-__all__ = ["GraphNet", "count_parameters"]
+__all__ = ["GraphNet"]

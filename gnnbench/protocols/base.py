@@ -13,7 +13,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from gnnbench.errors import ConfigError
+from gnnbench.errors import ConfigError, GnnbenchError
+from gnnbench.models.plugins import located
+from gnnbench.records import read_runs
+from gnnbench.reporting.significance import unit_scores
 
 
 @dataclass
@@ -81,6 +84,19 @@ def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
         if "model" in model:
             own["model"] = model["model"]
         yield label, model, own, model_where
+
+
+def check_buildable(config: dict, meta, where: str, default_variant: str, positional_encodings: bool = True) -> None:
+    """Refuse, in one line located at ``where`` (a suite position, or ``--preset`` on the command line), a model that
+    cannot run on the dataset (``meta``), then build it once on stand-in data of the dataset's sizes
+    (:func:`gnnbench.models.build.check_buildable`): unknown models and keys fail while the suite loads, before any
+    job runs. ``default_variant``: the protocol's own zoo; ``positional_encodings``: whether it computes them."""
+    from gnnbench.models import build  # building needs torch: the one step of planning that loads it
+
+    try:
+        build.check_buildable(config, meta, default_variant=default_variant, positional_encodings=positional_encodings)
+    except GnnbenchError as exc:
+        raise located(where, exc) from None
 
 
 class Protocol(ABC):
@@ -169,12 +185,8 @@ class Protocol(ABC):
         (:func:`gnnbench.reporting.significance.paired_tests`), from a benchmark's run-record files: the protocol's
         units and stage (:attr:`significance_unit_columns`, :attr:`significance_stage`) over
         :func:`gnnbench.records.read_runs`. The workflow's report job does the same on the records it has read
-        (:func:`gnnbench.reporting.jobs.dataset_job`)."""
-        from gnnbench.records import read_runs
-        from gnnbench.reporting.significance import unit_scores
-
+        (:func:`gnnbench.report_jobs.dataset_job`)."""
         return unit_scores(read_runs(inputs), self.significance_unit_columns, self.significance_stage)
-
     def table_caption(self, table: str, dataset: str | None) -> str:
         """The report's caption of a table of this protocol (``dataset``: the benchmark it belongs to; None for a
         suite-wide table)."""

@@ -35,7 +35,10 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.records import extras, read_runs
+from gnnbench.reporting import published as pub
 from gnnbench.reporting.formatting import P1_DECIMALS, mean_std, number
+from gnnbench.reporting.published import markdown_cells, markdown_note
 from gnnbench.reporting.status import diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is_better", "split_scheme",
@@ -45,8 +48,6 @@ RUN_COLUMNS = ("dataset", "label", "model", "seed", "fold", "metric", "higher_is
 
 def load_runs(record_files: list[str | os.PathLike], configs: bool = False) -> pd.DataFrame:
     """:func:`runs_table` of the given run-record files (:func:`gnnbench.records.read_runs`), in their order."""
-    from gnnbench.records import read_runs
-
     return runs_table(read_runs(record_files), configs)
 
 
@@ -57,7 +58,6 @@ def runs_table(records: pd.DataFrame, configs: bool = False) -> pd.DataFrame:
     ``config``, a mapping)."""
     import json
 
-    from gnnbench.records import extras
 
     records = records[records["stage"] == "run"].reset_index(drop=True)
     extra = extras(records)
@@ -113,13 +113,10 @@ def aggregate(runs: pd.DataFrame, extrema: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str, str | None] | None = None,
-               preset_configs: dict[str, dict] | None = None) -> pd.DataFrame:
+def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str, str | None] | None = None
+               ) -> pd.DataFrame:
     """``table`` with the comparison columns of :mod:`gnnbench.reporting.published` (``runs`` from
-    :func:`load_runs` with ``configs=True``; ``presets``: label → the suite's preset; ``preset_configs``: preset →
-    its run config, where the caller resolved them)."""
-    from gnnbench.reporting import published as pub
-
+    :func:`load_runs` with ``configs=True``; ``presets``: label → the suite's preset)."""
     out = []
     for _, row in table.iterrows():
         group = runs[runs["label"] == row["model"]]
@@ -127,7 +124,7 @@ def with_paper(table: pd.DataFrame, runs: pd.DataFrame, meta, presets: dict[str,
         preset = (presets or {}).get(row["model"])
         paper = pub.match_benchmarking_gnns(meta, row["architecture"], config, int(row["params"]), preset)
         setting = "" if paper is None else pub.benchmarking_gnns_setting(
-            meta, config, preset, int(row["runs"]), paper, int(row["params"]), (preset_configs or {}).get(preset))
+            meta, config, preset, int(row["runs"]), paper, int(row["params"]))
         scored = int(row["runs"]) - int(row.get("diverged", 0))  # the mean is over the completed runs
         out.append(pub.compare(row["test_metric_mean"], row["test_metric_std"], scored, paper, higher, setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)
@@ -145,8 +142,6 @@ def to_markdown(table: pd.DataFrame) -> str:
     headers[4:4] = [f"Test {t[len('test_'):]}" for t in tasks]
     paper = "paper_mean" in table
     if paper:
-        from gnnbench.reporting.published import markdown_cells, markdown_note
-
         headers[4:4] = ["Paper", "vs paper"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for _, r in table.iterrows():

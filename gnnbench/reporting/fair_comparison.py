@@ -32,11 +32,14 @@ the other two papers' numbers.
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 import pandas as pd
 
+from gnnbench.errors import DataError
+from gnnbench.records import extras
 from gnnbench.reporting import published as pub
 from gnnbench.reporting.formatting import P3_DECIMALS, bold_best, mean_std, number
 from gnnbench.reporting.pitfalls import _markdown, write_table
@@ -55,11 +58,6 @@ def folds_from_records(records: pd.DataFrame) -> list[dict]:
     ones there, the configuration's depth (the final record's ``extra`` ``layers``: none in records written before
     it was kept), and the final runs' scores (a diverged run has none; the fold's test and train accuracy are the mean
     over the others). A fold whose final configuration is not among its model-selection records is a DataError."""
-    import json
-
-    from gnnbench.errors import DataError
-    from gnnbench.records import extras
-
     finals = records[records["stage"] == "final"]
     inner = records[records["stage"] == "inner"]
     if finals.empty:

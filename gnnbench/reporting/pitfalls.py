@@ -61,7 +61,9 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.reporting import published as pub
 from gnnbench.reporting.formatting import P2_DECIMALS, bold_best, mean_std
+from gnnbench.reporting.published import markdown_cells, markdown_note
 from gnnbench.reporting.status import completed, diverged, diverged_cell
 
 RUN_COLUMNS = ("dataset", "model", "split", "init", "test_accuracy", "val_accuracy", "train_accuracy",
@@ -194,8 +196,6 @@ def dataset_markdown(table: pd.DataFrame) -> str:
     for (_, r), test in zip(table.iterrows(), tests, strict=True):
         row = [str(r.model), str(r.runs), f"{r.splits} × {r.inits}", test]
         if paper:
-            from gnnbench.reporting.published import markdown_cells
-
             row += list(markdown_cells(r, 1))
         if pd.isna(r.test_mean):  # every run diverged: nothing to describe
             rows.append(row + ["–"] * 7)
@@ -209,29 +209,23 @@ def dataset_markdown(table: pd.DataFrame) -> str:
                "s / run"]
     text = _markdown(headers, rows)
     if paper and table["paper_mean"].notna().any():
-        from gnnbench.reporting.published import markdown_note
-
         text += "\n" + markdown_note(table)
     return text
 
 
 def with_paper(table: pd.DataFrame, meta, split: dict, configs: dict[str, dict],
-               presets: dict[str, str | None] | None = None, training_defaults: dict | None = None,
-               preset_configs: dict[str, dict] | None = None) -> pd.DataFrame:
+               presets: dict[str, str | None] | None = None, training_defaults: dict | None = None) -> pd.DataFrame:
     """``dataset_table`` with the comparison columns of :mod:`gnnbench.reporting.published`: the paper's Table 1
     (or 2b) number of the model's family on this dataset. ``split``: the dataset's split config (the suite's);
     ``configs``: label → run config (the records'); ``presets``: label → the suite's preset;
-    ``training_defaults``: the protocol's training procedure (:func:`gnnbench.reporting.published.pitfalls_setting`);
-    ``preset_configs``: preset → its run config, where the caller resolved them."""
-    from gnnbench.reporting import published as pub
-
+    ``training_defaults``: the protocol's training procedure (:func:`gnnbench.reporting.published.pitfalls_setting`)."""
     out = []
     for _, row in table.iterrows():
         config = configs[row["model"]]
         paper = pub.match_pitfalls(meta, split.get("scheme", ""), config)
         preset = (presets or {}).get(row["model"])
         setting = "" if paper is None else pub.pitfalls_setting(meta, split, config, preset, int(row["runs"]), paper,
-                                                                training_defaults, (preset_configs or {}).get(preset))
+                                                                training_defaults)
         scored = int(row["runs"]) - int(row.get("diverged", 0))  # the mean is over the completed runs
         out.append(pub.compare(row["test_mean"], row["test_std"], scored, paper, True, setting))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)

@@ -32,6 +32,7 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.records import read_histories, read_runs
 
 PLOT_DPI = 150
 CURVE_QUANTITIES = ("train_loss", "val_loss", "train_metric", "val_metric")
@@ -107,8 +108,6 @@ def curve_histories(records: pd.DataFrame, histories: pd.DataFrame) -> pd.DataFr
 def load_histories(record_files: Iterable[str | os.PathLike], history_files: Iterable[str | os.PathLike]
                    ) -> pd.DataFrame:
     """:func:`curve_histories` of the given run-record and history-record files (runs in the records' order)."""
-    from gnnbench.records import read_histories, read_runs
-
     return curve_histories(read_runs(list(record_files)), read_histories(list(history_files)))
 
 

@@ -68,6 +68,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from gnnbench.config.presets import all_presets, run_config
+from gnnbench.data.generators import get_generator, resolve_params
+
 PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 COLUMNS = ("paper_mean", "paper_std", "paper_n", "paper_row", "diff_vs_paper", "z_vs_paper", "verdict", "setting")
 Z_CONSISTENT = 2.0
@@ -194,8 +197,6 @@ def data_differences(meta, allowed: dict | None = None) -> list[str]:
     """What of the dataset differs from the paper's data: its generator parameters (``meta.source.params``) against
     the generator's defaults. Size parameters are summarised as "N of M graphs" (M from the generator's description
     of its defaults); ``allowed`` maps a parameter to values that are the paper's too (CYCLES' training sizes)."""
-    from gnnbench.data.generators import get_generator, resolve_params
-
     source = meta.source or {}
     generator = get_generator(source["generator"])
     params = source.get("params", {})
@@ -305,7 +306,6 @@ def preset_total(preset: str | None, config: dict, key: str) -> int | None:
     dataset."""
     if preset is None:
         return None
-    from gnnbench.config.presets import all_presets
 
     entry = all_presets().get(preset)
     if entry is None or P1_PRESET_DATASETS.get(entry.get("dataset"), entry.get("dataset")) != key:
@@ -322,13 +322,9 @@ def _runs(entry: dict) -> list[dict]:
     return runs if isinstance(runs, list) else []
 
 
-def preset_reference(preset: str, config: dict, preset_config: dict | None = None) -> dict:
-    """The preset's run config (``preset_config`` where the caller resolved it: the workflow does, so that its report
-    jobs need not load the model registry; else :func:`gnnbench.config.presets.run_config`) with the ``set`` of the
-    ``runs`` variant the run config satisfies (most specific)."""
-    from gnnbench.config.presets import all_presets, run_config
-
-    reference = run_config(preset) if preset_config is None else preset_config
+def preset_reference(preset: str, config: dict) -> dict:
+    """The preset's run config with the ``set`` of the ``runs`` variant the run config satisfies (most specific)."""
+    reference = run_config(preset)
     variants = sorted((v.get("set") or {} for v in _runs(all_presets()[preset])
                        if all(_equal(config.get(k), val) for k, val in (v.get("set") or {}).items())),
                       key=len, reverse=True)
@@ -365,11 +361,10 @@ def match_benchmarking_gnns(meta, architecture: str, config: dict, num_params: i
 
 
 def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int, paper: Paper,
-                              num_params: int | None = None, preset_config: dict | None = None) -> str:
-    """The setting cell of a benchmarking-gnns row: the data's generator parameters against the paper's (every
-    training size of the CYCLES table counts as the paper's), the run config against the preset's (its run config:
-    ``preset_config``, :func:`preset_reference`), a parameter count other than the printed one, and fewer runs than
-    the paper's."""
+                              num_params: int | None = None) -> str:
+    """The setting cell of a benchmarking-gnns row: the data's generator parameters against the paper's (every training
+    size of the CYCLES table counts as the paper's), the run config against the preset's
+    (:func:`preset_reference`), a parameter count other than the printed one, and fewer runs than the paper's."""
     key = benchmarking_gnns_key(meta)
     allowed = {}
     if key == "CYCLES":  # every training size of Table 11 is the paper's
@@ -380,7 +375,7 @@ def benchmarking_gnns_setting(meta, config: dict, preset: str | None, runs: int,
         if "model" in config:  # a trained model (a baseline such as TSP's k-NN heuristic has no training settings)
             differences.append("no preset to check the training settings against")
     else:
-        differences += config_differences(config, preset_reference(preset, config, preset_config))
+        differences += config_differences(config, preset_reference(preset, config))
     if num_params is not None and paper.params is not None and num_params != paper.params:
         differences.append(f"{num_params:,} parameters (paper {paper.params:,})")
     return setting_text(differences + runs_difference(runs, paper.n))
@@ -446,13 +441,9 @@ def match_pitfalls(meta, split_scheme: str, config: dict) -> Paper | None:
 
 
 def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: int, paper: Paper,
-                     training_defaults: dict | None = None, preset_config: dict | None = None) -> str:
+                     training_defaults: dict | None = None) -> str:
     """The setting cell of a pitfalls row; ``training_defaults``: the protocol's training procedure, which the
-    preset's config is checked with (the protocol passes it: reporting does not import the protocols);
-    ``preset_config``: the preset's run config where the caller resolved it (else
-    :func:`gnnbench.config.presets.run_config`, which loads the model registry)."""
-    from gnnbench.config.presets import run_config
-
+    preset's config is checked with (the protocol passes it: reporting does not import the protocols)."""
     params = (meta.source or {}).get("params", {})
     differences = []
     drop = P2_DROP_CLASSES.get(params.get("name"), 0)
@@ -463,8 +454,7 @@ def pitfalls_setting(meta, split: dict, config: dict, preset: str | None, runs: 
     if preset is None:
         differences.append("no preset to check the training settings against")
     else:
-        reference = run_config(preset) if preset_config is None else preset_config
-        differences += config_differences(config, {**(training_defaults or {}), **reference})
+        differences += config_differences(config, {**(training_defaults or {}), **run_config(preset)})
     return setting_text(differences + runs_difference(runs, paper.n))
 
 
@@ -527,8 +517,6 @@ def fair_comparison_setting(chosen_configs: list[dict], preset: str | None, fold
     if preset is None:
         differences.append("no preset to check the training settings against")
     else:
-        from gnnbench.config.presets import all_presets
-
         fixed = {k: v for k, v in (all_presets()[preset].get("params") or {}).items() if k in P3_TRAINING_KEYS}
         seen = []
         for config in chosen_configs:

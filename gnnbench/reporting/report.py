@@ -45,7 +45,7 @@ def _plain(value):
 
 def suite_description(suite, config: dict) -> dict:
     """The suite's parameters as plain data (see the module docstring). ``suite`` is the resolved
-    :class:`gnnbench.config.suite.Suite`, ``config`` the config it was resolved from (for the overrides as
+    :class:`gnnbench.suite.Suite`, ``config`` the config it was resolved from (for the overrides as
     written)."""
     datasets = {name: {"generator": spec.generator, "seed": spec.seed, "params": spec.params, "split": spec.split}
                 for name, spec in suite.datasets.items()}

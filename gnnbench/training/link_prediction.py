@@ -63,13 +63,13 @@ import torch
 
 from gnnbench.config.keys import TRAIN_KEYS, coerce_all
 from gnnbench.data.batching import GraphBatch, GraphLoader, model_dtypes
-from gnnbench.data.link_pairs import PAIRS_FILE, LinkPairs, read_pairs
-from gnnbench.data.meta import read_dataset
+from gnnbench.data.link_pairs import PAIRS_FILE, LinkPairs
+from gnnbench.data.meta import read_dataset, read_pairs
 from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.features.laplacian_pe import random_sign_flip
 from gnnbench.io import sha256_file, sha256_json
-from gnnbench.models import count_parameters
+from gnnbench.models.build import count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE
 from gnnbench.training.engine import RunState, payload, stoppable

@@ -32,6 +32,7 @@ import torch
 
 from gnnbench.data.batching import GraphBatch
 from gnnbench.errors import ConfigError
+from gnnbench.training.losses import multitask_parts
 
 
 def sbm_weighted_accuracy(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -146,8 +147,6 @@ class Log10MSE(Metric):
 
     def update(self, scores, batch: GraphBatch) -> None:
         """Add one batch's six loss values (:func:`~gnnbench.training.losses.multitask_parts`)."""
-        from gnnbench.training.losses import multitask_parts
-
         self._parts = self._parts + multitask_parts(scores, batch, self.batch_size).detach().double().cpu()
         self._count += 1
 

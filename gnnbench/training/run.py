@@ -71,7 +71,7 @@ from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.features.pe_file import read_pe
 from gnnbench.io import atomic_path, sha256_file, sha256_json, write_json
-from gnnbench.models import ModelData, build_model, count_parameters
+from gnnbench.models.build import ModelData, build_model, count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE
 from gnnbench.training.engine import (

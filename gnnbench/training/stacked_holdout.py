@@ -26,7 +26,7 @@ from gnnbench.data.batching import GraphLoader
 from gnnbench.training import wide
 from gnnbench.training.engine import Rule, Run, Step, fit, make_optimizer
 from gnnbench.training.functional_stack import _reason
-from gnnbench.training.holdout import Schedule, stopping_rules
+from gnnbench.training.holdout import Schedule, holdout_results, stopping_rules
 
 WIDE_KIND = "member_stack"  # marks the state of a stack
 # what the members of a wide stack share: one batch order (batch_size), one optimiser kind, one clipping threshold
@@ -232,8 +232,6 @@ class HoldoutStack(Step):
     def results(self, run: Run) -> list[dict]:
         """Each member's result as :func:`~gnnbench.training.holdout.holdout_results` gives a run's, with its block's
         parameter count."""
-        from gnnbench.training.holdout import holdout_results
-
         return [{**r, "num_params": self.num_params[self.block_of[m]]}
                 for m, r in enumerate(holdout_results(run))]
 

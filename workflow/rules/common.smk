@@ -5,11 +5,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from gnnbench import paths
-from gnnbench.config.presets import run_config
-from gnnbench.errors import GnnbenchError
-from gnnbench.protocols import benchmarking_gnns, fair_comparison, get_protocol, pitfalls
+from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
+from gnnbench.protocols.registry import get_protocol
 from gnnbench.records import history_path
-from gnnbench.reporting.jobs import dataset_outputs, suite_outputs
+from gnnbench.report_jobs import dataset_outputs, suite_outputs
 from gnnbench.reporting.report import suite_description
 
 
@@ -69,7 +68,7 @@ def model_presets(dataset):
     return {label: spec.preset for label, spec in SUITE.benchmarks[dataset].models.items()}
 
 
-# report jobs (aggregate.smk: one per benchmark; report.smk: the suite's): outputs by role (gnnbench.reporting.jobs),
+# report jobs (aggregate.smk: one per benchmark; report.smk: the suite's): outputs by role (gnnbench.report_jobs),
 # the report's files marked with their captions (workflow/report/*.rst): a table's HTML page and CSV (a download; not
 # the paired tests' CSV), a figure's SVG
 FIGURES = {"curves": ("curves.rst", "learning curves"), "bars": ("bars.rst", "test score per model"),
@@ -123,14 +122,14 @@ def table_inputs(dataset):
 
 
 def table_outputs(dataset):
-    """The files of a benchmark's report job by role (gnnbench.reporting.jobs.dataset_outputs)."""
+    """The files of a benchmark's report job by role (gnnbench.report_jobs.dataset_outputs)."""
     significance = paths.SIGNIFICANCE_FILE.format(dataset=dataset, ext="md") in SUITE.significance_files()
     return dataset_outputs(SUITE.benchmarks[dataset], significance)
 
 
 def table_params(dataset):
     """What a benchmark's report job is told: its protocol and models, the protocol's paired-test units, the settings
-    every protocol's tables take (the suite's presets and their run configs, the dataset's split, the PE figure's
+    every protocol's tables take (the suite's presets, the dataset's split, the PE figure's
     pairs) and the captions."""
     benchmark = SUITE.benchmarks[dataset]
     protocol = get_protocol(benchmark.protocol)
@@ -141,23 +140,10 @@ def table_params(dataset):
             "significance": {"units": protocol.significance_units,
                              "unit_columns": list(protocol.significance_unit_columns),
                              "stage": protocol.significance_stage},
-            "options": {"presets": model_presets(dataset), "preset_configs": preset_configs(dataset),
+            "options": {"presets": model_presets(dataset),
                         "split": SUITE.datasets[dataset].split,
                         "pairs": [list(pair) for pair in SUITE.pe_pairs(dataset)]},
             "captions": captions}
-
-
-def preset_configs(dataset):
-    """The run config of every preset a benchmark's models start from (the comparison with the paper checks a run's
-    settings against it), resolved here, where the model registry is loaded, so that the report job needs no torch;
-    a preset that does not resolve alone (a grid of fair-comparison) is left out: no table reads it."""
-    configs = {}
-    for preset in dict.fromkeys(p for p in model_presets(dataset).values() if p):
-        try:
-            configs[preset] = run_config(preset)
-        except GnnbenchError:
-            pass
-    return configs
 
 
 def suite_tables():

@@ -1,7 +1,7 @@
 # The suite's report job: the tables that span several benchmarks (pitfalls: the Table 1/2a summary over the
 # random-split benchmarks, the fixed- versus random-split ranking), their HTML pages, and the suite's parameters —
 # datasets (generator, params, split) and benchmarks (protocol, models, seeds, overrides) — in one process that never
-# imports torch (gnnbench.reporting.jobs.suite_job). Each benchmark's own tables, figures and pages are its tables_*
+# imports torch (gnnbench.report_jobs.suite_job). Each benchmark's own tables, figures and pages are its tables_*
 # job's (aggregate.smk). Every file of the HTML report (`snakemake --report report.html` after the run) is built by
 # `rule all`, so the report needs nothing the run did not make.
 

@@ -1,4 +1,4 @@
-"""Snakemake adapter for the rules tables_<dataset>: gnnbench.reporting.jobs.dataset_job (the benchmark's protocol's
+"""Snakemake adapter for the rules tables_<dataset>: gnnbench.report_jobs.dataset_job (the benchmark's protocol's
 tables module, its paired tests, the tables' HTML pages)."""
 
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 from gnnbench.workflow import job
 
 with job(snakemake, torch_threads=False):
-    from gnnbench.reporting.jobs import dataset_job
+    from gnnbench.report_jobs import dataset_job
 
     params = snakemake.params
     dataset_job(

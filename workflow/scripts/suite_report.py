@@ -1,9 +1,9 @@
-"""Snakemake adapter for rule suite_report: gnnbench.reporting.jobs.suite_job."""
+"""Snakemake adapter for rule suite_report: gnnbench.report_jobs.suite_job."""
 
 from gnnbench.workflow import job
 
 with job(snakemake, torch_threads=False):
-    from gnnbench.reporting.jobs import suite_job
+    from gnnbench.report_jobs import suite_job
 
     suite_job(suite=dict(snakemake.params.suite), tables=dict(snakemake.params.tables),
               outputs=dict(snakemake.output.items()))

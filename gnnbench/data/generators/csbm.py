@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from gnnbench.data.generators import Generator, NonNegative
+from gnnbench.data.generators.base import Generator, NonNegative
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.data.transductive import node_classification_meta, to_graph_columns

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator, PublishedSplit
+from gnnbench.data.generators.base import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.papers import DWIVEDI2020

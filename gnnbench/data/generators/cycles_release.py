@@ -53,6 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.download import RawFile, recorded_sha256
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec, write_dataset
 from gnnbench.data.safe_pickle import NETWORKX_GRAPHS, PickledGraph, safe_load
 from gnnbench.data.store import GraphColumns
@@ -240,14 +242,10 @@ def convert_release(path: str | os.PathLike, out_dir: str | os.PathLike, name: s
 
 
 def _raw_files(params: dict) -> list:
-    from gnnbench.data.download import RawFile
-
     return [RawFile(RELATIVE_PATH, MD5, (URL,))]
 
 
 def _verified_path(params: dict, raw_dir: Path) -> Path:
-    from gnnbench.data.download import recorded_sha256
-
     path = Path(raw_dir) / RELATIVE_PATH
     got = sha256_file(path)
     for expected, what in ((recorded_sha256(path), "the SHA-256 recorded when it was downloaded"),
@@ -275,19 +273,13 @@ def _describe_release(name: str, params: dict, seed: int) -> DatasetMeta:
     )
 
 
-def _make_generator():
-    from gnnbench.data.generators import Generator
-
-    return Generator(
-        name="cycles_release",
-        description="CYCLES as released (the original pickle, downloaded and checksummed): 6-cycle detection",
-        defaults={"num_train": 9000, "num_val": 1000, "num_test": 10000, "n": DEFAULT_N, "mirror": "",
-                  "sha256": ""},
-        default_split={"scheme": "given"},
-        describe=_describe_release,
-        build=_build_release,
-        raw_files=_raw_files,
-    )
-
-
-CYCLES_RELEASE = _make_generator()
+CYCLES_RELEASE = Generator(
+    name="cycles_release",
+    description="CYCLES as released (the original pickle, downloaded and checksummed): 6-cycle detection",
+    defaults={"num_train": 9000, "num_val": 1000, "num_test": 10000, "n": DEFAULT_N, "mirror": "",
+              "sha256": ""},
+    default_split={"scheme": "given"},
+    describe=_describe_release,
+    build=_build_release,
+    raw_files=_raw_files,
+)

@@ -25,10 +25,9 @@ cross-validation with a 10 % hold-out (the fair-comparison structure).
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError
@@ -60,6 +59,8 @@ def _communities(n: int, m: int, inside: float, rng: np.random.Generator) -> lis
 
 
 def _graph(family: str, n: int, k: int, inside: float, rng: np.random.Generator) -> list[tuple[int, int]]:
+    import networkx as nx  # generation only: reading datasets never imports networkx (gnnbench.data.safe_pickle)
+
     m = k * (n - k)
     nx_seed = int(rng.integers(0, 2**31 - 1))
     if family == "random":

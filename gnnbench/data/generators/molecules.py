@@ -74,10 +74,10 @@ import numpy as np
 
 from gnnbench.data.archive import read_member
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
-from gnnbench.data.meta import SPLIT_CODES, DatasetMeta, FeatureSpec
+from gnnbench.data.generators.base import Generator
+from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.safe_pickle import PickledTensor, safe_load, to_numpy
-from gnnbench.data.store import GraphColumns
+from gnnbench.data.store import SPLIT_CODES, GraphColumns
 from gnnbench.errors import DataError
 
 log = logging.getLogger(__name__)

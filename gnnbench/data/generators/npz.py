@@ -43,7 +43,7 @@ import scipy.sparse as sp
 
 from gnnbench.data.archive import check_member
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.data.transductive import (

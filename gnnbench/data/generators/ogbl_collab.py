@@ -56,11 +56,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from gnnbench.data.archive import check_zip, read_gzip, read_member
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.link_pairs import LinkColumns, LinkPairs
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.errors import DataError
@@ -135,6 +134,8 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) ->
 
 def _csv(data: bytes, info: zipfile.ZipInfo, path: Path) -> np.ndarray:
     """A gzipped headerless CSV member as OGB's reader parses it (a 2-d array, one row per line)."""
+    import pandas as pd  # only this reader needs it: the generator registry stays without pandas
+
     try:
         text = read_gzip(data, f"{WHAT} {path}: member {info.filename}")  # bounded: a gzip bomb is refused
         values = pd.read_csv(io.BytesIO(text), header=None).values
@@ -162,7 +163,7 @@ def _numpy_globals() -> list:
 
 def _split_dict(data: bytes, info: zipfile.ZipInfo, path: Path) -> dict[str, np.ndarray]:
     """A split ``.pt``: a dict of tensors or NumPy arrays, loaded without running code from the file."""
-    import torch  # here, not at the top: the generator registry (read by jobs that never train) imports this module
+    import torch  # only this reader needs it: the generator registry stays without torch
 
     try:
         source = io.BytesIO(data)

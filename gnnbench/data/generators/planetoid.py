@@ -45,7 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.pyg_raw import PLANETOID_SHA256
 from gnnbench.data.safe_pickle import safe_load, to_csr

@@ -72,7 +72,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.data import pyg_raw
-from gnnbench.data.generators import RAW_DIR, Generator
+from gnnbench.data.generators.base import RAW_DIR, Generator
 from gnnbench.data.graph_files import (
     TASKS,
     GraphSummary,

@@ -99,8 +99,10 @@ import numpy as np
 
 from gnnbench.data.archive import check_zip, copy_member, read_member
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators import csl
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
+from gnnbench.data.safe_pickle import safe_load, to_csr
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.papers import DWIVEDI2020
@@ -403,8 +405,6 @@ def read_pyg_release(path: str | os.PathLike, params: dict) -> GraphColumns:
 
 def read_csl_zip(path: str | os.PathLike) -> GraphColumns:
     """The 150 CSL graphs of ``CSL.zip``: self loops removed, 41 nodes and 164 edges each, labels as released."""
-    from gnnbench.data.safe_pickle import safe_load, to_csr
-
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{WHAT} {path} does not exist; download it first (or place CSL.zip there)")
@@ -491,8 +491,6 @@ def _default_split(params: dict) -> dict:
 def _published_splits(params: dict, source: str):
     """CSL's released index files (:func:`gnnbench.data.generators.csl.published_splits`); the other datasets
     come with their split (``given``)."""
-    from gnnbench.data.generators import csl
-
     return csl.published_splits({}, source) if params["name"] == "CSL" else None
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError

@@ -76,7 +76,7 @@ import numpy as np
 
 from gnnbench.data import raw_images
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError

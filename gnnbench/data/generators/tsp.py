@@ -64,7 +64,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gnnbench.data import tsp_solver
-from gnnbench.data.generators import Baseline, Generator, Sharding
+from gnnbench.data.generators.base import Baseline, Generator, Sharding
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError, GnnbenchError

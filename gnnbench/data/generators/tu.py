@@ -86,12 +86,11 @@ import numpy as np
 
 from gnnbench.data.archive import read_member
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator, PublishedSplit
+from gnnbench.data.generators.base import Generator, PublishedSplit
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.papers import DWIVEDI2020, ERRICA2020
-from gnnbench.splits import renamed_error
+from gnnbench.papers import DWIVEDI2020, ERRICA2020, renamed_error
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.data.download import RawFile
-from gnnbench.data.generators import Generator
+from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.data.store import GraphColumns
 from gnnbench.errors import DataError

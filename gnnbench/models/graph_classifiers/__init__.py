@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from gnnbench.data.meta import DatasetMeta
+from gnnbench.models.build import ModelData, build_model
 from gnnbench.models.graph_classifiers.base import GraphClassifier
-from gnnbench.models.registry import ModelData, build_model, families, resolve
+from gnnbench.models.registry import families, resolve
 from gnnbench.papers import ERRICA2020
 
 MODEL_NAMES = tuple(families(ERRICA2020))

@@ -17,7 +17,7 @@ and on CPU (where a wide stack is no faster: ``docs/performance.md``) or for a m
 another. Every
 seed's outputs and record are those of its own job. The default is one job per seed and no stack (each seed its
 own batch order, as the paper's runs), so published spreads over seeds keep the batch order's part. Models are
-the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build_model`), sized by the
+the benchmark's: input encoders → L layers → task head (:func:`gnnbench.models.build.build_model`), sized by the
 published configs or fitted to a parameter budget. Tables: mean ± std over seeds (and folds) of the
 test and train scores, #params, epochs, s/epoch, total hours; with cross-validation also the min and max test
 score (CSL is reported as mean ± std, max, min over 5 folds × seeds). Standard deviations are population
@@ -30,9 +30,9 @@ training jobs) and :mod:`.tables` (the dataset tables); this module holds the na
 
 from __future__ import annotations
 
-from gnnbench import paths
+from gnnbench import papers, paths
 
-NAME = "benchmarking-gnns"
+NAME = papers.PROTOCOLS[papers.DWIVEDI2020]
 
 RUN_DIR = paths.P1_RUN_DIR
 
@@ -50,10 +50,3 @@ TABLE_FORMATS = paths.TABLE_FORMATS
 FOLD_TIME_DIVISOR = 10  # the original's per-fold time budget under cross-validation: max_time / 10
 
 SPLIT_TIME_DIVISOR = 20  # ... and per node split of WikiCS: max_time / 20
-
-# Training of a model of another paper's zoo (its preset gives only the architecture): the benchmark's TU
-# graph-classification configs (configs/TUs_graph_classification_*.json, the values most of them share): Adam,
-# init_lr 1e-3, ReduceLROnPlateau factor 0.5 with patience 25, stop below min_lr 1e-6, no weight decay, batch size
-# 20, 1000 epochs, 12 hours.
-FOREIGN_TRAINING_DEFAULTS = {"epochs": 1000, "batch_size": 20, "init_lr": 0.001, "lr_reduce_factor": 0.5,
-                             "lr_schedule_patience": 25, "min_lr": 1.0e-6, "weight_decay": 0.0, "max_time": 12.0}

@@ -7,20 +7,23 @@ import os
 from dataclasses import dataclass, field
 
 from gnnbench import paths
-from gnnbench.config.keys import OTHER_KEYS, TRAIN_KEYS
 from gnnbench.config.presets import run_config
+from gnnbench.data.catalog import published_name
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError, GnnbenchError
-from gnnbench.papers import DWIVEDI2020, PLUGIN
-from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol
+from gnnbench.models.plugins import located
+from gnnbench.models.registry import is_plugin
+from gnnbench.papers import DWIVEDI2020, FOREIGN_TRAINING_DEFAULTS, PLUGIN, TRAINING_KEYS
+from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, check_buildable
 from gnnbench.protocols.benchmarking_gnns import (
-    FOREIGN_TRAINING_DEFAULTS,
     NAME,
     RECORD_JOB,
     RUN_DIR,
     TABLE_FILE,
     TABLE_FORMATS,
 )
+from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
+from gnnbench.reporting.plots import pe_pairs
 from gnnbench.splits import GRAPH_SCHEMES
 
 
@@ -75,8 +78,6 @@ class BenchmarkingGNNsBenchmark(Benchmark):
     def pe_pairs(self) -> list[tuple[str, str, str]]:
         """(architecture, label without PE, label with PE) of the models whose configs differ by Laplacian
         positional encodings (:func:`gnnbench.reporting.plots.pe_pairs`)."""
-        from gnnbench.reporting.plots import pe_pairs
-
         return pe_pairs({label: model.config for label, model in self.models.items()})
 
     def plot_kinds(self) -> list[str]:
@@ -100,8 +101,8 @@ class BenchmarkingGNNs(Protocol):
     title = "Benchmarking Graph Neural Networks (Dwivedi et al.)"
     split_schemes = GRAPH_SCHEMES
     default_variant = DWIVEDI2020  # the benchmark's zoo: encoders → L layers → task head
-    training_keys = {**TRAIN_KEYS, **OTHER_KEYS}  # the original JSON's ``params`` (+ dense_schedule, loss)
-    training_defaults = FOREIGN_TRAINING_DEFAULTS
+    training_keys = TRAINING_KEYS[DWIVEDI2020]  # the original JSON's ``params`` (+ dense_schedule, loss)
+    training_defaults = FOREIGN_TRAINING_DEFAULTS[DWIVEDI2020]
     significance_units = "(seed, fold) runs"
     significance_unit_columns = ("seed", "split")  # a run: one seed on one fold
 
@@ -116,7 +117,7 @@ class BenchmarkingGNNs(Protocol):
         if args.seed is not None:
             overrides["seed"] = args.seed
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
-        _check_buildable(config, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
+        check_buildable(config, read_meta(args.dataset), "--preset", DWIVEDI2020)  # a model that cannot run here
         from gnnbench.protocols.benchmarking_gnns.train import train  # the job's module: torch, the models
 
         results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold, config=config,
@@ -129,8 +130,6 @@ class BenchmarkingGNNs(Protocol):
     def aggregate_command(self, files: list[str], out: str) -> None:
         """The dataset table of the given run-record files (:func:`aggregate_tables`), without the paper's
         numbers."""
-        from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
-
         aggregate_tables(files, f"{out}.csv", f"{out}.md", f"{out}.parquet")
 
     def table_caption(self, table: str, dataset: str | None) -> str:
@@ -207,7 +206,7 @@ class BenchmarkingGNNs(Protocol):
                 config = _fit(dataset, preset, own, model, model_where)
             else:
                 config = run_config(preset, own, where=model_where, protocol=self.name)
-            _check_buildable(config, dataset.meta, model_where)
+            check_buildable(config, dataset.meta, model_where, DWIVEDI2020)
             benchmark.models[label] = ModelSpec(label, preset, config)
         return benchmark
 
@@ -216,8 +215,6 @@ def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) 
     """Run config of a model entry that names a parameter budget: the fitted hidden width (and out_dim); for a model
     from outside the package the constructor argument ``width`` names (default ``hidden_channels``)."""
     from gnnbench.config.budget import base_preset, fit_budget, fit_width
-    from gnnbench.data.catalog import published_name
-    from gnnbench.models.registry import is_plugin
 
     protocol = BenchmarkingGNNs.name
     model = overrides.get("model") or (run_config(preset, where=where, protocol=protocol)["model"] if preset else None)
@@ -234,8 +231,6 @@ def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) 
         try:
             return fit_width(config, dataset.meta, entry["budget"], entry.get("width"), DWIVEDI2020).config
         except GnnbenchError as exc:
-            from gnnbench.models.plugins import located
-
             raise located(where, exc) from None
     base = preset or base_preset(published_name(dataset.generator, dataset.name, dataset.params), model)
     config = run_config(base, overrides, where=where, protocol=protocol)
@@ -246,15 +241,3 @@ def _fit(dataset, preset: str | None, overrides: dict, entry: dict, where: str) 
         return fit_budget(config, dataset.meta, entry["budget"], entry.get("layers")).config
     except GnnbenchError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-
-
-def _check_buildable(config: dict, meta, where: str) -> None:
-    """Refuse a model that cannot run on the dataset in one line (:func:`gnnbench.models.registry.check_fits`), then
-    build it once on stand-in data of the dataset's sizes."""
-    from gnnbench.models.plugins import located
-    from gnnbench.models.registry import check_buildable
-
-    try:
-        check_buildable(config, meta, default_variant=DWIVEDI2020)
-    except GnnbenchError as exc:
-        raise located(where, exc) from None

@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import os
 
+from gnnbench.data.meta import read_meta
+from gnnbench.records import read_runs
+from gnnbench.reporting import plots
+from gnnbench.reporting.aggregate import aggregate, runs_table, with_paper, write_tables
+
 
 def dataset_tables(dataset: str, records, outputs: dict[str, str], *, histories=None, meta=None,
-                   presets: dict[str, str | None] | None = None, preset_configs: dict[str, dict] | None = None,
-                   split: dict | None = None, pairs=()) -> None:
+                   presets: dict[str, str | None] | None = None, split: dict | None = None, pairs=()) -> None:
     """Write one benchmark's table and figures to ``outputs`` (keys ``table_csv``, ``table_md``, ``table_parquet``;
     where present ``curves_png`` / ``_svg`` — which need ``histories`` —, ``bars_*`` and ``pe_*``) from its run
     records (a DataFrame, :func:`gnnbench.records.read_runs`; baselines' records included) and history records. With
     cross-validation splits the table has the min and max test score; with the dataset's ``meta`` the paper's numbers
-    beside ours (``presets``: label → the suite's preset; ``preset_configs``: preset → its run config, resolved by the
-    caller, else here with the model registry); ``pairs``: the PE figure's (architecture, label without PE, label
-    with PE). ``split`` is not used (the keywords are every protocol's, :mod:`gnnbench.reporting.jobs`)."""
-    from gnnbench.reporting import plots
-    from gnnbench.reporting.aggregate import aggregate, runs_table, with_paper, write_tables
-
+    beside ours (``presets``: label → the suite's preset); ``pairs``: the PE figure's (architecture, label without
+    PE, label with PE). ``split`` is not used (the keywords are every protocol's, :mod:`gnnbench.report_jobs`)."""
     runs = runs_table(records, configs=meta is not None)
     table = aggregate(runs, extrema=bool(runs["split_scheme"].isin(["stratified_kfold", "published"]).any()))
     if meta is not None:
-        table = with_paper(table, runs, meta, presets, preset_configs)
+        table = with_paper(table, runs, meta, presets)
     write_tables(table, outputs["table_csv"], outputs["table_md"], outputs["table_parquet"])
     if "curves_png" in outputs:
         plots.learning_curves(plots.curve_histories(records, histories), dataset, outputs["curves_png"],
@@ -40,12 +40,8 @@ def aggregate_tables(record_files: list[str | os.PathLike], csv: str | os.PathLi
     """One table per dataset from the runs' record files (:mod:`gnnbench.records`; baselines' records included);
     with cross-validation splits also the min and max test score; with the dataset's folder (its meta.json) also
     the paper's numbers beside ours (``presets``: label → the suite's preset). ``gnnbench aggregate``'s table."""
-    from gnnbench.records import read_runs
-
     meta = None
     if dataset_dir is not None:
-        from gnnbench.data.meta import read_meta
-
         meta = read_meta(dataset_dir)
     records = read_runs(record_files)
     dataset = str(records["dataset"].iloc[0]) if len(records) else ""

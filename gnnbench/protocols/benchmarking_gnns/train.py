@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import os
 
+import pandas as pd
+
+from gnnbench.data.meta import read_meta
 from gnnbench.protocols.benchmarking_gnns import FOLD_TIME_DIVISOR, NAME, SPLIT_TIME_DIVISOR
 from gnnbench.protocols.benchmarking_gnns.plan import BenchmarkingGNNs
+from gnnbench.records import history_frame, record, write_records
+from gnnbench.splits import read_splits
+from gnnbench.training.link_prediction import train_link_run
+from gnnbench.training.run import train_run
+from gnnbench.training.seed_stack import train_seeds as stacked
 
 
 def time_limit_hours(max_time: float, splits) -> float:
@@ -24,16 +32,10 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
     """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget, or for a
     link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`; with
     ``records_out`` also its run record (:mod:`gnnbench.records`)."""
-    from gnnbench.data.meta import read_meta
-    from gnnbench.splits import read_splits
-    from gnnbench.training.run import train_run
-
     splits = read_splits(splits_path)
     hours = time_limit_hours(float(config["max_time"]), splits) if "max_time" in config else None
     run = train_run
     if read_meta(dataset_dir).task == "link_prediction":
-        from gnnbench.training.link_prediction import train_link_run
-
         run = train_link_run
     results = run(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=config, out_dir=out_dir,
                   pe_path=pe_path, device=device, threads=threads, label=label, time_limit_hours=hours)
@@ -51,10 +53,6 @@ def train_seeds(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLik
     as its separate run; ``stack`` None: wide on CUDA, one after another on CPU, where a stack is no faster), each
     written to its ``out_dirs`` entry and, with ``records_out``, its own run record;
     link prediction (OGBL-COLLAB) trains its seeds one after another with :func:`train`."""
-    from gnnbench.data.meta import read_meta
-    from gnnbench.splits import read_splits
-    from gnnbench.training.seed_stack import train_seeds as stacked
-
     records_out = records_out or [None] * len(seeds)
     if read_meta(dataset_dir).task == "link_prediction":
         return [train(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config={**config, "seed": seed},
@@ -73,10 +71,6 @@ def train_seeds(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLik
 def write_run_records(path: str | os.PathLike, results: dict, out_dir: str | os.PathLike) -> None:
     """The run record of one run (:func:`run_records`) and its history record, from the ``history.parquet`` the run
     wrote in ``out_dir`` (:mod:`gnnbench.records`)."""
-    import pandas as pd
-
-    from gnnbench.records import history_frame, write_records
-
     rows = run_records(results)
     write_records(path, rows, history=history_frame(pd.read_parquet(os.path.join(out_dir, "history.parquet")),
                                                      rows[0]["run_id"]))
@@ -86,8 +80,6 @@ def run_records(results: dict) -> list[dict]:
     """The run record (:mod:`gnnbench.records`) of one run, from its ``metrics.json`` content: the last epoch is
     the scored one (none for a diverged run or a baseline that trains no epoch); ``extra`` holds the table's
     seconds per training epoch and a multitask run's per-task scores (``per_task``: part -> [[task, score], ...])."""
-    from gnnbench.records import record
-
     parts = ("train", "val", "test")
     scores = {f"{part}_{what}": results[part][key] for part in parts
               for what, key in (("score", "metric"), ("loss", "loss"))}

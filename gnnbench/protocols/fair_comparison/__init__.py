@@ -79,9 +79,9 @@ settings they share.
 
 from __future__ import annotations
 
-from gnnbench import paths
+from gnnbench import papers, paths
 
-NAME = "fair-comparison"
+NAME = papers.PROTOCOLS[papers.ERRICA2020]
 FOLD_DIR = paths.FOLD_DIR
 INNER_FILE = paths.INNER_FILE
 SELECTION_FILE = paths.SELECTION_FILE
@@ -92,17 +92,7 @@ INNER_RECORD_JOB, FINAL_RECORD_JOB = "fold{fold}_inner{part}", "fold{fold}_final
 TABLE_FILE = paths.DATASET_TABLE
 FOLDS_TABLE_FILE = paths.FOLDS_TABLE
 TABLE_FORMATS = paths.TABLE_FORMATS
-# training keys every run needs (the rest are the model's own, checked when it is built)
-TRAINING_DEFAULTS = {"optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0,
-                     "patience": 500, "early_stopping": "accuracy", "time_limit_hours": 72.0}
-# the training keys of a fair-comparison run config (Errica's, renamed as the module docstring says)
-TRAINING_KEY_TYPES: dict[str, type] = {
-    "batch_size": int, "learning_rate": float, "l2": float, "optimizer": str, "scheduler": str,
-    "scheduler_step_size": int, "scheduler_gamma": float, "gradient_clipping": float, "epochs": int,
-    "early_stopping": str, "patience": int, "time_limit_hours": float}
-# a model of another paper's zoo: the protocol's defaults with the values most of Errica's configs share (batch size
-# 32, 1000 epochs) and learning rate 1e-3 (in the GraphSAGE and DiffPool grids); a suite's `grid` searches more
-FOREIGN_TRAINING_DEFAULTS = {**TRAINING_DEFAULTS, "batch_size": 32, "learning_rate": 0.001, "epochs": 1000}
+TRAINING_DEFAULTS = papers.TRAINING_DEFAULTS[papers.ERRICA2020]  # training keys every run needs (gnnbench.papers)
 TRAINING_REQUIRED = ("batch_size", "learning_rate", "epochs")
 # keys only the trainer reads: configurations differing in these alone build the same network
 TRAINING_KEYS = (*TRAINING_DEFAULTS, *TRAINING_REQUIRED, "scheduler_step_size", "scheduler_gamma")

@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from gnnbench.io import sha256_json
-from gnnbench.papers import ERRICA2020
+from gnnbench.models.plugins import is_plugin_spec, parse_spec
+from gnnbench.models.registry import resolve
+from gnnbench.papers import ERRICA2020, PLUGIN
 from gnnbench.protocols.fair_comparison import (
     MEMBER_KEYS,
     OBSERVER_KEYS,
@@ -31,8 +33,6 @@ def config_id(config: dict) -> str:
 def _stack_frozen(config: dict) -> dict:
     """The model's keys whose values one stack can mix (a classifier's ``stack_frozen``: key -> (the value members
     are built with, names of the parameters frozen in members with another value)); {} for other models."""
-    from gnnbench.models.registry import resolve
-
     try:
         variant = resolve(config, ERRICA2020)
         return dict(getattr(variant.load(), "stack_frozen", {})) if variant.variant == ERRICA2020 else {}
@@ -97,8 +97,6 @@ def seed_key(config: dict) -> int:
     """The key of a grid point's seed (``run_seed(seed, fold, key)``): the first 8 hex digits of its config's hash,
     with a model file (``/abs/path/my_gnn.py:MyGNN``, as run configs hold it) named by its file name alone, so that a
     suite trains the same wherever its folder is."""
-    from gnnbench.models.plugins import is_plugin_spec, parse_spec
-
     model = config.get("model")
     if is_plugin_spec(model) and parse_spec(model)[0] == "file":
         _, target, attribute = parse_spec(model)
@@ -110,9 +108,6 @@ def num_layers(config: dict) -> int | None:
     """Depth of a configuration for the "median number of layers selected" column: the classifier's own rule
     (Errica's zoo), ``L`` for the benchmark's models, ``num_layers`` (PyTorch Geometric's name) for a model from
     outside the package, None for the others."""
-    from gnnbench.models.registry import resolve
-    from gnnbench.papers import PLUGIN
-
     variant = resolve(config, ERRICA2020)
     if variant.variant == ERRICA2020:
         return variant.load().num_layers(config)

@@ -14,15 +14,15 @@ from gnnbench.config.presets import get_preset, preset_protocol, run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError
 from gnnbench.io import sha256_json
-from gnnbench.papers import ERRICA2020
-from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
+from gnnbench.papers import ERRICA2020, FOREIGN_TRAINING_DEFAULTS
+from gnnbench.papers import TRAINING_KEYS as TRAINING_KEY_TYPES
+from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, check_buildable, model_entries
 from gnnbench.protocols.fair_comparison import (
     DEFAULT_FINAL_RUNS,
     DEFAULT_GRID_PER_JOB,
     FINAL_FILE,
     FINAL_RECORD_JOB,
     FOLDS_TABLE_FILE,
-    FOREIGN_TRAINING_DEFAULTS,
     HOLDOUTS,
     INNER_FILE,
     INNER_RECORD_JOB,
@@ -30,11 +30,11 @@ from gnnbench.protocols.fair_comparison import (
     TABLE_FILE,
     TABLE_FORMATS,
     TRAINING_DEFAULTS,
-    TRAINING_KEY_TYPES,
     TRAINING_KEYS,
     TRAINING_REQUIRED,
 )
 from gnnbench.protocols.fair_comparison.grid import expand_grid, stack_groups
+from gnnbench.protocols.fair_comparison.select import select
 
 
 @dataclass
@@ -113,9 +113,8 @@ class FairComparison(Protocol):
     title = "A Fair Comparison of Graph Neural Networks for Graph Classification (Errica et al.)"
     split_schemes = ("stratified_kfold", "published", "file")  # file: the user's own outer folds
     default_variant = ERRICA2020  # Errica's complete graph classifiers
-    training_keys = TRAINING_KEY_TYPES
-    training_defaults = FOREIGN_TRAINING_DEFAULTS
-    selects_models = True  # a preset's grid is searched (other protocols need its dimensions fixed)
+    training_keys = TRAINING_KEY_TYPES[ERRICA2020]
+    training_defaults = FOREIGN_TRAINING_DEFAULTS[ERRICA2020]
     significance_units = "outer folds (mean of the final runs)"
     significance_unit_columns, significance_stage = ("split",), "final"  # an outer fold: the mean of its final runs
 
@@ -143,7 +142,6 @@ class FairComparison(Protocol):
         common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": args.seed or 0,
                   "device": args.device, "threads": args.threads, "label": label}
         stack = bool(getattr(args, "stack", False))
-        from gnnbench.protocols.fair_comparison.select import select
         from gnnbench.protocols.fair_comparison.train import run_final, run_inner  # the jobs' module: torch, models
 
         run_inner(configs=configs, positions=list(range(len(configs))), out=out / "inner" / "part0.parquet",
@@ -253,9 +251,6 @@ def model_grid(model: dict, own: dict, where: str) -> tuple[dict, dict[str, list
 def check_configs(configs: list[dict], meta, where: str) -> None:
     """Training keys present and every configuration buildable for the dataset's sizes (a stand-in graph); a model
     that cannot run on the dataset (another zoo's node-only model, positional encodings) is refused in one line."""
-    from gnnbench.models.plugins import located
-    from gnnbench.models.registry import check_buildable
-
     for config in configs:
         missing = [k for k in TRAINING_REQUIRED if k not in config]
         if missing:
@@ -266,7 +261,4 @@ def check_configs(configs: list[dict], meta, where: str) -> None:
         if shape in seen:
             continue
         seen.add(shape)
-        try:
-            check_buildable(config, meta, default_variant=ERRICA2020, positional_encodings=False)
-        except ConfigError as exc:
-            raise located(where, exc) from None
+        check_buildable(config, meta, where, ERRICA2020, positional_encodings=False)

@@ -14,9 +14,12 @@ import pyarrow.parquet as pq
 import torch
 
 from gnnbench.config.keys import coerce_all, protocol_types
+from gnnbench.data.batching import model_dtypes
+from gnnbench.data.meta import read_dataset
+from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, sha256_json
-from gnnbench.models.registry import ModelData, build_model, count_parameters
+from gnnbench.models.build import ModelData, build_model, count_parameters
 from gnnbench.papers import ERRICA2020
 from gnnbench.protocols.fair_comparison import (
     FINAL_VAL_FRACTION,
@@ -37,13 +40,18 @@ from gnnbench.protocols.fair_comparison.grid import (
 )
 from gnnbench.protocols.fair_comparison.plan import FairComparison
 from gnnbench.protocols.fair_comparison.select import read_selection
-from gnnbench.training.engine import Checkpoint, Job
+from gnnbench.records import history_frame, record, write_records
+from gnnbench.splits import read_splits
+from gnnbench.training.checkpoint import read_checkpoint
+from gnnbench.training.engine import Checkpoint, Job, stoppable
 from gnnbench.training.holdout import holdout_fit, holdout_results
+from gnnbench.training.run import _device_name, package_versions, resolve_device
 from gnnbench.training.stacked_holdout import HoldoutStack
 from gnnbench.training.wide import NotWidenable
 
 log = logging.getLogger(__name__)
 CHECKPOINT_SECONDS = 30.0
+
 
 @dataclass
 class _Data:
@@ -56,11 +64,6 @@ class _Data:
 
 
 def _load(dataset_dir, splits_path) -> _Data:
-    from gnnbench.data.batching import model_dtypes
-    from gnnbench.data.meta import read_dataset
-    from gnnbench.data.store import GraphStore
-    from gnnbench.splits import read_splits
-
     meta, columns = read_dataset(dataset_dir)
     splits = read_splits(splits_path, meta)
     if splits.level != "graph":
@@ -80,8 +83,6 @@ def _job(out: Path, guard) -> Job:
 def kept_runs(out: str | os.PathLike) -> list[dict]:
     """The results of the trainings a job (its output ``out``: ``part0.parquet``, ``final.parquet``) keeps in its
     checkpoint — every run's config, seed, stop, scores and history — in the order they finished."""
-    from gnnbench.training.checkpoint import read_checkpoint
-
     out = Path(out)
     units = read_checkpoint(out.with_name(f"{out.stem}.checkpoint.pt"))["units"].values()
     return [r for unit in units for r in (unit if isinstance(unit, list) else [unit])]
@@ -151,8 +152,6 @@ def _train_observed(job: Job, data: _Data, configs: list[dict], parts: dict[str,
 
 
 def _setup(device: str, threads: int | None):
-    from gnnbench.training.run import resolve_device
-
     if threads:
         torch.set_num_threads(threads)
     return resolve_device(device)
@@ -160,8 +159,6 @@ def _setup(device: str, threads: int | None):
 
 def _stoppable(job, out: Path):
     """Run ``job(guard)`` under the SIGTERM guard; a stop names what a rerun resumes from."""
-    from gnnbench.training.engine import stoppable
-
     return stoppable(job, lambda: f"finished runs and the current one's epochs are kept in "
                                   f"{out.with_name(out.stem + '.checkpoint.pt')}; run the same job again to resume")
 
@@ -385,9 +382,6 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
     part; a final run's ``init`` is its index; ``weights``: each run's trainable parameters; ``extra`` holds the
     configuration's depth (``layers``: :func:`~gnnbench.protocols.fair_comparison.grid.num_layers`, which the tables
     read without the model registry)."""
-    from gnnbench.records import history_frame, record, write_records
-    from gnnbench.training.run import _device_name, package_versions
-
     device, versions = _device_name(dev), package_versions()
     parts = ("train", "val") if stage == "inner" else ("train", "val", "test")
     records = []

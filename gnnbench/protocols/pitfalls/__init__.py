@@ -46,9 +46,9 @@ training jobs) and :mod:`.tables` (the tables); this module holds the names, fil
 
 from __future__ import annotations
 
-from gnnbench import paths
+from gnnbench import papers, paths
 
-NAME = "pitfalls"
+NAME = papers.PROTOCOLS[papers.SHCHUR2018]
 RUN_DIR = paths.CHUNK_DIR
 RUN_OUTPUTS = ("runs.parquet", "history.parquet", "metrics.json")
 RECORD_JOB = "chunk{chunk}"  # a job's run-record file: paths.RECORD_FILE with this job name
@@ -60,16 +60,7 @@ SUITE_TABLE = paths.TABLE_FILE.replace("{table}", SUITE_TABLE_NAME)
 RANKING_TABLE = paths.TABLE_FILE.replace("{table}", RANKING_TABLE_NAME)
 TABLE_FORMATS = paths.TABLE_FORMATS
 PLOT_FORMATS = paths.PLOT_FORMATS
-# config/train.conf.yaml of gnn-benchmark: the training procedure shared by every model
-TRAINING_DEFAULTS = {"num_epochs": 100_000, "early_stopping_criterion": "gnnbench", "early_stopping_tolerance": 50,
-                     "improvement_tolerance": 0.0}
-# the training keys of a pitfalls run config (train.conf.yaml's, and the per-model learning rate and L2 strength)
-TRAINING_KEYS: dict[str, type] = {
-    "learning_rate": float, "weight_decay": float, "num_epochs": int, "early_stopping_criterion": str,
-    "early_stopping_tolerance": int, "improvement_tolerance": float, "num_training_runs": int}
-# a model of another paper's zoo: train.conf.yaml's procedure with the learning rate and L2 strength of the paper's
-# GCN (Table 4: lr 0.01, λ 0.001), the protocol's reference model
-FOREIGN_TRAINING_DEFAULTS = {**TRAINING_DEFAULTS, "learning_rate": 0.01, "weight_decay": 0.001}
+TRAINING_DEFAULTS = papers.TRAINING_DEFAULTS[papers.SHCHUR2018]  # gnn-benchmark's config/train.conf.yaml
 DEFAULT_INITS, DEFAULT_SPLITS_PER_JOB = 20, 10
 DEFAULT_INITS, DEFAULT_SPLITS_PER_JOB = 20, 10
 PROPAGATION_MODELS = ("LabelProp",)

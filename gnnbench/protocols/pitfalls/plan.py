@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from gnnbench import paths
 from gnnbench.config.presets import run_config
 from gnnbench.data.meta import read_meta
-from gnnbench.errors import ConfigError, GnnbenchError
-from gnnbench.papers import SHCHUR2018
-from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, model_entries
+from gnnbench.errors import ConfigError
+from gnnbench.papers import FOREIGN_TRAINING_DEFAULTS, SHCHUR2018, TRAINING_KEYS
+from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, check_buildable, model_entries
 from gnnbench.protocols.pitfalls import (
     DEFAULT_INITS,
     DEFAULT_SPLITS_PER_JOB,
-    FOREIGN_TRAINING_DEFAULTS,
     NAME,
     PLOT_FILE,
     PLOT_FORMATS,
@@ -28,8 +27,8 @@ from gnnbench.protocols.pitfalls import (
     TABLE_FILE,
     TABLE_FORMATS,
     TRAINING_DEFAULTS,
-    TRAINING_KEYS,
 )
+from gnnbench.protocols.pitfalls.tables import dataset_report
 from gnnbench.splits import NODE_SCHEMES
 
 
@@ -87,8 +86,8 @@ class Pitfalls(Protocol):
     title = "Pitfalls of Graph Neural Network Evaluation (Shchur et al.)"
     split_schemes = NODE_SCHEMES
     default_variant = SHCHUR2018  # the paper's two-layer networks (stacked: R initialisations at once)
-    training_keys = TRAINING_KEYS
-    training_defaults = FOREIGN_TRAINING_DEFAULTS
+    training_keys = TRAINING_KEYS[SHCHUR2018]
+    training_defaults = FOREIGN_TRAINING_DEFAULTS[SHCHUR2018]
     significance_units = "random splits (mean over inits)"
     significance_unit_columns = ("split",)  # the paper's per-split score s(m, d, k): the mean over the inits
 
@@ -117,8 +116,6 @@ class Pitfalls(Protocol):
     def aggregate_command(self, files: list[str], out: str) -> None:
         """The dataset table and box plot of the given run-record files (the jobs' ``--records`` output,
         :func:`dataset_report`), without the paper's numbers."""
-        from gnnbench.protocols.pitfalls.tables import dataset_report
-
         dataset_report(files, f"{out}.csv", f"{out}.md", f"{out}.parquet", f"{out}.png", f"{out}.svg")
 
     def table_caption(self, table: str, dataset: str | None) -> str:
@@ -220,10 +217,4 @@ def check_model(config: dict, meta, where: str) -> None:
     """Refuse a model that cannot run on the dataset in one line (the registry's rules: another zoo's model must do
     node classification on one graph; no positional encodings here), then build it once on a two-node stand-in of
     the dataset's sizes: unknown models and keys fail here."""
-    from gnnbench.models.plugins import located
-    from gnnbench.models.registry import check_buildable
-
-    try:
-        check_buildable(config, meta, default_variant=SHCHUR2018, positional_encodings=False)
-    except GnnbenchError as exc:
-        raise located(where, exc) from None
+    check_buildable(config, meta, where, SHCHUR2018, positional_encodings=False)

@@ -7,28 +7,27 @@ from __future__ import annotations
 import json
 import os
 
+from gnnbench.data.meta import read_meta
 from gnnbench.errors import DataError
 from gnnbench.protocols.pitfalls import RANKING_TABLE_NAME, SUITE_TABLE_NAME, TRAINING_DEFAULTS
+from gnnbench.records import read_runs
+from gnnbench.reporting import pitfalls as report
 
 
 def dataset_tables(dataset: str, records, outputs: dict[str, str], *, histories=None, meta=None,
-                   presets: dict[str, str | None] | None = None, preset_configs: dict[str, dict] | None = None,
-                   split: dict | None = None, pairs=()) -> None:
+                   presets: dict[str, str | None] | None = None, split: dict | None = None, pairs=()) -> None:
     """Write one benchmark's table (mean ± std over all runs per model; keys ``table_csv``, ``table_md``,
     ``table_parquet`` of ``outputs``) and box plot (``box_png``, ``box_svg``) from its run records (a DataFrame,
     :func:`gnnbench.records.read_runs`). With the dataset's ``meta`` and split config also the paper's numbers beside
-    ours (the run configs are the records'; ``presets``: label → the suite's preset; ``preset_configs``: preset → its
-    run config, resolved by the caller, else here with the model registry). ``histories`` and ``pairs``
-    are not used (the keywords are every protocol's, :mod:`gnnbench.reporting.jobs`)."""
-    from gnnbench.reporting import pitfalls as report
-
+    ours (the run configs are the records'; ``presets``: label → the suite's preset). ``histories`` and ``pairs``
+    are not used (the keywords are every protocol's, :mod:`gnnbench.report_jobs`)."""
     runs = report.runs_from_records(records)
     table = report.dataset_table(runs)
     if meta is not None:
         records = records[records["stage"] == "run"]
         configs = {label: json.loads(config) for label, config in
                    records.drop_duplicates("model")[["model", "config"]].itertuples(index=False)}
-        table = report.with_paper(table, meta, split or {}, configs, presets, TRAINING_DEFAULTS, preset_configs)
+        table = report.with_paper(table, meta, split or {}, configs, presets, TRAINING_DEFAULTS)
     report.write_table(table, f"## {dataset}\n\n" + report.dataset_markdown(table), outputs["table_csv"],
                        outputs["table_md"], outputs["table_parquet"])
     report.box_plot(runs, f"{dataset}: test accuracy of every run", outputs["box_png"], outputs["box_svg"])
@@ -39,8 +38,6 @@ def suite_tables(records, outputs: dict[str, str], *, summary: list[str], pairs:
     matrix with relative accuracy and average rank (Table 2a) over the random-split benchmarks ``summary`` (dataset
     names; keys ``pitfalls_csv``, ``_md``, ``_parquet`` of ``outputs``), and for every (fixed-split, random-splits)
     benchmark pair of ``pairs`` the two rankings side by side (Table 2b; ``pitfalls_split_ranking_*``)."""
-    from gnnbench.reporting import pitfalls as report
-
     runs = report.runs_from_records(records)
 
     def write(name: str, table, markdown: str) -> None:
@@ -63,14 +60,10 @@ def dataset_report(record_files: list[str | os.PathLike], csv, markdown, parquet
                    split: dict | None = None, presets: dict[str, str | None] | None = None) -> None:
     """:func:`dataset_tables` of the given run-record files (``gnnbench aggregate``'s table and box plot); with the
     dataset's folder (its meta.json) and split config also the paper's numbers."""
-    from gnnbench.records import read_runs
-
     if not record_files:
         raise DataError("no runs to aggregate; check the benchmark's models in the config")
     meta = None
     if dataset_dir is not None:
-        from gnnbench.data.meta import read_meta
-
         meta = read_meta(dataset_dir)
     records = read_runs(record_files)
     dataset = str(records["dataset"].iloc[0]) if len(records) else ""

@@ -9,12 +9,23 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from gnnbench.allocator import keep_freed_memory
+from gnnbench.config.keys import coerce_all, protocol_types
+from gnnbench.data.batching import GraphLoader, model_dtypes
+from gnnbench.data.meta import read_dataset
+from gnnbench.data.store import GraphStore
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import atomic_path, sha256_json, write_json
+from gnnbench.models.build import ModelData, build_model
+from gnnbench.models.build import num_parameters as count
+from gnnbench.models.labelprop import LabelPropagation
+from gnnbench.models.registry import model_info
+from gnnbench.models.stacked import NodeGraph, build_stacked_model, count_stacked_parameters
 from gnnbench.papers import SHCHUR2018
 from gnnbench.protocols.pitfalls import (
     NAME,
@@ -22,18 +33,20 @@ from gnnbench.protocols.pitfalls import (
     TRAINING_DEFAULTS,
 )
 from gnnbench.protocols.pitfalls.plan import Pitfalls
-from gnnbench.training.engine import Checkpoint, Job
+from gnnbench.records import history_frame, read_tables, record, write_records
+from gnnbench.splits import read_splits
+from gnnbench.training.engine import Checkpoint, Job, stoppable
+from gnnbench.training.functional_stack import stacked_or_sequential
 from gnnbench.training.initialisations import PropagationStep, StackedStep
+from gnnbench.training.run import _device_name, package_versions, resolve_device
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
 CHECKPOINT_SECONDS = 30.0
 
+
 def load_node_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cpu"):
     """(meta, NodeGraph, node labels (-1 = unlabelled)) of a transductive dataset folder."""
-    from gnnbench.data.meta import read_dataset
-    from gnnbench.models.stacked import NodeGraph
-
     meta, columns = read_dataset(dataset_dir)
     if not meta.transductive:
         raise ConfigError(f"dataset {meta.name} is not one graph with node labels ({meta.task}, {meta.num_graphs} "
@@ -51,9 +64,6 @@ def load_node_graph(dataset_dir: str | os.PathLike, device: torch.device | str =
 def num_parameters(config: dict, graph, meta=None) -> int:
     """Trainable weights of one initialisation (0 for label propagation); a model without a stacked form (another
     zoo's) is counted as built for ``meta``, the dataset's description."""
-    from gnnbench.models.registry import ModelData, model_info
-    from gnnbench.models.registry import num_parameters as count
-
     info = model_info(config, SHCHUR2018)
     if info.kind == "propagation":
         return 0
@@ -61,7 +71,6 @@ def num_parameters(config: dict, graph, meta=None) -> int:
         if meta is None:
             raise ConfigError(f"model {info.family} ({info.variant}): counting its parameters needs the dataset's meta")
         return count(config, ModelData(meta, graph=graph), default_variant=SHCHUR2018)
-    from gnnbench.models.stacked import build_stacked_model, count_stacked_parameters
 
     return count_stacked_parameters(build_stacked_model(config, graph, [0]))
 
@@ -79,21 +88,12 @@ def dropout_seed(seed: int, split: int) -> int:
 
 def has_stacked_form(config: dict) -> bool:
     """Whether the config's model has a stacked form (R initialisations as one model; the registry's answer)."""
-    try:
-        from gnnbench.models.registry import model_info
-    except ImportError:  # every model of this protocol's own zoo has one
-        return True
     return model_info(config, "shchur2018").has_stacked
 
 
 def whole_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cpu"):
     """(build, batch) for a model without a stacked form: ``build()`` builds it for the dataset (weights from torch's
     global generator) and ``batch`` is the one graph as a batch on ``device`` (what its forward pass sees)."""
-    from gnnbench.data.batching import GraphLoader, model_dtypes
-    from gnnbench.data.meta import read_dataset
-    from gnnbench.data.store import GraphStore
-    from gnnbench.models.registry import ModelData, build_model
-
     meta, columns = read_dataset(dataset_dir)
     store = model_dtypes(GraphStore.from_columns(columns))
     first = torch.zeros(1, dtype=torch.int64)
@@ -116,14 +116,10 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
             "max_epochs": config["num_epochs"], "tolerance": config["improvement_tolerance"]}
     torch.manual_seed(dropout_seed(seed, split))
     if config["model"] in PROPAGATION_MODELS:
-        from gnnbench.models.labelprop import LabelPropagation
-
         propagation = LabelPropagation(graph, labels, parts["train"], config.get("prop_type", "vanilla"),
                                        config.get("return_prob", 0.0))
         return PropagationStep(propagation, labels, parts, **rule)
     if not has_stacked_form(config):
-        from gnnbench.training.functional_stack import stacked_or_sequential
-
         build, batch = whole
         name = f"model {config['model']}" + (f" ({config['variant']})" if config.get("variant") else "")
         return stacked_or_sequential(lambda: build(config), batch, labels, parts, name=name,
@@ -131,7 +127,6 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
                                      weight_decay=config.get("weight_decay", 0.0), init_ids=init_ids,
                                      seeds=[init_seed(seed, split, i) for i in init_ids],
                                      dropout_seed=dropout_seed(seed, split), **rule)
-    from gnnbench.models.stacked import build_stacked_model
 
     model = build_stacked_model(config, graph, [init_seed(seed, split, i) for i in init_ids])
     return StackedStep(model, labels, parts, learning_rate=config["learning_rate"], init_ids=init_ids, **rule)
@@ -147,16 +142,10 @@ def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     ``init_ids`` selects initialisations (default ``range(inits)``; one-run-per-process comparisons run one).
     Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
     """
-    from gnnbench.training.engine import stoppable
-
     def job(guard) -> dict:
         metrics = _run_chunk(guard, dataset_dir, splits_path, splits, config, inits, seed, Path(out_dir), device,
                              threads, label, init_ids)
         if records_out is not None:
-            import pandas as pd
-
-            from gnnbench.records import read_tables, write_records
-
             with guard.deferred(raise_after=False):
                 records = chunk_records(read_tables([Path(out_dir) / "runs.parquet"], "runs"), metrics)
                 history = chunk_history(records, pd.read_parquet(Path(out_dir) / "history.parquet"), metrics["config"])
@@ -170,11 +159,6 @@ def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
 
 def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, out_dir, device, threads, label,
                init_ids) -> dict:
-    from gnnbench.allocator import keep_freed_memory
-    from gnnbench.config.keys import coerce_all, protocol_types
-    from gnnbench.splits import read_splits
-    from gnnbench.training.run import _device_name, package_versions, resolve_device
-
     keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
     start = time.perf_counter()
     cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", protocol_types(Pitfalls, config))}
@@ -253,8 +237,6 @@ def chunk_records(runs, metrics: dict) -> list[dict]:
     """The run records (:mod:`gnnbench.records`) of one job: its ``runs.parquet`` rows (a DataFrame) with the
     job's config, parameter count, device and versions from its ``metrics.json`` content; the best validation
     epoch is the scored one."""
-    from gnnbench.records import record
-
     out = []
     for r in runs.to_dict("records"):
         diverged = r.get("status") == "diverged"
@@ -276,8 +258,6 @@ def chunk_history(records: list[dict], history, config: dict):
     """The history record (:mod:`gnnbench.records`) of one job: its ``history.parquet`` rows (a DataFrame: split,
     init, epoch, training and validation loss, validation accuracy) with the run id of their record (by split and
     init); the learning rate is the config's, which the protocol never changes (label propagation has none)."""
-    from gnnbench.records import history_frame
-
     ids = {(r["split"], r["init"]): r["run_id"] for r in records}
     run_ids = [ids[key] for key in zip(history["split"].tolist(), history["init"].tolist(), strict=True)]
     return history_frame(history, run_ids, score="accuracy", lr=config.get("learning_rate"))

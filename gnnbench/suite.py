@@ -3,7 +3,7 @@
 A suite has datasets (how to make each, and how to split it) and benchmarks (per dataset: the protocol, the models
 and the run grid). Each benchmark block names its evaluation protocol (``protocol:``, default
 ``benchmarking-gnns``; :mod:`gnnbench.protocols`), which resolves the block and says which files the workflow
-must produce. Loading checks the config against the schema (``gnnbench/config/suite.schema.yaml``, also at
+must produce. Loading checks the config against the schema (``gnnbench/suite.schema.yaml``, also at
 ``workflow/schemas/config.schema.yaml``) and then semantically: known generators and parameters, split schemes the
 protocol evaluates on, benchmarks that name defined datasets, presets that exist, override keys and types, folds
 that exist, seeds in [0, 2**32 − 1], training hyper-parameters in their ranges (:mod:`gnnbench.config.keys`), model
@@ -41,8 +41,13 @@ from gnnbench.config.yamlfile import load_yaml
 from gnnbench.data.generators import get_generator, resolve_params
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
-from gnnbench.protocols import DEFAULT_PROTOCOL, get_protocol
+from gnnbench.models.plugins import with_absolute_files
+from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, paper_suites
+from gnnbench.papers import DEFAULT_PROTOCOL
 from gnnbench.protocols.base import Benchmark
+from gnnbench.protocols.benchmarking_gnns import BASELINE_RECORD_FILE
+from gnnbench.protocols.registry import get_protocol
+from gnnbench.split_file import count_folds
 from gnnbench.splits import check_class_sizes, check_source, resolve_split
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
@@ -85,8 +90,6 @@ class DatasetSpec:
         if self.split["scheme"] == "given":
             return self.meta.given_splits
         if self.split["scheme"] == "file":
-            from gnnbench.split_file import count_folds
-
             return count_folds(self.split["path"], *self.index_range)
         return self.split.get("folds", self.split.get("splits", 1))
 
@@ -221,8 +224,6 @@ class Suite:
 
     def baseline_files(self, dataset: str) -> list[str]:
         """The run records of the baselines reported in a dataset's table."""
-        from gnnbench.protocols.benchmarking_gnns import BASELINE_RECORD_FILE
-
         return [BASELINE_RECORD_FILE.format(dataset=dataset, baseline=name) for name in self.baselines(dataset)]
 
     def baseline_batch_size(self, dataset: str) -> int:
@@ -325,8 +326,6 @@ def _expand(config: object, base_dir: str | os.PathLike | None,
     :func:`load_suite`) and the parent's name."""
     if not isinstance(config, dict) or "extends" not in config:
         return config, {}, ""
-    from gnnbench.models.plugins import with_absolute_files
-    from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, paper_suites
 
     base = Path.cwd() if base_dir is None else Path(base_dir)
     name = config["extends"]
@@ -502,7 +501,6 @@ def load_suite(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH,
 
 def _load(config: dict, schema_path: Path, base_dir: str | os.PathLike | None) -> Suite:
     _check_schema(config, Path(schema_path))
-    from gnnbench.models.plugins import with_absolute_files
 
     config = with_absolute_files(config, Path.cwd() if base_dir is None else base_dir)
     settings = {k: config.get(k, v) for k, v in DEFAULTS.items()}

@@ -19,6 +19,11 @@ import os
 from pathlib import Path
 
 from gnnbench import paths
+from gnnbench.data.meta import read_meta
+from gnnbench.protocols import tables_module
+from gnnbench.records import read_histories, read_runs
+from gnnbench.reporting.report import table_html, write_suite
+from gnnbench.reporting.significance import significance_report, unit_scores
 
 # a benchmark's tables by role (the protocol lists the ones it writes, Benchmark.table_files)
 TABLE_ROLES = {"table": paths.DATASET_TABLE, "folds": paths.FOLDS_TABLE, "significance": paths.SIGNIFICANCE_FILE}
@@ -48,7 +53,7 @@ def dataset_outputs(benchmark, significance: bool) -> dict[str, str]:
                     for ext in paths.PLOT_FORMATS})
     unknown = [f for f in listed if f not in out.values()]
     if unknown:
-        raise ValueError(f"benchmark {dataset}: no report role for {', '.join(unknown)} (gnnbench.reporting.jobs)")
+        raise ValueError(f"benchmark {dataset}: no report role for {', '.join(unknown)} (gnnbench.report_jobs)")
     return out
 
 
@@ -69,17 +74,11 @@ def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike]
     its ``models`` where ``outputs`` has a ``significance`` table (``significance``: the protocol's ``units`` in
     words, ``unit_columns`` and ``stage``, :func:`gnnbench.reporting.significance.unit_scores`), then the HTML page
     of every table."""
-    from gnnbench.data.meta import read_meta
-    from gnnbench.protocols import tables_module
-    from gnnbench.records import read_histories, read_runs
-
     runs = read_runs(records)
     tables_module(protocol).dataset_tables(dataset, runs, outputs,
                                            histories=read_histories(histories) if histories else None,
                                            meta=read_meta(dataset_dir), **(options or {}))
     if "significance_md" in outputs:
-        from gnnbench.reporting.significance import significance_report, unit_scores
-
         ours = runs[runs["model"].isin(models)].reset_index(drop=True)  # not the baselines of the dataset table
         scores, metric, higher = unit_scores(ours, tuple(significance["unit_columns"]), significance["stage"])
         significance_report(dataset=dataset, scores=scores, metric=metric, higher_is_better=higher,
@@ -92,10 +91,6 @@ def suite_job(*, suite: dict, tables: dict[str, dict], outputs: dict[str, str]) 
     """The suite's report: for every protocol with suite-wide tables (``tables``: protocol → its tables module's
     ``suite_tables`` settings, ``records`` the run-record files they read) those tables, their HTML pages, and the
     suite's parameters (``suite``: :func:`gnnbench.reporting.report.suite_description`) as YAML and HTML."""
-    from gnnbench.protocols import tables_module
-    from gnnbench.records import read_runs
-    from gnnbench.reporting.report import write_suite
-
     for protocol, settings in tables.items():
         settings = dict(settings)
         tables_module(protocol).suite_tables(read_runs(settings.pop("records")), outputs, **settings)
@@ -105,8 +100,6 @@ def suite_job(*, suite: dict, tables: dict[str, dict], outputs: dict[str, str]) 
 
 def write_pages(outputs: dict[str, str]) -> None:
     """The HTML page (``{role}_html``) of every table of ``outputs`` from its Markdown (``{role}_md``)."""
-    from gnnbench.reporting.report import table_html
-
     for role, page in outputs.items():
         if role.endswith("_html"):
             table_html(outputs[role.removesuffix("_html") + "_md"], page)
