@@ -64,9 +64,9 @@ def measure(model: str, threads: int, device: str) -> dict:
 
     from gnnbench.config.presets import run_config
     from gnnbench.models.build import build_model, count_parameters
+    from gnnbench.training.last_epoch import make_optimizer
     from gnnbench.training.link_prediction import evaluate_link, full_graph, train_link_epoch
     from gnnbench.training.losses import link_bce
-    from gnnbench.training.run import make_optimizer
 
     torch.set_num_threads(threads)
     dev = torch.device(device)

@@ -202,9 +202,9 @@ def measure(model: str, steps: int, threads: int) -> dict:
     from gnnbench.config.presets import run_config
     from gnnbench.models.build import build_model
     from gnnbench.models.net import count_parameters
+    from gnnbench.training.last_epoch import make_optimizer
     from gnnbench.training.loop import _scored
     from gnnbench.training.losses import get_loss
-    from gnnbench.training.run import make_optimizer
 
     batch, meta = pattern_batch()
     config = run_config(PRESET.format(model))

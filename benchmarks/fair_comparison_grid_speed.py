@@ -8,7 +8,7 @@ configurations) on the real ENZYMES, outer fold 0 (486 inner-training, 54 hold-o
     ``run_inner`` does without ``stack``);
 (c) stacked — the configurations of one shape (``gnnbench.protocols.fair_comparison.grid.stack_groups``: fair_GIN's 128
     points are 16 shapes × 8 members differing in dropout, stopping rule and train_eps) trained as one wide stack
-    each (``gnnbench.training.stacked_holdout.HoldoutStack``; ``run_inner(stack=True)`` without shared
+    each (``gnnbench.training.best_epoch_stack.HoldoutStack``; ``run_inner(stack=True)`` without shared
     trajectories);
 (d) stacked + shared trajectories — what ``run_inner(stack=True)`` does: the configurations of one shape that differ
     only in the stopping settings (``trajectories``: fair_GIN's accuracy / loss rule) are one trajectory, a member
@@ -56,7 +56,7 @@ import torch
 from gnnbench.protocols.fair_comparison import grid as fc_grid
 from gnnbench.protocols.fair_comparison import plan as fc_plan
 from gnnbench.protocols.fair_comparison import train as fc_train
-from gnnbench.training.stacked_holdout import fit_stack
+from gnnbench.training.best_epoch_stack import fit_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ZIP = ROOT.parent / "shared" / "data" / "real" / "tu" / "ENZYMES.zip"
@@ -160,8 +160,8 @@ def main() -> int:
     from gnnbench.config.keys import coerce_all, protocol_types
     from gnnbench.models.build import ModelData, build_model
     from gnnbench.papers import ERRICA2020
-    from gnnbench.training.holdout import train_holdout
-    from gnnbench.training.stacked_holdout import HoldoutStack
+    from gnnbench.training.best_epoch import train_holdout
+    from gnnbench.training.best_epoch_stack import HoldoutStack
 
     work = Path(tempfile.mkdtemp())
     try:

@@ -5,7 +5,7 @@ another).
 A complete run trains between ``patience`` (500) and ``epochs`` (1000) epochs, so timing every configuration to the
 end takes hours; this script times ``--epochs`` epochs of every ``--stride``-th configuration of the grid (after one
 warm-up epoch), and reports seconds per epoch and the implied runs per hour for runs of 500 and 1000 epochs. Each
-configuration trains in a fresh model with the protocol's own training procedure (:mod:`gnnbench.training.holdout`).
+configuration trains in a fresh model with the protocol's own training procedure (:mod:`gnnbench.training.best_epoch`).
 
     python benchmarks/fair_comparison_speed.py --zip ../shared/data/real/tu/ENZYMES.zip --threads 1
     python benchmarks/fair_comparison_speed.py --zip ... --model fair_Baseline_ENZYMES   # another grid
@@ -29,7 +29,7 @@ from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.reporting.fair_comparison import config_summary
 from gnnbench.suite import load_suite
-from gnnbench.training.holdout import train_holdout
+from gnnbench.training.best_epoch import train_holdout
 
 
 def main() -> None:

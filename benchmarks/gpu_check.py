@@ -304,7 +304,7 @@ def one_step_models(case: Case, data: dict, devices: list[str]) -> list:
     store = model_dtypes(GraphStore.from_columns(columns))
     pe = None
     if case.pe_dim:
-        from gnnbench.training.run import read_run_pe
+        from gnnbench.training.last_epoch import read_run_pe
 
         pe = read_run_pe(case.config, data["pe"][case.pe_dim], store, meta)
     if meta.transductive:

@@ -37,10 +37,10 @@ def measure(model: str, graphs: int, threads: int, device: str) -> dict:
     from gnnbench.data.generators import generate
     from gnnbench.data.store import GraphStore
     from gnnbench.models.build import build_model
+    from gnnbench.training.last_epoch import make_optimizer
     from gnnbench.training.loop import train_epoch
     from gnnbench.training.losses import get_loss
     from gnnbench.training.metrics import get_metric
-    from gnnbench.training.run import make_optimizer
 
     columns, meta = generate("sbm_pattern", "PATTERN", {"num_train": graphs, "num_val": 1, "num_test": 1,
                                                         "num_patterns": 1}, 0)

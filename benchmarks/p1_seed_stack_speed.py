@@ -1,5 +1,5 @@
 """Throughput of the benchmarking-gnns protocol's seeds of one config: one run per process, one at a time in one
-process, and the seeds trained as one wide stack (gnnbench.training.seed_stack).
+process, and the seeds trained as one wide stack (gnnbench.training.last_epoch_stack).
 
     python benchmarks/p1_seed_stack_speed.py [--preset molecules_graph_regression_GatedGCN_ZINC_100k] [--seeds 4]
         [--epochs 2] [--train-graphs 2000] [--eval-graphs 250] [--cores 2]
@@ -15,7 +15,7 @@ trained and evaluated on val and test as a real run, outputs written):
 
 * **(a) one run per process**: one process per seed, one thread each, ``--cores`` of them at a time (the workflow's
   one job per seed under ``snakemake --cores 2`` with ``threads_per_run: 1``);
-* **(b) one at a time in one process**: :func:`~gnnbench.training.seed_stack.train_seeds` with ``stack=False``
+* **(b) one at a time in one process**: :func:`~gnnbench.training.last_epoch_stack.train_seeds` with ``stack=False``
   (the fallback), one thread;
 * **(c) the stack**: ``train_seeds`` with the seeds as one wide stack, one thread (with ``--threaded`` also with
   ``--cores`` threads: one job using every core).

@@ -87,10 +87,10 @@ def measure(shape: str, model: str) -> dict:
     from gnnbench.config.presets import run_config
     from gnnbench.data.batching import GraphLoader
     from gnnbench.models.build import build_model
+    from gnnbench.training.last_epoch import make_optimizer
     from gnnbench.training.loop import train_epoch
     from gnnbench.training.losses import get_loss
     from gnnbench.training.metrics import get_metric
-    from gnnbench.training.run import make_optimizer
 
     store, meta, preset, graphs = workload(shape)
     config = run_config(preset.format(model))

@@ -14,9 +14,9 @@ the epoch count), so the three modes do the same number of epochs:
     0.5, behind ``forward(batch)`` → (N, C) logits) — ``--inits`` initialisations of a split as one vmapped model
     (:class:`~gnnbench.training.functional_stack.FunctionalStackStep`);
 (b) **one after another**: the same model and initialisations in the same process
-    (:class:`~gnnbench.training.initialisations.SequentialStep`);
+    (:class:`~gnnbench.training.init_stack.SequentialStep`);
 (c) **hand-written stack**: the zoo's GCN of the pitfalls paper (``pitfalls_GCN``: 64 hidden, sparse input
-    features) as the protocol trains it (:class:`~gnnbench.training.initialisations.StackedStep`);
+    features) as the protocol trains it (:class:`~gnnbench.training.init_stack.StackedStep`);
 
 and with ``--benchmark-gcn`` the benchmark's GCN (dwivedi2020, 64 wide, batch norm) in modes (a) and (b): a model whose
 sparse products have vmap rules (members folded into the columns of one product).
@@ -85,7 +85,7 @@ def trainers(dataset: Path, splits_path: Path, split: int, inits: int, epochs: i
     from gnnbench.protocols.pitfalls import train as pitfalls_train
     from gnnbench.splits import read_splits
     from gnnbench.training.functional_stack import FunctionalStackStep
-    from gnnbench.training.initialisations import SequentialStep
+    from gnnbench.training.init_stack import SequentialStep
 
     meta, graph, labels = pitfalls_train.load_node_graph(dataset)
     parts = {p: torch.from_numpy(idx) for p, idx in read_splits(splits_path, meta).fold(split).items()}
@@ -155,7 +155,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from gnnbench.allocator import keep_freed_memory
-    from gnnbench.training.initialisations import train_split
+    from gnnbench.training.init_stack import train_split
 
     keep_freed_memory()  # as a pitfalls job does
     torch.set_num_threads(args.threads)

@@ -36,10 +36,10 @@ def measure(model: str, epochs: int, threads: int) -> dict:
     from gnnbench.data.batching import GraphLoader, model_dtypes
     from gnnbench.data.store import GraphStore
     from gnnbench.models.build import build_model
+    from gnnbench.training.last_epoch import make_optimizer
     from gnnbench.training.loop import train_epoch
     from gnnbench.training.losses import l1
     from gnnbench.training.metrics import MAE
-    from gnnbench.training.run import make_optimizer
 
     columns, meta = molecule_like()
     store = model_dtypes(GraphStore.from_columns(columns))

@@ -17,7 +17,7 @@ from gnnbench.records import write_records
 
 
 def fake_metrics(label, seed, fold, test, train, scheme, params=1000, epochs=10) -> dict:
-    """A run's metrics.json content (what training/run.py writes, the fields the record takes)."""
+    """A run's metrics.json content (what training/last_epoch.py writes, the fields the record takes)."""
     return {
         "dataset": "D", "label": label, "model": label.split("-")[0], "seed": seed, "fold": fold,
         "metric": "accuracy", "higher_is_better": True, "data": {"split_scheme": scheme},

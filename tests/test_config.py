@@ -51,6 +51,16 @@ def test_default_suite_resolves_to_the_expected_runs():
     assert len(suite.significance_files()) == 3 * len(suite.benchmarks) == 15
 
 
+def test_the_schema_the_errors_name_is_the_one_the_package_checks_with():
+    """Every schema error names workflow/schemas/config.schema.yaml; it is a link to the package's schema (a move of
+    the package's file once left it dangling)."""
+    from gnnbench.suite import SCHEMA_PATH
+
+    named = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+    assert named.resolve() == SCHEMA_PATH.resolve()
+    assert named.read_text() == SCHEMA_PATH.read_text()
+
+
 def test_run_config_layers_preset_overrides_and_coerces_strings():
     config = run_config("SBMs_node_clustering_GCN_PATTERN_100k", {"min_lr": "1e-5", "L": "3", "residual": "false"})
     assert config["min_lr"] == 1e-5 and config["L"] == 3 and config["residual"] is False

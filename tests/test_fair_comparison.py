@@ -35,7 +35,7 @@ from gnnbench.protocols.fair_comparison import train as fc_train
 from gnnbench.records import read_runs
 from gnnbench.splits import read_fair_comparison_folds, read_splits
 from gnnbench.suite import load_suite
-from gnnbench.training.holdout import learning_rate
+from gnnbench.training.best_epoch import learning_rate
 from gnnbench.training.stopping import EarlyStopping
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -357,7 +357,7 @@ def test_a_killed_inner_job_resumes_to_the_results_of_an_uninterrupted_one(famil
     import os
     import signal
 
-    from gnnbench.training import holdout
+    from gnnbench.training import best_epoch as holdout
     from gnnbench.training.preemption import Preempted
 
     configs = [{**BASELINE, "epochs": 8, "patience": 100}]
@@ -457,7 +457,7 @@ def test_an_inner_run_with_a_huge_learning_rate_is_recorded_diverged_and_not_sel
 
 
 def test_a_final_run_that_diverges_is_recorded_and_the_tables_show_it(families, tmp_path, monkeypatch):
-    from gnnbench.training import holdout
+    from gnnbench.training import best_epoch as holdout
 
     real_train, real_scores, calls = fc_train._train_alone, holdout._epoch_scores, {"n": 0}
 
@@ -543,8 +543,8 @@ def test_the_tables_read_the_selected_configuration_from_the_records_of_both_sta
 def test_a_resumed_run_whose_history_ends_diverged_stays_diverged(families, tmp_path):
 
     from gnnbench.models.graph_classifiers import build_classifier
+    from gnnbench.training.best_epoch import holdout_fit, holdout_results
     from gnnbench.training.engine import fit, restore
-    from gnnbench.training.holdout import holdout_fit, holdout_results
 
     data = fc_train._load(families / "ds", families / "s.json")
     parts = {p: torch.from_numpy(v) for p, v in data.splits.fold(0).items() if p != "test"}

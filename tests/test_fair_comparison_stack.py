@@ -1,6 +1,6 @@
 """The fair-comparison protocol's grid points of one shape trained as one wide stack
-(gnnbench.training.stacked_holdout.HoldoutStack, gnnbench.protocols.fair_comparison.train.run_inner with ``stack``), and
-Errica's GIN with dropout modules: the same masks and results as its functional form.
+(gnnbench.training.best_epoch_stack.HoldoutStack, gnnbench.protocols.fair_comparison.train.run_inner with ``stack``),
+and Errica's GIN with dropout modules: the same masks and results as its functional form.
 
 Member-equals-alone: in float64 with dropout 0 a member of a stack (its own learning rate, weight decay, stopping
 rule and patience) equals the same configuration trained alone by ``train_holdout`` on the stack's batch order
@@ -24,7 +24,7 @@ from gnnbench.protocols import fair_comparison as fc
 from gnnbench.protocols.fair_comparison import grid as fc_grid
 from gnnbench.protocols.fair_comparison import plan as fc_plan
 from gnnbench.protocols.fair_comparison import train as fc_train
-from gnnbench.training.holdout import train_holdout
+from gnnbench.training.best_epoch import train_holdout
 
 GIN = {"model": "GIN", "hidden_units": [8, 8], "train_eps": True, "aggregation": "sum", "dropout": 0.5,
        "dropout_layer0_at_eval": True, "batch_size": 16, "learning_rate": 0.01, "optimizer": "Adam",
@@ -154,7 +154,7 @@ REL = 1e-9  # float64: two summation orders drift apart by up to 1.1e-10 in 8 ep
 def _stack(families, members, seeds, perturb=None, **common):
     """A HoldoutStack of GIN configurations (float64, dropout 0) and their alone runs' ingredients; ``perturb``: one
     more member with these settings whose results are not compared (it must not change the others)."""
-    from gnnbench.training.stacked_holdout import HoldoutStack, fit_stack
+    from gnnbench.training.best_epoch_stack import HoldoutStack, fit_stack
 
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 8, **common, **m} for m in members]
@@ -296,7 +296,7 @@ def test_an_inner_job_trains_each_shape_as_one_stack_and_the_rest_as_today(famil
     two stopping rules and a run for its other learning rate, each row exactly the run alone with the observer-free
     seed; without stacks the job is today's (a run per configuration, seeds from the whole configuration); a rerun of
     the finished job trains afresh to the same rows."""
-    from gnnbench.training.stacked_holdout import HoldoutStack, fit_stack
+    from gnnbench.training.best_epoch_stack import HoldoutStack, fit_stack
 
     gin = [{**GIN, "hidden_units": [8], "epochs": 3, "train_eps": eps, "early_stopping": rule}
            for eps in (True, False) for rule in ("accuracy", "loss")]
@@ -356,7 +356,7 @@ def _strip(result):
 
 
 def test_observer_keys_are_the_trainers():
-    from gnnbench.training.holdout import OBSERVER_KEYS
+    from gnnbench.training.best_epoch import OBSERVER_KEYS
 
     assert fc.OBSERVER_KEYS == OBSERVER_KEYS and set(OBSERVER_KEYS) <= set(fc.MEMBER_KEYS)
 
@@ -383,7 +383,7 @@ def test_one_trajectory_observed_by_two_rules_is_each_run_alone_not_widenable(fa
 def test_one_wide_member_observed_by_two_rules_is_each_run_alone(families):
     """GIN (float64, dropout 0): a HoldoutStack of two trajectories, each observed by the accuracy and the loss rule,
     gives every observer its run alone with its trajectory's seed on the stack's batch order."""
-    from gnnbench.training.stacked_holdout import HoldoutStack, fit_stack
+    from gnnbench.training.best_epoch_stack import HoldoutStack, fit_stack
 
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 8, **m, "patience": 2, **rule}
@@ -452,8 +452,8 @@ class _EveryEpoch:
 def test_an_observed_trajectory_resumes_to_the_same_results(families):
     """The observers' stopping state travels in the fit's checkpoint: resumed after epoch 3 (one observer still
     training, or both), the results equal the uninterrupted run's."""
+    from gnnbench.training.best_epoch import holdout_fit, holdout_results
     from gnnbench.training.engine import fit, restore
-    from gnnbench.training.holdout import holdout_fit, holdout_results
 
     data, parts = _data(families, double=True)
     configs = [{**SAGE, "learning_rate": 0.05, "epochs": 10, "patience": 1, **rule} for rule in RULES]
@@ -476,8 +476,8 @@ def test_an_observed_trajectory_resumes_to_the_same_results(families):
 def test_a_stack_of_observed_trajectories_resumes_to_the_same_results(families, tmp_path):
     """A HoldoutStack with observers, checkpointed after every epoch, resumed from its last checkpoint before the
     last observer stopped: the same results as the uninterrupted stack."""
+    from gnnbench.training.best_epoch_stack import HoldoutStack
     from gnnbench.training.engine import fit, restore
-    from gnnbench.training.stacked_holdout import HoldoutStack
 
     data, parts = _data(families, double=True)
     configs = [{**GIN, "dropout": 0.0, "epochs": 6, **m, "patience": 1, **rule} for m in MEMBERS[:2] for rule in RULES]

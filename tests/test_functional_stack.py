@@ -27,7 +27,7 @@ from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.splits import read_splits
 from gnnbench.training.engine import fit
 from gnnbench.training.functional_stack import FunctionalStackStep, stacked_or_sequential
-from gnnbench.training.initialisations import SequentialStep, StackedStep, train_split
+from gnnbench.training.init_stack import SequentialStep, StackedStep, train_split
 from gnnbench.training.preemption import Preempted
 
 SETTINGS = {"weight_decay": 0.001, "criterion": "gnnbench", "max_epochs": 1000, "dropout_seed": 7}

@@ -261,7 +261,7 @@ def test_every_pickle_or_pt_reader_is_covered():
                "data/safe_pickle.py",
                "data/graph_files.py",  # a user's .pt graph file: its payloads are in tests/test_user_datasets.py
                "data/generators/pyg.py"}  # PyG's classes: their payloads are in tests/test_pyg_raw_files.py
-    own_files = {"training/checkpoint.py", "training/run.py"}  # torch.load(weights_only=True) of our checkpoints
+    own_files = {"training/checkpoint.py", "training/last_epoch.py"}  # torch.load(weights_only=True) of our checkpoints
     assert set(readers) - own_files == covered, readers
 
 

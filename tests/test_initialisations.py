@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from gnnbench.errors import ConfigError
 from gnnbench.training.engine import fit, restore
-from gnnbench.training.initialisations import PropagationStep, SequentialStep, StackedStep, train_split
+from gnnbench.training.init_stack import PropagationStep, SequentialStep, StackedStep, train_split
 from gnnbench.training.stacked_adam import StackedAdam
 from gnnbench.training.stopping import EarlyStopping
 

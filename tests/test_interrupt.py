@@ -29,7 +29,7 @@ from conftest import REPO_ROOT
 from test_user_errors import run_script
 
 from gnnbench.errors import INTERRUPTED
-from gnnbench.training.run import checkpoint_epochs
+from gnnbench.training.last_epoch import checkpoint_epochs
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
 # Python's own Ctrl-C handling, even where the test runner was started in the background (a shell then makes its
@@ -301,7 +301,7 @@ def interrupted_then_rerun(folder: Path, interrupt: Callable[[subprocess.Popen],
     assert status == 0, output[-3000:]
     assert f"resuming from {RUN / 'checkpoint.pt'} after epoch 2" in output
     trained = [line.split("epoch ")[1].split()[0] for line in (folder / JOB_LOG).read_text().splitlines()
-               if "gnnbench.training.run: epoch " in line]
+               if "gnnbench.training.last_epoch: epoch " in line]
     assert trained == ["2", "3", "4"]  # the two epochs before the interruption are not trained again
     assert not list((folder / ".snakemake" / "incomplete").glob("*"))  # nothing left marked incomplete
     return job_log

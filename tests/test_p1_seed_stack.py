@@ -1,5 +1,5 @@
-"""P1 seeds of one config trained in one job (gnnbench.training.seed_stack): each member of the wide stack equals the
-run of its seed trained alone on the first seed's mini-batch order (float64, no dropout), also after another member
+"""P1 seeds of one config trained in one job (gnnbench.training.last_epoch_stack): each member of the wide stack equals
+the run of its seed trained alone on the first seed's mini-batch order (float64, no dropout), also after another member
 left the stack early (lr below min_lr); every seed's outputs and run record are where its own job writes them; the
 default on CPU and the fallback (one seed after another) are exactly the separate runs; a stopped stack resumes to
 the same results; the workflow plans one job per model × fold for a benchmark with `stack: true`."""
@@ -23,8 +23,8 @@ from gnnbench.data.meta import write_dataset
 from gnnbench.pipeline import make_split_file
 from gnnbench.protocols.benchmarking_gnns import train as benchmarking_gnns_train
 from gnnbench.records import read_runs
-from gnnbench.training import run as run_module
-from gnnbench.training import seed_stack
+from gnnbench.training import last_epoch as run_module
+from gnnbench.training import last_epoch_stack as seed_stack
 from gnnbench.training.engine import stoppable
 from gnnbench.training.preemption import Preempted
 
@@ -127,7 +127,7 @@ def test_a_model_that_does_not_widen_falls_back_to_separate_runs(zinc_like, tmp_
     """GAT views its channels as heads (members' channels mixed): the check refuses the stack."""
     preset = "molecules_graph_regression_GAT_ZINC_100k"
     small = {"hidden_dim": 4, "out_dim": 16, "n_heads": 4, "epochs": 2}
-    with caplog.at_level("INFO", logger="gnnbench.training.seed_stack"):
+    with caplog.at_level("INFO", logger="gnnbench.training.last_epoch_stack"):
         results = stacked(zinc_like, tmp_path / "job", preset=preset, **small)
     assert "one after another: the model does not widen" in caplog.text
     for seed, result in zip(SEEDS, results, strict=True):

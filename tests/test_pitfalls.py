@@ -21,7 +21,7 @@ from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.pitfalls import tables as pitfalls_tables
 from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.protocols.pitfalls.train import run_chunk
-from gnnbench.training.initialisations import StackedStep
+from gnnbench.training.init_stack import StackedStep
 from gnnbench.training.preemption import Preempted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

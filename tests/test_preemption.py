@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from gnnbench.config.presets import run_config
-from gnnbench.training import run as run_module
+from gnnbench.training import last_epoch as run_module
+from gnnbench.training.last_epoch import checkpoint_epochs, train_run
 from gnnbench.training.preemption import Preempted, StopOnSignal
-from gnnbench.training.run import checkpoint_epochs, train_run
 
 SMALL = {"L": 2, "hidden_dim": 32, "out_dim": 32, "batch_size": 8}
 GCN_PE = "CSL_graph_classification_GCN_CSL_PE_100k"

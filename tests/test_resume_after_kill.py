@@ -29,7 +29,7 @@ from gnnbench.protocols.fair_comparison import train as fair_comparison_train
 from gnnbench.protocols.pitfalls import train as pitfalls_train
 from gnnbench.training import checkpoint
 from gnnbench.training.checkpoint import load_resumable, read_checkpoint
-from gnnbench.training.run import checkpoint_epochs, train_run
+from gnnbench.training.last_epoch import checkpoint_epochs, train_run
 
 STOP_AT = Path(__file__).with_name("stop_at.py")
 GCN_PE = "CSL_graph_classification_GCN_CSL_PE_100k"

@@ -1,4 +1,4 @@
-"""The fair-comparison protocol's final runs trained as one wide stack (gnnbench.training.stacked_holdout.HoldoutStack,
+"""The fair-comparison protocol's final runs trained as one wide stack (gnnbench.training.best_epoch_stack.HoldoutStack,
 run_final with ``stack``): a member equals the same run trained alone on the stack's shared batch order (the first
 run's stream; float64, no dropout), members stop at different epochs and leave the stack, gradient clipping is per
 member; the final-run job keeps its outputs; a model that does not widen (GraphSAGE) and fresh hold-outs give exactly
@@ -21,7 +21,7 @@ from gnnbench.io import sha256_json
 from gnnbench.models.build import count_parameters
 from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.protocols.fair_comparison import train as fc_train
-from gnnbench.training import stacked_holdout
+from gnnbench.training import best_epoch_stack as stacked_holdout
 from gnnbench.training.wide import NotWidenable
 
 # Errica's GIN (fair_GIN's fixed parameters, one small grid point): dropout (also at eval), batch norm, step schedule

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gnnbench.training.initialisations import copy_rows, masked_scores, row_spans
+from gnnbench.training.init_stack import copy_rows, masked_scores, row_spans
 
 
 def test_row_spans_group_consecutive_rows():

@@ -14,9 +14,9 @@ import torch
 from gnnbench.config.presets import run_config
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.protocols.benchmarking_gnns.train import train
+from gnnbench.training import last_epoch as run_module
 from gnnbench.training import loop
-from gnnbench.training import run as run_module
-from gnnbench.training.run import train_run
+from gnnbench.training.last_epoch import train_run
 
 SMALL = {"L": 2, "hidden_dim": 32, "out_dim": 32, "batch_size": 8}
 TIMING = ("seconds", "seconds_per_epoch", "total_seconds", "total_hours")

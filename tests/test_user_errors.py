@@ -22,7 +22,7 @@ from conftest import REPO_ROOT, TINY
 from gnnbench.errors import INTERRUPTED
 from gnnbench.io import os_error_message
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.training.run import checkpoint_epochs
+from gnnbench.training.last_epoch import checkpoint_epochs
 
 MLP = "CSL_graph_classification_MLP_CSL_100k"
 SEED_RANGE = "a seed must be an integer from 0 to 4294967295 (2**32 - 1), got {}; pick a seed in that range"
@@ -286,7 +286,7 @@ SIGINT_AT_EPOCH_3 = """
 import os, signal
 signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own Ctrl-C, even where the test runner's
 # process was started in the background (a shell then makes its children ignore SIGINT)
-from gnnbench.training import run
+from gnnbench.training import last_epoch as run
 _real, _epochs = run.train_epoch, [0]
 def _epoch(*args, **kwargs):
     _epochs[0] += 1

@@ -18,7 +18,7 @@ the same experiment and how ours compares (:mod:`gnnbench.reporting.published`: 
 paper_n, paper_row, diff_vs_paper, z_vs_paper, verdict, setting; Markdown "Paper" and "vs paper").
 
 Diverged runs (record ``status`` "diverged": a NaN or infinite loss stopped the run, and it has no scores,
-:mod:`gnnbench.training.run`) are never averaged: every mean ± std (scores, epochs, times) is over the
+:mod:`gnnbench.training.last_epoch`) are never averaged: every mean ± std (scores, epochs, times) is over the
 label's completed runs, column ``diverged`` counts the others (``runs`` counts all), and the Markdown test cell reads
 "mean ± std (k of n diverged)", or "diverged (n of n)" when no run completed (its other cells "–"). The comparison
 with the paper uses the completed runs.

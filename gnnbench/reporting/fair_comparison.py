@@ -17,7 +17,7 @@ from the fold's model-selection records). Per dataset:
 - ``results/tables/{dataset}_folds.*``: one row per model and fold — chosen configuration, its validation accuracy,
   the final runs' test accuracies and their mean.
 
-Diverged runs (a NaN or infinite loss, :mod:`gnnbench.training.holdout`) have no score and are never averaged. A
+Diverged runs (a NaN or infinite loss, :mod:`gnnbench.training.best_epoch`) have no score and are never averaged. A
 fold's test (train) accuracy is the mean over its final runs that did not diverge — NaN if all did, and such a fold
 is left out of the mean ± std over folds. Columns ``final_runs`` / ``diverged_runs`` count the final runs and the
 diverged ones, ``diverged_grid_runs`` the model-selection runs that diverged (never selected); in Markdown the test

@@ -37,7 +37,7 @@ Decisions (the paper leaves them open; recorded in docs/protocols/pitfalls.md#re
 
 Diverged runs. A runs table may have a ``status`` column (the run records' have; a table without it counts every run
 as completed): a run with status ``"diverged"`` had a NaN or infinite loss and has no score (NaN
-accuracies and losses, :mod:`gnnbench.training.initialisations`). It is never averaged: every statistic above is over
+accuracies and losses, :mod:`gnnbench.training.init_stack`). It is never averaged: every statistic above is over
 the completed runs, and the diverged ones are counted and shown — column ``diverged`` (the summary: ``diverged``,
 over all datasets), and in Markdown the cell "mean ± std (k of n diverged)", or "diverged (n of n)" when no run of
 the model completed. On a split where every initialisation of a model diverged the model has no score s(m, d, k):

@@ -19,7 +19,7 @@ decide, member by member, when a member stops:
 
 The strategies (the step) are what differs between a single run (:class:`SingleStep`), a wide stack of members side
 by side in the feature dimension (:mod:`gnnbench.training.stacks`), a vmapped stack (:mod:`gnnbench.training.
-functional_stack`), a hand-stacked model of initialisations (:mod:`gnnbench.training.initialisations`) and members
+functional_stack`), a hand-stacked model of initialisations (:mod:`gnnbench.training.init_stack`) and members
 trained one after another in one fit (``members`` returning the current one). Members that stop leave through one
 hook, :meth:`Step.leave`: early-stopped initialisations, finished seeds, pruned tuning trials alike.
 

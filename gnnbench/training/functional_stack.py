@@ -1,7 +1,7 @@
 """R initialisations of *any* model of the model contract trained at once, without a hand-written stacked form: the
-pitfalls task (:mod:`gnnbench.training.initialisations`) for the other zoos' networks and for users' own models.
+pitfalls task (:mod:`gnnbench.training.init_stack`) for the other zoos' networks and for users' own models.
 
-R copies of the model are built exactly as :class:`~gnnbench.training.initialisations.SequentialStep` builds
+R copies of the model are built exactly as :class:`~gnnbench.training.init_stack.SequentialStep` builds
 initialisation r (``torch.manual_seed(seeds[r])``, then ``build()``); their parameters and buffers are stacked along
 a new dim 0 (``torch.func.stack_module_state``) and one forward pass computes every member's outputs on the one
 graph (``torch.func.vmap`` over ``torch.func.functional_call`` of the first copy, the full batch shared):
@@ -58,7 +58,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from gnnbench.training.engine import Run, make_optimizer
-from gnnbench.training.initialisations import PARTS, SequentialStep, SplitResult, StackMembers, masked_scores
+from gnnbench.training.init_stack import PARTS, SequentialStep, SplitResult, StackMembers, masked_scores
 
 log = logging.getLogger(__name__)
 KIND = "functional_stack"  # marks this trainer's checkpoints
@@ -83,7 +83,7 @@ class _WithPenalty(nn.Module):
 class FunctionalStackStep(StackMembers):
     """R initialisations of a contract model (``forward(batch)`` → (N, C) logits of the one graph) trained as one
     vmapped model (module docstring); the interface and records of
-    :class:`~gnnbench.training.initialisations.StackedStep`. Arguments as :class:`SequentialStep`'s.
+    :class:`~gnnbench.training.init_stack.StackedStep`. Arguments as :class:`SequentialStep`'s.
     Raises :class:`NotStackable` when the copies cannot be stacked or the dry run fails (nothing trained)."""
 
     def __init__(self, build: Callable[[], nn.Module], batch, labels: torch.Tensor, parts: dict[str, torch.Tensor],
@@ -259,7 +259,7 @@ def _reason(exc: Exception, where: str = "vmap") -> str:
 def stacked_or_sequential(build: Callable[[], nn.Module], batch, labels: torch.Tensor,
                           parts: dict[str, torch.Tensor], *, name: str = "model", **settings):
     """A :class:`FunctionalStackStep` of the model ``build()`` makes, or, where it cannot be stacked, a
-    :class:`~gnnbench.training.initialisations.SequentialStep` with the same settings (one log line per model and
+    :class:`~gnnbench.training.init_stack.SequentialStep` with the same settings (one log line per model and
     reason per process)."""
     try:
         return FunctionalStackStep(build, batch, labels, parts, **settings)

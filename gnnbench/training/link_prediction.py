@@ -5,7 +5,7 @@ docs/protocols/benchmarking-gnns.md#data-and-splits).
 The dataset is one graph — the training edges, both directions — and its evaluation pairs
 (:mod:`gnnbench.data.link_pairs`); the split file (scheme ``given``, level ``pair``) says which pair rows are train,
 val and test. :func:`gnnbench.protocols.benchmarking_gnns.train.train` sends runs of a ``link_prediction`` dataset here;
-everything else is :func:`gnnbench.training.run.train_run`, whose outputs this module writes the same way.
+everything else is :func:`gnnbench.training.last_epoch.train_run`, whose outputs this module writes the same way.
 
 Training, per epoch: the training positives are shuffled (``torch.randperm`` with the run's seeded generator) and cut
 into mini-batches of ``batch_size`` (32,768) positives. For each mini-batch: one full-graph forward of the encoder (the
@@ -35,13 +35,13 @@ Schedule: Adam(init_lr, weight_decay) (:func:`~gnnbench.training.engine.make_opt
 ``ReduceLROnPlateau(mode='max', factor=lr_reduce_factor, patience=lr_schedule_patience)`` stepped once per epoch with
 the validation Hits@50; the run stops when the learning rate falls below ``min_lr``, when the training time exceeds
 its budget, or at ``epochs`` (500 in the configs) — the epoch loop, checkpoints and stop rules of
-:func:`~gnnbench.training.run.train_run` (:mod:`gnnbench.training.engine`). Reported scores are those of the model
-after the **last** epoch.
+:func:`~gnnbench.training.last_epoch.train_run` (:mod:`gnnbench.training.engine`). Reported scores are those of the
+model after the **last** epoch.
 A NaN or infinite training or validation loss ends the run as ``diverged``, as in
-:func:`~gnnbench.training.run.train_run` (``status``, ``diverged_epoch``; an epoch whose training loss is not finite
-is not evaluated, and the scores of a diverged run — ``metric``, ``loss`` and the Hits of every part — are null).
+:func:`~gnnbench.training.last_epoch.train_run` (``status``, ``diverged_epoch``; an epoch whose training loss is not
+finite is not evaluated, and the scores of a diverged run — ``metric``, ``loss`` and the Hits of every part — are null).
 
-Outputs (as :func:`~gnnbench.training.run.train_run`): ``metrics.json`` with the same keys — ``metric`` is
+Outputs (as :func:`~gnnbench.training.last_epoch.train_run`): ``metrics.json`` with the same keys — ``metric`` is
 ``hits@50`` and each part's ``metric`` its Hits@50 — plus ``hits@10``, ``hits@50``, ``hits@100`` in each part;
 ``history.parquet`` (the run module's columns, ``train_metric`` being the eval-mode train Hits@50, plus
 ``{part}_hits@10`` / ``{part}_hits@100``); ``checkpoint.pt`` after every epoch (and before the first), resumed after a
@@ -73,12 +73,9 @@ from gnnbench.models.build import count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE
 from gnnbench.training.engine import RunState, payload, stoppable
-from gnnbench.training.losses import Loss, get_loss
-from gnnbench.training.metrics import hits_at_k
-from gnnbench.training.preemption import StopOnSignal
-from gnnbench.training.run import (
-    _device_name,
+from gnnbench.training.last_epoch import (
     build_training,
+    device_name,
     p1_fit,
     package_versions,
     read_run_pe,
@@ -86,6 +83,9 @@ from gnnbench.training.run import (
     resume_note,
     write_outputs,
 )
+from gnnbench.training.losses import Loss, get_loss
+from gnnbench.training.metrics import hits_at_k
+from gnnbench.training.preemption import StopOnSignal
 
 log = logging.getLogger(__name__)
 HITS_K = (10, 50, 100)
@@ -176,7 +176,7 @@ def train_link_run(*, dataset_dir: str | os.PathLike, splits_path: str | os.Path
                    time_limit_hours: float | None = None) -> dict:
     """Train one link-prediction run and write its outputs; returns the contents of ``metrics.json``.
 
-    Arguments as :func:`gnnbench.training.run.train_run`. Raises :class:`~gnnbench.training.preemption.Preempted`
+    Arguments as :func:`gnnbench.training.last_epoch.train_run`. Raises :class:`~gnnbench.training.preemption.Preempted`
     on SIGTERM, naming the checkpoint a rerun resumes from.
     """
     return stoppable(lambda guard: _train(
@@ -197,7 +197,7 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
     meta, columns = read_dataset(dataset_dir)
     if meta.task != "link_prediction":
         raise ConfigError(f"dataset {meta.name} is a {meta.task} dataset, not link prediction; train it with "
-                          "gnnbench.training.run.train_run")
+                          "gnnbench.training.last_epoch.train_run")
     pairs = read_pairs(dataset_dir, meta)
     splits = read_splits(splits_path, meta)
     if splits.level != "pair":
@@ -253,7 +253,7 @@ def _train(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, out_d
         "num_params": num_params, "epochs": state.epoch, "stop_reason": stop_reason, **state.status(),
         "seconds_per_epoch": state.elapsed / max(state.epoch, 1), "total_seconds": total_s,
         "total_hours": total_s / 3600,
-        "time_limit_hours": time_limit_s / 3600, "config": cfg, "device": _device_name(dev),
+        "time_limit_hours": time_limit_s / 3600, "config": cfg, "device": device_name(dev),
         "threads": torch.get_num_threads(), "versions": package_versions(),
         "data": {"dataset_checksum": meta.checksum, "pairs_checksum": meta.extra_files[PAIRS_FILE],
                  "split_scheme": splits.scheme, "split_checksum": split_checksum,

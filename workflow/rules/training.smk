@@ -34,7 +34,7 @@ rule train:
 
 
 # benchmarking-gnns with `seeds_per_job` / `stack: true`: one job = a group of seeds of one model × fold
-# (gnnbench.training.seed_stack: the seeds one after another in one process, each exactly its separate run; with
+# (gnnbench.training.last_epoch_stack: the seeds one after another in one process, each exactly its separate run; with
 # `stack: true` on CUDA one wide stack sharing the first seed's mini-batch order where the model widens). Its outputs
 # are the seeds' own run outputs and records, at the paths a one-seed job writes, so aggregation and tables are
 # unchanged. One rule per (dataset, model, group of seeds): a rule's outputs are fixed lists. A job asks for the

@@ -62,7 +62,7 @@ Decisions (docs/protocols/fair-comparison.md#networks):
   (:func:`cached_kron_hierarchy`; a deeper one serves shallower models by its prefix): every training run builds a
   new model and calls ``prepare``.
 * The optimiser (SGD) and the ECC learning-rate schedule (the released ``models/schedulers/ECCScheduler.py``) are
-  the trainer's concern: :mod:`gnnbench.training.holdout`, docs/protocols/fair-comparison.md#protocol-and-training.
+  the trainer's concern: :mod:`gnnbench.training.best_epoch`, docs/protocols/fair-comparison.md#protocol-and-training.
 """
 
 from __future__ import annotations

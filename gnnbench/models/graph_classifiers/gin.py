@@ -54,7 +54,7 @@ class GIN(GraphClassifier):
     ``hidden`` after the input MLP."""
 
     required = ("hidden_units", "train_eps", "aggregation", "dropout")
-    # config keys whose values one wide stack can mix (gnnbench.training.stacked_holdout.HoldoutStack): a member with
+    # config keys whose values one wide stack can mix (gnnbench.training.best_epoch_stack.HoldoutStack): a member with
     # train_eps false is built with ε a parameter (same initial weights: ε is the constant 0 either way, no random
     # draw) whose gradient is zeroed, so it stays the constant 0 of the run alone
     stack_frozen = {"train_eps": (True, ("eps",))}

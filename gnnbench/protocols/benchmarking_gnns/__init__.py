@@ -3,13 +3,13 @@
 Splits: the split that comes with the data (``given``: SBM, TSP, ZINC, ...; WikiCS's 20 node splits of its one
 graph, trained full-batch; OGBL-COLLAB's evaluation pairs), the released cross-validation folds (``published``:
 the TU sets' 10 and CSL's 5 index files) or seeded stratified k-fold cross-validation of graphs. A run is one model
-config × one seed × one fold (:func:`gnnbench.training.run.train_run`; link prediction:
+config × one seed × one fold (:func:`gnnbench.training.last_epoch.train_run`; link prediction:
 :mod:`gnnbench.training.link_prediction`, whose scheduler is stepped on the validation Hits@50 with mode max): Adam
 with L2 weight decay, ReduceLROnPlateau on the validation loss, stop when the learning rate falls below
 ``min_lr``, at ``epochs`` or when the wall-clock budget is spent; the **last** epoch's scores are reported. The
 budget is ``max_time`` hours per run, divided by 10 per fold under cross-validation (the original does this for
 CSL and TU) and by 20 per WikiCS split. With ``seeds_per_job: k`` in a benchmark one job trains k seeds of a model
-on a fold one after another in one process (:func:`train_seeds`, :mod:`gnnbench.training.seed_stack`), each
+on a fold one after another in one process (:func:`train_seeds`, :mod:`gnnbench.training.last_epoch_stack`), each
 exactly its separate run: the job saves the process start, the imports and the data loading of k − 1 jobs. With
 ``stack: true`` (whose default ``seeds_per_job`` is all seeds) a job's seeds train on CUDA as one wide stack where
 the model widens — the seeds then share the first seed's mini-batch order, the one departure from separate runs —

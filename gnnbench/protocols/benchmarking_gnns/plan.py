@@ -35,7 +35,7 @@ class BenchmarkingGNNsBenchmark(Benchmark):
     seeds: list[int] = field(default_factory=list)
     folds: list[int] = field(default_factory=list)
     model_seeds: dict[str, list[int]] = field(default_factory=dict)  # a model's own seeds (else ``seeds``)
-    # seeds of a model × fold trained by one job (gnnbench.training.seed_stack; workflow/rules/training.smk) and
+    # seeds of a model × fold trained by one job (gnnbench.training.last_epoch_stack; workflow/rules/training.smk) and
     # whether such a job trains them as one wide stack where the device and model allow (CUDA)
     seeds_per_job: int | None = 1  # None: all of a model's seeds
     stack: bool = False

@@ -12,9 +12,9 @@ from gnnbench.protocols.benchmarking_gnns import FOLD_TIME_DIVISOR, NAME, SPLIT_
 from gnnbench.protocols.benchmarking_gnns.plan import BenchmarkingGNNs
 from gnnbench.records import history_frame, record, write_records
 from gnnbench.splits import read_splits
+from gnnbench.training.last_epoch import train_run
+from gnnbench.training.last_epoch_stack import train_seeds as stacked
 from gnnbench.training.link_prediction import train_link_run
-from gnnbench.training.run import train_run
-from gnnbench.training.seed_stack import train_seeds as stacked
 
 
 def time_limit_hours(max_time: float, splits) -> float:
@@ -29,8 +29,8 @@ def train(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, fol
           out_dir: str | os.PathLike, pe_path: str | os.PathLike | None = None, device: str = "auto",
           threads: int | None = None, label: str | None = None,
           records_out: str | os.PathLike | None = None) -> dict:
-    """One run of this protocol: :func:`gnnbench.training.run.train_run` with the protocol's time budget, or for a
-    link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`; with
+    """One run of this protocol: :func:`gnnbench.training.last_epoch.train_run` with the protocol's time budget, or for
+    a link-prediction dataset (OGBL-COLLAB) :func:`gnnbench.training.link_prediction.train_link_run`; with
     ``records_out`` also its run record (:mod:`gnnbench.records`)."""
     splits = read_splits(splits_path)
     hours = time_limit_hours(float(config["max_time"]), splits) if "max_time" in config else None
@@ -48,7 +48,7 @@ def train_seeds(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLik
                 seeds: list[int], out_dirs: list[str | os.PathLike], pe_path: str | os.PathLike | None = None,
                 device: str = "auto", threads: int | None = None, label: str | None = None,
                 records_out: list[str | os.PathLike] | None = None, stack: bool | None = None) -> list[dict]:
-    """The runs of ``config`` with each of ``seeds`` on ``fold`` in one job (:mod:`gnnbench.training.seed_stack`:
+    """The runs of ``config`` with each of ``seeds`` on ``fold`` in one job (:mod:`gnnbench.training.last_epoch_stack`:
     one wide stack sharing the first seed's mini-batch order where the model widens, else one after another, each
     as its separate run; ``stack`` None: wide on CUDA, one after another on CPU, where a stack is no faster), each
     written to its ``out_dirs`` entry and, with ``records_out``, its own run record;

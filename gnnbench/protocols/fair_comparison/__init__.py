@@ -5,12 +5,12 @@ Risk assessment by an outer stratified k-fold cross-validation (10 folds); insid
 on its training part only: every configuration of the model's grid trains once on the inner-training graphs with
 early stopping on the inner hold-out (≈10 %), and the configuration with the highest validation accuracy at its
 early-stopping epoch wins (ties: the later configuration in grid order, the original's ``≤``); a configuration
-whose run diverged (NaN or infinite loss: ``status`` "diverged", :mod:`gnnbench.training.holdout`) is never
+whose run diverged (NaN or infinite loss: ``status`` "diverged", :mod:`gnnbench.training.best_epoch`) is never
 chosen. A final run that diverges has no score: it is recorded (``status``, ``diverged_epoch``) and shown in the
 tables, and the fold's score is the mean of its other final runs. The winner then
 trains ``final_runs`` (3) times from scratch; each final run's score is the test accuracy at its early-stopping
 epoch, the fold's score is their mean, and the reported value is mean ± population std over the folds. The test
-fold is never seen by selection. Training procedure: :mod:`gnnbench.training.holdout`.
+fold is never seen by selection. Training procedure: :mod:`gnnbench.training.best_epoch`.
 
 Splits are data: a split file whose fold i is ``{train: inner-train, val: inner hold-out, test: outer fold i}``
 — the paper's released files (scheme ``published``) or gnnbench's own seeded ones in the same structure
@@ -42,7 +42,7 @@ its content: a hand-edited file is refused.
 Stacks (the benchmark's ``stack``, off by default): the grid points of a job that differ only in
 :data:`MEMBER_KEYS` (learning rate and schedule, ``l2``, dropout, stopping rule, patience, epochs, time limit) — and
 in the model's keys a stack can mix (GIN's ``train_eps``: ε frozen at 0 in members that do not learn it) — have one
-*shape* and train as one wide stack (:class:`~gnnbench.training.stacked_holdout.HoldoutStack`): each member with its
+*shape* and train as one wide stack (:class:`~gnnbench.training.best_epoch_stack.HoldoutStack`): each member with its
 own seed and initialisation (exactly its run alone's), its own settings, early stopping and scored epoch; the members
 share the mini-batch order (the first member's stream) and the dropout stream, so with dropout a member's results are
 those of its configuration on another batch order and other masks than its run alone (without dropout, the first
@@ -54,7 +54,7 @@ Shared trajectories (with ``stack``): configurations that differ only in :data:`
 ``patience``, ``epochs``, ``time_limit_hours``: only the stopping rules read them; every grid of the paper has
 ``early_stopping: [accuracy, loss]``) take the same training steps, so they train as ONE trajectory
 (:func:`trajectories`) whose members are the configurations, each with its own rules
-(:func:`gnnbench.training.holdout.stopping_rules`: ``Diverged``, ``Patience`` on its criterion, ``MaxEpochs``,
+(:func:`gnnbench.training.best_epoch.stopping_rules`: ``Diverged``, ``Patience`` on its criterion, ``MaxEpochs``,
 ``TimeLimit``, in the order of a run alone); each is scored at its own last improving epoch and stopped at its own epoch
 (its history ends there), and the trajectory trains until all its members have stopped — as a block of a wide stack, or
 as one ``holdout_fit`` trajectory where the model does not widen (DiffPool, ECC). To make each configuration's result
@@ -102,8 +102,8 @@ DEFAULT_FINAL_RUNS, DEFAULT_GRID_PER_JOB = 3, 8
 # shape key; the batch size, optimiser and clipping threshold are shared by a stack's members
 MEMBER_KEYS = ("learning_rate", "l2", "dropout", "early_stopping", "patience", "scheduler", "scheduler_step_size",
                "scheduler_gamma", "epochs", "time_limit_hours")
-# keys only the stopping rules read (gnnbench.training.holdout.OBSERVER_KEYS): with stacks, configurations differing in
-# these alone share one training trajectory (module docstring, "Stacks")
+# keys only the stopping rules read (gnnbench.training.best_epoch.OBSERVER_KEYS): with stacks, configurations differing
+# in these alone share one training trajectory (module docstring, "Stacks")
 OBSERVER_KEYS = ("early_stopping", "patience", "epochs", "time_limit_hours")
 HOLDOUTS = ("fresh", "selection")
 FINAL_VAL_FRACTION = 0.1  # the paper's "random fraction (10%)"

@@ -58,7 +58,7 @@ def stack_groups(configs: list[dict]) -> list[list[int]]:
 
 def member_build(cfg: dict) -> tuple[dict, tuple[str, ...]]:
     """(the coerced config a stack builds member ``cfg`` from, names of its parameters kept frozen): GIN with
-    ``train_eps`` false is built with ε a parameter that never moves (:class:`~gnnbench.training.stacked_holdout.
+    ``train_eps`` false is built with ε a parameter that never moves (:class:`~gnnbench.training.best_epoch_stack.
     HoldoutStack`)."""
     build, frozen = dict(cfg), ()
     for key, (value, names) in _stack_frozen(cfg).items():

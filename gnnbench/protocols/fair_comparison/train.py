@@ -42,11 +42,11 @@ from gnnbench.protocols.fair_comparison.plan import FairComparison
 from gnnbench.protocols.fair_comparison.select import read_selection
 from gnnbench.records import history_frame, record, write_records
 from gnnbench.splits import read_splits
+from gnnbench.training.best_epoch import holdout_fit, holdout_results
+from gnnbench.training.best_epoch_stack import HoldoutStack
 from gnnbench.training.checkpoint import read_checkpoint
 from gnnbench.training.engine import Checkpoint, Job, stoppable
-from gnnbench.training.holdout import holdout_fit, holdout_results
-from gnnbench.training.run import _device_name, package_versions, resolve_device
-from gnnbench.training.stacked_holdout import HoldoutStack
+from gnnbench.training.last_epoch import device_name, package_versions, resolve_device
 from gnnbench.training.wide import NotWidenable
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ def _train_alone(job: Job, data: _Data, config: dict, parts: dict[str, np.ndarra
 def _train_observed(job: Job, data: _Data, configs: list[dict], parts: dict[str, np.ndarray], seed: int,
                     whats: list[dict], device) -> list[dict]:
     """Configurations that differ only in :data:`OBSERVER_KEYS` trained as one trajectory (``seed``) observed by each
-    one's stopping rules (:func:`gnnbench.training.holdout.holdout_fit` with ``observers``), a unit of ``job``: one
+    one's stopping rules (:func:`gnnbench.training.best_epoch.holdout_fit` with ``observers``), a unit of ``job``: one
     result per configuration, each what its run alone with ``seed`` gives (its id from the trajectory's — the
     configuration without the observer keys, data, parts, seed — and its stopping settings)."""
     trajectory = sha256_json({"trajectory": trajectory_config(configs[0]), "data": data.key, "seed": seed,
@@ -305,7 +305,7 @@ def _same_parts(parts: list[dict[str, np.ndarray]]) -> bool:
 def _train_stack(job: Job, data: _Data, configs: list[dict], parts: list[dict[str, np.ndarray]], seeds: list[int],
                  whats: list[dict], device, kind: str, observers: list[list[dict]] | None = None) -> list[dict] | None:
     """Runs of one shape (configuration r with ``seeds[r]``, all on the same ``parts``) trained as one wide stack
-    (:class:`gnnbench.training.stacked_holdout.HoldoutStack`), a unit of ``job``; None where the model does not
+    (:class:`gnnbench.training.best_epoch_stack.HoldoutStack`), a unit of ``job``; None where the model does not
     widen (one log line per model and reason says why) and the caller trains them one by one.
 
     The unit's key is the stack's (its members' run ids in order: the batch order and dropout stream are the
@@ -382,7 +382,7 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
     part; a final run's ``init`` is its index; ``weights``: each run's trainable parameters; ``extra`` holds the
     configuration's depth (``layers``: :func:`~gnnbench.protocols.fair_comparison.grid.num_layers`, which the tables
     read without the model registry)."""
-    device, versions = _device_name(dev), package_versions()
+    device, versions = device_name(dev), package_versions()
     parts = ("train", "val") if stage == "inner" else ("train", "val", "test")
     records = []
     for config, r, num_params in zip(configs, rows, weights, strict=True):

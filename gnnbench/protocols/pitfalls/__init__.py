@@ -15,7 +15,7 @@ validation-loss epoch are restored and scored. Label propagation runs its propag
 What one job is. The protocol is 2,000 runs per model and dataset; one process per run would spend most of its
 time starting Python and importing torch. A job (``results/runs/{dataset}/{model}/chunk{c}/``) trains
 ``splits_per_job`` consecutive splits of one model, and within a split all initialisations **at once** as one
-stacked model (:mod:`gnnbench.training.initialisations`): one forward/backward pass per epoch for the whole stack,
+stacked model (:mod:`gnnbench.training.init_stack`): one forward/backward pass per epoch for the whole stack,
 each initialisation with its own early stopping, finished ones dropped from the stack. A stack holds the
 initialisations of one split only: several splits in one stack would share the dropout stream (a split's results
 would then depend on its stack mates, not only on its seed) and need the union of their receptive fields; and on a
@@ -31,7 +31,7 @@ the runs that did not diverge — null if none — and ``diverged`` their count)
 epochs (at most every ``CHECKPOINT_SECONDS``) and after every split; a killed job resumes to the same results.
 An initialisation whose training or validation loss becomes NaN or infinite stops at that epoch and its row says
 so: ``status`` "diverged" (else "completed"), ``diverged_epoch``, ``stop_reason`` "diverged" and NaN scores
-(:mod:`gnnbench.training.initialisations`); the other initialisations of its stack train on unaffected, and the
+(:mod:`gnnbench.training.init_stack`); the other initialisations of its stack train on unaffected, and the
 tables count diverged runs instead of averaging them (:mod:`gnnbench.reporting.pitfalls`).
 
 Reports: per dataset a table (mean ± std of test accuracy over all completed runs, sample std as the paper's

@@ -37,8 +37,8 @@ from gnnbench.records import history_frame, read_tables, record, write_records
 from gnnbench.splits import read_splits
 from gnnbench.training.engine import Checkpoint, Job, stoppable
 from gnnbench.training.functional_stack import stacked_or_sequential
-from gnnbench.training.initialisations import PropagationStep, StackedStep
-from gnnbench.training.run import _device_name, package_versions, resolve_device
+from gnnbench.training.init_stack import PropagationStep, StackedStep
+from gnnbench.training.last_epoch import device_name, package_versions, resolve_device
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -107,7 +107,7 @@ def whole_graph(dataset_dir: str | os.PathLike, device: torch.device | str = "cp
 
 def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, torch.Tensor], seed: int, split: int,
                  init_ids: list[int], whole=None):
-    """The training step of one split (:mod:`gnnbench.training.initialisations`), seeded for ``split``: label
+    """The training step of one split (:mod:`gnnbench.training.init_stack`), seeded for ``split``: label
     propagation; for a model with a hand-written stacked form (Shchur's zoo) that stacked model of ``init_ids``; for
     any other model (another zoo's, a user's) its initialisations stacked by torch.func on ``whole``
     (:func:`whole_graph`), or, where the model cannot be vmapped, trained one after another in this process
@@ -219,7 +219,7 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
         "num_params": num_parameters(cfg, graph, meta),
         "epochs_mean": float(np.mean([r["epochs"] for r in rows])), "train_seconds": train_seconds,
         "total_seconds": total, "runs_per_minute": 60 * len(rows) / max(total, 1e-9), "config": cfg,
-        "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
+        "device": device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
         "data": {"dataset_checksum": meta.checksum, "split_scheme": splits.scheme,
                  "split_checksum": sha256_json(splits.folds)},
     }

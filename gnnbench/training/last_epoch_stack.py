@@ -65,10 +65,7 @@ from gnnbench.training.engine import (
     payload,
     stoppable,
 )
-from gnnbench.training.loop import evaluate_members, train_epoch_members
-from gnnbench.training.metrics import get_metric
-from gnnbench.training.preemption import StopOnSignal
-from gnnbench.training.run import (
+from gnnbench.training.last_epoch import (
     _HISTORY_SCHEMA,
     RunData,
     count_parameters,
@@ -80,6 +77,9 @@ from gnnbench.training.run import (
     train_one,
     write_outputs,
 )
+from gnnbench.training.loop import evaluate_members, train_epoch_members
+from gnnbench.training.metrics import get_metric
+from gnnbench.training.preemption import StopOnSignal
 
 log = logging.getLogger(__name__)
 STACK_CHECKPOINT = "stack_checkpoint.pt"  # in the first seed's run folder: the whole stack's state
@@ -129,7 +129,7 @@ def _train_seeds(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config,
     cfgs = [{**data.cfg, "seed": seed} for seed in seeds]
     if stack is None:  # the device's default (module docstring)
         stack = data.dev.type == "cuda"
-        reason = None if stack else "on CPU a wide stack is no faster (gnnbench.training.seed_stack)"
+        reason = None if stack else "on CPU a wide stack is no faster (gnnbench.training.last_epoch_stack)"
     else:
         reason = None if stack else "one run at a time was asked for"
     if reason is None:
@@ -200,7 +200,7 @@ class SeedStackStep(Step):
         self.split = _splitter(stack, models[0], self.example)
 
     def rules(self, time_limit_s: float) -> list:
-        """Every member's run rules (:func:`~gnnbench.training.run.p1_rules`, its own schedule)."""
+        """Every member's run rules (:func:`~gnnbench.training.last_epoch.p1_rules`, its own schedule)."""
         return [PerMember([p1_rules(m.schedule, m.cfg, time_limit_s) for m in self.seed_runs])]
 
     def epoch(self, run: Run, members: list[int]) -> list[dict]:

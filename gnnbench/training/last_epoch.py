@@ -52,14 +52,10 @@ from __future__ import annotations
 import logging
 import math
 import os
-import platform
-import random
 import signal
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
@@ -90,6 +86,7 @@ from gnnbench.training.engine import (
     payload,
     stoppable,
 )
+from gnnbench.training.environment import device_name, package_versions, resolve_device, seed_everything
 from gnnbench.training.loop import evaluate, train_epoch, train_epoch_accumulated
 from gnnbench.training.losses import get_loss
 from gnnbench.training.metrics import get_metric
@@ -99,33 +96,10 @@ log = logging.getLogger(__name__)
 METRICS_FILE, HISTORY_FILE = "metrics.json", "history.parquet"
 
 
-def resolve_device(requested: str) -> torch.device:
-    """The torch device of a ``device`` setting: ``auto`` (CUDA when available, else CPU), ``cpu`` or ``cuda``."""
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device: cuda was requested but no CUDA GPU is available; use device: auto or cpu")
-    if requested not in ("cpu", "cuda"):
-        raise ConfigError(f"device: unknown device {requested!r}; use auto, cpu or cuda")
-    return torch.device(requested)
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's global generators with ``seed``, as the released code's mains do."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
-def package_versions() -> dict[str, str]:
-    """Python's and the main packages' versions, for ``metrics.json``."""
-    out = {"python": platform.python_version()}
-    for pkg in ("gnnbench", "torch", "torch-geometric", "numpy", "pyarrow", "scipy"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
 
 
 def write_outputs(guard: StopOnSignal, checkpoint: Checkpoint, state: dict, out_dir: Path, results: dict,
@@ -221,7 +195,7 @@ def resume_note(path: Path) -> str:
 class RunData:
     """What the runs of one config on one fold share: the dataset, its split part, positional encodings, the
     evaluation loaders, the loss, the time budget and the device (:func:`load_run_data`). The seeds of one config
-    trained in one job (:mod:`gnnbench.training.seed_stack`) load it once."""
+    trained in one job (:mod:`gnnbench.training.last_epoch_stack`) load it once."""
 
     def __init__(self, *, cfg, meta, store, splits, parts, pe, pe_path, loaders, loss_fn, fold, dev, time_limit_s,
                  original_schedule) -> None:
@@ -301,7 +275,7 @@ def train_one(guard: StopOnSignal, data: RunData, cfg: dict, out_dir: Path, labe
     """Train the run of ``cfg`` (its seed) on ``data`` and write its outputs in ``out_dir``; returns its results.
 
     ``order_seed``: the seed of the mini-batch order (default: the run's own seed, as every separate run; another
-    seed reproduces a member of a seed stack, :mod:`gnnbench.training.seed_stack`). ``extra``: added to the
+    seed reproduces a member of a seed stack, :mod:`gnnbench.training.last_epoch_stack`). ``extra``: added to the
     checkpoint key and to ``metrics.json`` (what job the run was trained in)."""
     meta, loaders, loss_fn, dev = data.meta, dict(data.loaders), data.loss_fn, data.dev
     model, optimizer, scheduler, shuffle = data.build(cfg)
@@ -373,7 +347,7 @@ def final_results(data: RunData, cfg: dict, model: torch.nn.Module, metric, stat
         "num_params": num_params, "epochs": state.epoch, "stop_reason": state.stop_reason, **state.status(),
         "seconds_per_epoch": state.elapsed / max(state.epoch, 1), "total_seconds": total_s,
         "total_hours": total_s / 3600, "time_limit_hours": time_limit_s / 3600, "config": cfg,
-        "device": _device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
+        "device": device_name(dev), "threads": torch.get_num_threads(), "versions": package_versions(),
         "data": {"dataset_checksum": meta.checksum, "split_scheme": splits.scheme,
                  "split_checksum": sha256_json(splits.folds), "pe_file": None if pe_path is None else str(pe_path)},
         **(extra or {}),
@@ -384,8 +358,3 @@ _HISTORY_SCHEMA = pa.schema([("epoch", pa.int64())] + [
     (name, pa.float64()) for name in ("lr", "train_loss", "train_metric", "val_loss", "val_metric", "test_loss",
                                       "test_metric", "seconds")])
 
-
-def _device_name(dev: torch.device) -> str:
-    if dev.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(dev)})"
-    return f"cpu ({platform.processor() or platform.machine()})"

@@ -24,9 +24,9 @@ from torch import nn
 
 from gnnbench.data.batching import GraphLoader
 from gnnbench.training import wide
+from gnnbench.training.best_epoch import Schedule, holdout_results, stopping_rules
 from gnnbench.training.engine import Rule, Run, Step, fit, make_optimizer
 from gnnbench.training.functional_stack import _reason
-from gnnbench.training.holdout import Schedule, holdout_results, stopping_rules
 
 WIDE_KIND = "member_stack"  # marks the state of a stack
 # what the members of a wide stack share: one batch order (batch_size), one optimiser kind, one clipping threshold
@@ -55,14 +55,14 @@ class HoldoutStack(Step):
     schedule of its own configuration, a per-block learning-rate tensor set before every epoch) and weight decay,
     its batch-norm statistics, its loss and gradient (the sum of the blocks' losses has block r's as the only term
     that depends on its weights), its gradient clipping (:func:`~gnnbench.training.wide.clip_members`), and its
-    stopping: the rules of :func:`~gnnbench.training.holdout.holdout_fit` in the same order, applied by the engine
+    stopping: the rules of :func:`~gnnbench.training.best_epoch.holdout_fit` in the same order, applied by the engine
     to the fit's members. A block whose members have all stopped leaves the stack (its columns leave every
     parameter, buffer and optimiser state), so an epoch costs what the blocks still training cost. A member's
     ``seconds`` are its block's share of the stack's epoch time (wall time divided by the blocks in it); the time
     limit reads them.
 
     The fit's members: one per block, or with ``observers[r]`` (the stopping settings,
-    :data:`~gnnbench.training.holdout.OBSERVER_KEYS`, of the configurations that block r's trajectory serves:
+    :data:`~gnnbench.training.best_epoch.OBSERVER_KEYS`, of the configurations that block r's trajectory serves:
     configurations that differ only in them take the same steps) one per observing configuration, blocks in order,
     observers in order; block r then stays in the stack until all its members have stopped (:meth:`fit_parts`).
 
@@ -230,7 +230,7 @@ class HoldoutStack(Step):
         return self.model.member_state_dict(self.active.index(block))
 
     def results(self, run: Run) -> list[dict]:
-        """Each member's result as :func:`~gnnbench.training.holdout.holdout_results` gives a run's, with its block's
+        """Each member's result as :func:`~gnnbench.training.best_epoch.holdout_results` gives a run's, with its block's
         parameter count."""
         return [{**r, "num_params": self.num_params[self.block_of[m]]}
                 for m, r in enumerate(holdout_results(run))]
