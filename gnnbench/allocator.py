@@ -10,7 +10,7 @@ Both settings are needed: an explicit trim threshold alone switches off glibc's 
 every large block a fresh mapping. No result changes.
 
 Scope: the settings are process-wide by nature, so gnnbench applies them only where it owns the process — the
-``gnnbench`` command, the workflow's job scripts (:func:`gnnbench.workflow.job`), the pitfalls job runner and the
+``gnnbench`` command, the workflow's job scripts (:func:`gnnbench.script_job.job`), the pitfalls job runner and the
 benchmarks — never on import; code that imports gnnbench as a library may call :func:`keep_freed_memory` itself.
 The cost is that the resident size does not shrink after a large batch (memory is kept for the next one), and that
 the heap holds holes: torch allocates with ``posix_memalign(64, n)``, which glibc (before 2.38) serves only from a

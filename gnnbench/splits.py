@@ -38,7 +38,7 @@ Schemes
                           fetches them before the split stage. A source spelled as the protocol of its paper
                           (the older spelling) is refused with the paper key to use (:func:`check_source`).
     ``file``              the user's own folds from a JSON file (``path``; in a suite relative to the suite file):
-                          graph or node indices per fold, format and checks in :mod:`gnnbench.split_file`.
+                          graph or node indices per fold, format and checks in :mod:`gnnbench.user_split`.
 
 The random node schemes follow gnn-benchmark's ``get_train_val_test_split`` draw for draw: split k uses
 ``RandomState(s_k)`` where ``s_k`` is the k-th of ``RandomState(seed).randint(0, 10**6, splits)`` (its job
@@ -67,7 +67,7 @@ from gnnbench.data.store import SPLIT_CODES
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_file, sha256_json, write_json
 from gnnbench.papers import DWIVEDI2020, ERRICA2020, renamed_error
-from gnnbench.split_file import read_folds
+from gnnbench.user_split import read_folds
 
 SCHEMES = ("given", "stratified_kfold", "random_per_class", "random_sizes", "published", "file")
 NODE_SCHEMES = ("given", "random_per_class", "random_sizes", "file")  # schemes of a transductive (one-graph) dataset
@@ -79,7 +79,7 @@ SCHEME_DEFAULTS = {
     "random_per_class": {"splits": 100, "train_per_class": 20, "val_per_class": 30, "seed": 2018},
     "random_sizes": {"splits": 1, "train_per_class": 20, "val_size": 500, "test_size": 1000, "seed": 2018},
     "published": {"source": ERRICA2020, "mirror": ""},
-    "file": {"path": ""},  # the user's split file (gnnbench.split_file)
+    "file": {"path": ""},  # the user's split file (gnnbench.user_split)
 }
 PARTS = ("train", "val", "test")
 FORMAT = 2

@@ -47,8 +47,8 @@ from gnnbench.papers import DEFAULT_PROTOCOL
 from gnnbench.protocols.base import Benchmark
 from gnnbench.protocols.benchmarking_gnns import BASELINE_RECORD_FILE
 from gnnbench.protocols.registry import get_protocol
-from gnnbench.split_file import count_folds
 from gnnbench.splits import check_class_sizes, check_source, resolve_split
+from gnnbench.user_split import count_folds
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "suite.schema.yaml"
 # the workflow's paths: gnnbench.paths (names kept here for callers of this module)

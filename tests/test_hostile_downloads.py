@@ -259,7 +259,7 @@ def test_every_pickle_or_pt_reader_is_covered():
     covered = {"data/generators/cycles_release.py", "data/generators/planetoid.py", "data/generators/molecules.py",
                "data/generators/released.py", "data/raw_images.py", "data/generators/ogbl_collab.py",
                "data/safe_pickle.py",
-               "data/graph_files.py",  # a user's .pt graph file: its payloads are in tests/test_user_datasets.py
+               "data/graph_import.py",  # a user's .pt graph file: its payloads are in tests/test_user_datasets.py
                "data/generators/pyg.py"}  # PyG's classes: their payloads are in tests/test_pyg_raw_files.py
     own_files = {"training/checkpoint.py", "training/last_epoch.py"}  # torch.load(weights_only=True) of our checkpoints
     assert set(readers) - own_files == covered, readers

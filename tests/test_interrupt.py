@@ -359,12 +359,12 @@ def test_an_exception_from_the_users_model_is_in_the_jobs_log_with_its_traceback
 # ------------------------------------------------------------------------------------------ a job's start-up
 
 # Ctrl-C the moment the script imports one of gnnbench's modules or torch (what takes a job's start-up its time):
-# an import hook sends SIGINT, deterministically, from inside the import. gnnbench.workflow is imported before, as
+# an import hook sends SIGINT, deterministically, from inside the import. gnnbench.script_job is imported before, as
 # the first line of every script imports it.
 SIGINT_ON_IMPORT = """
 import os, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-import gnnbench.workflow
+import gnnbench.script_job
 
 
 class SigintOnImport:

@@ -20,14 +20,14 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("gnnbench", "gnnbench.errors", "gnnbench.io", "gnnbench.paths", "gnnbench.papers",
                 "gnnbench.progress", "gnnbench.allocator", "gnnbench.packaged", "gnnbench.slurm")),
     ("data", ("gnnbench.data",)),
-    ("splits and features", ("gnnbench.split_file", "gnnbench.splits", "gnnbench.features")),
+    ("splits and features", ("gnnbench.user_split", "gnnbench.splits", "gnnbench.features")),
     ("models", ("gnnbench.models",)),
     ("run configs", ("gnnbench.config",)),
     ("training", ("gnnbench.training",)),
     ("records and reports", ("gnnbench.records", "gnnbench.reporting")),
     ("protocols", ("gnnbench.protocols",)),
     ("suite and stages", ("gnnbench.suite", "gnnbench.pipeline", "gnnbench.baselines", "gnnbench.report_jobs")),
-    ("entry points", ("gnnbench.cli", "gnnbench.workflow")),
+    ("entry points", ("gnnbench.cli", "gnnbench.script_job")),
 ]
 
 # Imports from a lower floor to a higher one that are allowed: (importer, imported) -> why. None today.

@@ -24,7 +24,7 @@ from torch_geometric.data import Data
 
 from gnnbench.cli import main
 from gnnbench.config.yamlfile import parse_yaml
-from gnnbench.data.graph_files import FILE_FIX, _reason, read_graph_file
+from gnnbench.data.graph_import import FILE_FIX, _reason, read_graph_file
 from gnnbench.data.store import MAX_GRAPH_NODES, METADATA_KEY, node_count_problem, read_graph_columns
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import file_in_the_way
@@ -33,7 +33,7 @@ from gnnbench.pipeline import generate_dataset, make_split_file
 from gnnbench.suite import expand_extends, load_suite
 
 EMPTY_FIX = ("write the graphs into it, one per row or list item (formats: docs/datasets.md#graphs-you-already-have; "
-             "gnnbench.data.graph_files.write_graphs writes a valid one)")
+             "gnnbench.data.graph_import.write_graphs writes a valid one)")
 SPLIT_FIX = "fix the file (format: docs/datasets.md#your-own-split)"
 
 

@@ -26,16 +26,16 @@ from torch_geometric.data import Data, Dataset, HeteroData, InMemoryDataset
 from torch_geometric.datasets import FakeDataset, KarateClub
 
 from gnnbench.cli import main
-from gnnbench.data import graph_files as gf
+from gnnbench.data import graph_import as gf
 from gnnbench.data.generators import generate, get_generator, resolve_params
 from gnnbench.data.generators import pyg as pyg_generator
 from gnnbench.data.meta import read_dataset
 from gnnbench.data.store import read_graph_columns
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.pipeline import generate_dataset, make_split_file
-from gnnbench.split_file import read_folds
 from gnnbench.splits import make_splits, read_splits
 from gnnbench.suite import load_suite, load_suite_file
+from gnnbench.user_split import read_folds
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "planetoid"
 needs_planetoid = pytest.mark.skipif(not (REAL / "cora" / "raw").is_dir() or not (REAL / "citeseer" / "raw").is_dir(),

@@ -267,7 +267,7 @@ def test_workflow_job_with_an_output_folder_that_is_a_file_fails_in_one_logged_l
 
 def test_workflow_job_logs_an_os_error_without_a_file_name_with_its_traceback(tmp_path):
     """Not a path the user can fix, so not one line: the traceback, in the job's log file too."""
-    from gnnbench.workflow import job
+    from gnnbench.script_job import job
 
     log = tmp_path / "job.log"
     with pytest.raises(SystemExit) as exit_, job(types.SimpleNamespace(log=[str(log)], threads=1), torch_threads=False):

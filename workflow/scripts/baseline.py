@@ -1,6 +1,6 @@
 """Snakemake adapter for rule baseline: gnnbench.pipeline.score_baseline."""
 
-from gnnbench.workflow import job
+from gnnbench.script_job import job
 
 with job(snakemake):
     from gnnbench.pipeline import score_baseline

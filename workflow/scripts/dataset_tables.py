@@ -3,7 +3,7 @@ tables module, its paired tests, the tables' HTML pages)."""
 
 from pathlib import Path
 
-from gnnbench.workflow import job
+from gnnbench.script_job import job
 
 with job(snakemake, torch_threads=False):
     from gnnbench.report_jobs import dataset_job

@@ -1,6 +1,6 @@
 """Snakemake adapter for rule raw_download: gnnbench.data.download.fetch."""
 
-from gnnbench.workflow import job
+from gnnbench.script_job import job
 
 with job(snakemake):
     from gnnbench.data.download import fetch

@@ -1,6 +1,6 @@
 """Snakemake adapter for rule fc_select: gnnbench.protocols.fair_comparison.select."""
 
-from gnnbench.workflow import job
+from gnnbench.script_job import job
 
 with job(snakemake, torch_threads=False):
     from gnnbench.protocols.fair_comparison.select import select

@@ -1,6 +1,6 @@
 """Snakemake adapter for rule label_shard: gnnbench.pipeline.label_shard."""
 
-from gnnbench.workflow import job
+from gnnbench.script_job import job
 
 with job(snakemake):
     from gnnbench.pipeline import label_shard

@@ -1,6 +1,6 @@
 """Snakemake adapter for rule suite_report: gnnbench.report_jobs.suite_job."""
 
-from gnnbench.workflow import job
+from gnnbench.script_job import job
 
 with job(snakemake, torch_threads=False):
     from gnnbench.report_jobs import suite_job

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from gnnbench.workflow import job
+from gnnbench.script_job import job
 
 with job(snakemake):
     from gnnbench.protocols.pitfalls.train import run_chunk

@@ -18,7 +18,7 @@ from gnnbench.data.generators import (
     cycles,
     cycles_release,
     graph_families,
-    graph_files,
+    graph_file,
     graph_theory_prop,
     molecules,
     npz,
@@ -43,7 +43,7 @@ GENERATORS: dict[str, Generator] = {g.name: g for g in (
     superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
     cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU, graph_families.GRAPH_FAMILIES,
     wikics.WIKICS, released.RELEASED, molecules.ZINC, molecules.AQSOL, ogbl_collab.OGBL_COLLAB, pyg.PYG,
-    graph_files.GRAPH_FILE)}
+    graph_file.GRAPH_FILE)}
 
 
 def generator_names() -> list[str]:

@@ -12,7 +12,7 @@ Parameters
                 arguments of each part. The three datasets are stored train, val, test with a graph column
                 ``split``, so split scheme ``given`` is that split. Empty (default): one dataset from ``args``.
                 (Those three classes unpickle their raw files: they need ``trust_raw``, below.)
-    ``task``    overrides the task inferred from the labels (:mod:`gnnbench.data.graph_files`): one of
+    ``task``    overrides the task inferred from the labels (:mod:`gnnbench.data.graph_import`): one of
                 node_classification, graph_classification, graph_regression, edge_classification.
     ``trust_raw``  (default false) the user trusts the files in ``resources/raw/pyg/<ClassName>``: the class then
                 reads them as PyG does, unverified and with PyG's own ``torch.load`` (below).
@@ -27,7 +27,7 @@ prints (``Processing...``, ``Downloading ...``) is logged instead.
 Conversion: an ``InMemoryDataset`` (no ``transform``, not an index view) is converted from its collated ``_data``
 and ``slices`` — every graph's tensors at once; any other dataset graph by graph (``dataset[i]``) and then PyG's
 collate. The class's own split: ``train_mask`` / ``val_mask`` / ``test_mask`` of one graph become the node column
-``split`` (scheme ``given``); conversion rules and checks: :func:`gnnbench.data.graph_files.to_columns`.
+``split`` (scheme ``given``); conversion rules and checks: :func:`gnnbench.data.graph_import.to_columns`.
 
 Raw files (no download runs code). A class reads the files it downloads into its raw folder in its ``process``
 method, and several of PyG's classes unpickle them. Unless ``trust_raw`` is set, the class that defines the
@@ -73,7 +73,7 @@ import numpy as np
 
 from gnnbench.data import pyg_raw
 from gnnbench.data.generators.base import RAW_DIR, Generator
-from gnnbench.data.graph_files import (
+from gnnbench.data.graph_import import (
     TASKS,
     GraphSummary,
     _pt_allowed,
@@ -240,7 +240,7 @@ def _weights_only(what: str, root: Path):
     """Every ``torch.load`` reads with ``weights_only=True`` whatever its caller asks (module doc): torch's own switch,
     the environment variable ``TORCH_FORCE_WEIGHTS_ONLY_LOAD``, set meanwhile (and its opposite unset), with torch's
     process-wide allow-list (and what PyG registers) plus a pickled ``Data``'s classes
-    (:func:`~gnnbench.data.graph_files.load_pt`'s). A file that this refuses raises a DataError naming the folder
+    (:func:`~gnnbench.data.graph_import.load_pt`'s). A file that this refuses raises a DataError naming the folder
     of the files read; the variables and the allow-list are restored afterwards."""
     import torch.serialization as serialization
 

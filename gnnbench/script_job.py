@@ -2,7 +2,7 @@
 
 A script imports this module first and does everything else, its imports included, inside :func:`job`::
 
-    from gnnbench.workflow import job
+    from gnnbench.script_job import job
 
     with job(snakemake):
         from gnnbench.pipeline import compute_pe

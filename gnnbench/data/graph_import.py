@@ -2,7 +2,7 @@
 
 Two generators use this module: ``pyg`` (any ``torch_geometric`` dataset class,
 :mod:`gnnbench.data.generators.pyg`) and ``graph_file`` (a file the user already has,
-:mod:`gnnbench.data.generators.graph_files`). Both first turn their source into *raw* graph columns (a
+:mod:`gnnbench.data.generators.graph_file`). Both first turn their source into *raw* graph columns (a
 :class:`~gnnbench.data.store.GraphColumns` whose arrays may have any numeric dtype) and then through
 :func:`to_columns` into the store's conventions, so every source is described and checked the same way.
 
@@ -94,10 +94,10 @@ LOSS_METRIC = {"node_classification": ("cross_entropy", "accuracy"),
 PT_SUFFIXES = (".pt", ".pth")
 PARQUET_SUFFIXES = (".parquet",)
 MASKS = ("train_mask", "val_mask", "test_mask")
-FILE_FIX = ("fix the file (formats: docs/datasets.md#graphs-you-already-have; gnnbench.data.graph_files.write_graphs "
+FILE_FIX = ("fix the file (formats: docs/datasets.md#graphs-you-already-have; gnnbench.data.graph_import.write_graphs "
             "writes a valid one)")
 EMPTY_FIX = ("write the graphs into it, one per row or list item (formats: docs/datasets.md#graphs-you-already-have; "
-             "gnnbench.data.graph_files.write_graphs writes a valid one)")
+             "gnnbench.data.graph_import.write_graphs writes a valid one)")
 _MAX_CLASSES = np.iinfo(np.int16).max
 _LOAD_LOCK = threading.Lock()  # torch's allow-list is process-wide: one restricted load at a time
 

@@ -4,7 +4,7 @@ Parameters
     ``path``  the file: ``.pt`` (``torch.save`` of a list of PyG ``Data``) or ``.parquet`` (one row per graph, the
               graph store's columns). In a suite, a relative path is relative to the suite file's folder; on the
               command line (``gnnbench generate graph_file --set path=...``), to the working directory. Formats,
-              the allow-list of the ``.pt`` reader and the conversion: :mod:`gnnbench.data.graph_files`.
+              the allow-list of the ``.pt`` reader and the conversion: :mod:`gnnbench.data.graph_import`.
     ``task``  overrides the task inferred from the labels (node_classification, graph_classification,
               graph_regression, edge_classification).
 
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from gnnbench.data.generators.base import Generator
-from gnnbench.data.graph_files import (
+from gnnbench.data.graph_import import (
     PARQUET_SUFFIXES,
     PT_SUFFIXES,
     TASKS,
