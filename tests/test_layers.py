@@ -34,14 +34,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
 UPWARD: dict[tuple[str, str], str] = {}
 
 # Circles left, as (importer, imported) of the import that closes each -> why. Each must go with its reason.
-CIRCLES: dict[tuple[str, str], str] = {
-    ("gnnbench.protocols.benchmarking_gnns.train", "gnnbench.protocols.benchmarking_gnns.plan"):
-        "the job reads default_variant from the protocol object; it is gnnbench.papers.DWIVEDI2020",
-    ("gnnbench.protocols.fair_comparison.train", "gnnbench.protocols.fair_comparison.plan"):
-        "the job reads default_variant and the training keys from the protocol object; they are in gnnbench.papers",
-    ("gnnbench.protocols.pitfalls.train", "gnnbench.protocols.pitfalls.plan"):
-        "the job reads default_variant and the training keys from the protocol object; they are in gnnbench.papers",
-}
+CIRCLES: dict[tuple[str, str], str] = {}
 
 # gnnbench imports inside functions, as (importer, the module of the import statement) -> why. At most
 # MAX_IN_FUNCTION statements in all: only where the import keeps a heavy optional part out of jobs that do not use it.

@@ -8,8 +8,8 @@ import os
 import pandas as pd
 
 from gnnbench.data.meta import read_meta
+from gnnbench.papers import DWIVEDI2020
 from gnnbench.protocols.benchmarking_gnns import FOLD_TIME_DIVISOR, NAME, SPLIT_TIME_DIVISOR
-from gnnbench.protocols.benchmarking_gnns.plan import BenchmarkingGNNs
 from gnnbench.records import history_frame, record, write_records
 from gnnbench.splits import read_splits
 from gnnbench.training.last_epoch import train_run
@@ -86,7 +86,7 @@ def run_records(results: dict) -> list[dict]:
     diverged = results.get("status") == "diverged"
     per_task = {part: results[part]["per_task"] for part in parts if results[part].get("per_task")}
     extra = {"seconds_per_epoch": results["seconds_per_epoch"], **({"per_task": per_task} if per_task else {})}
-    return [record(protocol=NAME, default_variant=BenchmarkingGNNs.default_variant, dataset=results["dataset"],
+    return [record(protocol=NAME, default_variant=DWIVEDI2020, dataset=results["dataset"],
                    model=results["label"], architecture=results["model"], config=results["config"],
                    split=results["fold"], split_scheme=results["data"]["split_scheme"], seed=results["seed"],
                    metric=results["metric"], higher_is_better=results["higher_is_better"], **scores,

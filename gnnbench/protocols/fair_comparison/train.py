@@ -38,7 +38,6 @@ from gnnbench.protocols.fair_comparison.grid import (
     trajectories,
     trajectory_config,
 )
-from gnnbench.protocols.fair_comparison.plan import FairComparison
 from gnnbench.protocols.fair_comparison.select import read_selection
 from gnnbench.records import history_frame, record, write_records
 from gnnbench.splits import read_splits
@@ -106,7 +105,7 @@ def _train_alone(job: Job, data: _Data, config: dict, parts: dict[str, np.ndarra
                  device) -> dict:
     """One training run (module docstring), a unit of ``job`` whose key is the run's (config, data, parts, seed)."""
     key = sha256_json({"config": config, "data": data.key, "seed": seed, "parts": _parts_key(parts)})
-    cfg = coerce_all(config, "config", protocol_types(FairComparison, config))
+    cfg = coerce_all(config, "config", protocol_types(ERRICA2020, config))
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
     built = []
@@ -132,7 +131,7 @@ def _train_observed(job: Job, data: _Data, configs: list[dict], parts: dict[str,
     trajectory = sha256_json({"trajectory": trajectory_config(configs[0]), "data": data.key, "seed": seed,
                               "parts": _parts_key(parts)})
     keys = [sha256_json({"trajectory": trajectory, "observer": observer_settings(c)}) for c in configs]
-    cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
+    cfgs = [coerce_all(c, "config", protocol_types(ERRICA2020, c)) for c in configs]
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
 
@@ -332,13 +331,13 @@ def _train_stack(job: Job, data: _Data, configs: list[dict], parts: list[dict[st
         keys = [sha256_json({"trajectory": k, "stack": stack_key, "observer": o})
                 for k, obs in zip(alone, settings, strict=True) for o in obs]
         runs = [(c, s) for obs, s in zip(observers, seeds, strict=True) for c in obs]
-    cfgs = [coerce_all(c, "config", protocol_types(FairComparison, c)) for c in configs]
+    cfgs = [coerce_all(c, "config", protocol_types(ERRICA2020, c)) for c in configs]
     built = [member_build(c) for c in cfgs]
     tensors = {p: torch.from_numpy(v) for p, v in parts[0].items()}
     model_data = ModelData(data.meta, data.sizes, data.store, train_graphs=tensors["train"])
     builds = [lambda cfg=cfg: build_model(cfg, model_data, default_variant=ERRICA2020) for cfg, _ in built]
     observed = None if observers is None else [
-        [observer_settings(coerce_all(c, "config", protocol_types(FairComparison, c))) for c in obs]
+        [observer_settings(coerce_all(c, "config", protocol_types(ERRICA2020, c))) for c in obs]
         for obs in observers]
 
     prebuilt = []  # the stack built (and checked) before anything trains, for the first make()
@@ -388,7 +387,7 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
     for config, r, num_params in zip(configs, rows, weights, strict=True):
         diverged = r.get("status") == "diverged"
         records.append(record(
-            protocol=NAME, default_variant=FairComparison.default_variant, dataset=data.meta.name,
+            protocol=NAME, default_variant=ERRICA2020, dataset=data.meta.name,
             model=label or config["model"], config=config, stage=stage,
             split=fold, split_scheme=data.splits.scheme, seed=r["seed"], init=r.get("run", 0),
             config_id=r["config_id"], metric="accuracy", higher_is_better=True,

@@ -32,7 +32,6 @@ from gnnbench.protocols.pitfalls import (
     PROPAGATION_MODELS,
     TRAINING_DEFAULTS,
 )
-from gnnbench.protocols.pitfalls.plan import Pitfalls
 from gnnbench.records import history_frame, read_tables, record, write_records
 from gnnbench.splits import read_splits
 from gnnbench.training.engine import Checkpoint, Job, stoppable
@@ -161,7 +160,7 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
                init_ids) -> dict:
     keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
     start = time.perf_counter()
-    cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", protocol_types(Pitfalls, config))}
+    cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", protocol_types(SHCHUR2018, config))}
     if threads:
         torch.set_num_threads(threads)
     dev = resolve_device(device)
@@ -241,7 +240,7 @@ def chunk_records(runs, metrics: dict) -> list[dict]:
     for r in runs.to_dict("records"):
         diverged = r.get("status") == "diverged"
         out.append(record(
-            protocol=NAME, default_variant=Pitfalls.default_variant, dataset=r["dataset"], model=r["model"],
+            protocol=NAME, default_variant=SHCHUR2018, dataset=r["dataset"], model=r["model"],
             architecture=r["architecture"],
             config=metrics["config"], split=r["split"], split_scheme=metrics["data"]["split_scheme"], seed=r["seed"],
             init=r["init"], metric="accuracy",
