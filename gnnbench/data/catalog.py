@@ -113,8 +113,3 @@ def published_name(generator: str, default: str, params: dict | None = None) -> 
             "cycles_release": "CYCLES", "wikics": "WikiCS", "zinc": "ZINC", "aqsol": "AQSOL",
             "ogbl_collab": "OGBL-COLLAB"}
     return {**{g: name for name, g in _GENERATED.items()}, **also}.get(generator, default)
-
-
-def known_datasets() -> list[str]:
-    """Every dataset name :func:`describe_dataset` knows, sorted."""
-    return sorted([*_GENERATED, *_EXTERNAL])

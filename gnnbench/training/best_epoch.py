@@ -208,8 +208,3 @@ def train_holdout(model: torch.nn.Module, store, parts: dict[str, torch.Tensor],
     fit(run, step, rules)
     results = holdout_results(run)
     return results if observers is not None else results[0]
-
-
-def diverged_row(row: dict) -> bool:
-    """Whether an epoch's history row shows divergence: a NaN or infinite training or validation loss."""
-    return not (math.isfinite(row["train_loss"]) and math.isfinite(row["val_loss"]))

@@ -67,7 +67,6 @@ from __future__ import annotations
 import functools
 import logging
 import multiprocessing
-import os
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -420,9 +419,4 @@ SUPERPIXELS_DIGITS = Generator(
     build=_build_digits,
     check=_check_digits,
 )
-
-
-def fetch_raw(raw_dir: str | os.PathLike, relative_path: str, mirror: str = "") -> Path:
-    """Fetch one registered raw file (e.g. ``"mnist/train-images-idx3-ubyte.gz"``) into ``raw_dir`` (Snakemake)."""
-    return raw_images.fetch_into(raw_dir, relative_path, mirror)
 

@@ -92,6 +92,6 @@ def run_records(results: dict) -> list[dict]:
                    metric=results["metric"], higher_is_better=results["higher_is_better"], **scores,
                    epochs=results["epochs"], scored_epoch=None if diverged or not results["epochs"] else
                    results["epochs"] - 1, stop_reason=results["stop_reason"],
-                   status=results.get("status", "completed"), diverged_epoch=results.get("diverged_epoch"),
+                   status=results["status"], diverged_epoch=results.get("diverged_epoch"),
                    num_params=results["num_params"], seconds=results["total_seconds"], device=results.get("device"),
                    versions=results.get("versions"), extra=extra)]

@@ -394,7 +394,7 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
             **{f"{part}_{what}": r[f"{part}_{key}"] for part in parts
                for what, key in (("score", "accuracy"), ("loss", "loss"))},
             epochs=r["epochs"], scored_epoch=None if diverged else r["best_epoch"], stop_reason=r["stop_reason"],
-            status=r.get("status", "completed"), diverged_epoch=r.get("diverged_epoch"), seconds=r["seconds"],
+            status=r["status"], diverged_epoch=r.get("diverged_epoch"), seconds=r["seconds"],
             num_params=num_params, device=device, versions=versions, extra={"layers": num_layers(config)}))
     write_records(path, records, history=[history_frame(h, rec["run_id"], score="accuracy")
                                           for h, rec in zip(histories, records, strict=True)])

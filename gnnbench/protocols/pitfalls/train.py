@@ -247,7 +247,7 @@ def chunk_records(runs, metrics: dict) -> list[dict]:
             higher_is_better=True, **{f"{part}_{what}": r.get(f"{part}_{key}") for part in ("train", "val", "test")
                                       for what, key in (("score", "accuracy"), ("loss", "loss"))},
             epochs=r["epochs"], scored_epoch=None if diverged else r.get("best_epoch"), stop_reason=r["stop_reason"],
-            status=r.get("status", "completed"), diverged_epoch=_or_none(r.get("diverged_epoch")),
+            status=r["status"], diverged_epoch=_or_none(r.get("diverged_epoch")),
             num_params=metrics["num_params"], seconds=r["seconds"], device=metrics["device"],
             versions=metrics["versions"]))
     return out
