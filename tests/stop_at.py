@@ -39,7 +39,8 @@ def main(argv: list[str]) -> int:
 
     from gnnbench.protocols.fair_comparison import train as fair_comparison_train
     from gnnbench.protocols.pitfalls import train as pitfalls_train
-    from gnnbench.training import checkpoint, run
+    from gnnbench.training import checkpoint
+    from gnnbench.training import last_epoch as run
 
     if opts.checkpoint_seconds is not None:
         pitfalls_train.CHECKPOINT_SECONDS = fair_comparison_train.CHECKPOINT_SECONDS = opts.checkpoint_seconds

@@ -198,7 +198,7 @@ def test_aggregate_tables_put_the_paper_beside_ours(tmp_path):
                 "metric": "weighted_accuracy", "higher_is_better": True, "data": {"split_scheme": "given"},
                 "test": {"metric": value, "loss": 0.1}, "val": {"metric": value, "loss": 0.1},
                 "train": {"metric": value, "loss": 0.1}, "num_params": params, "epochs": 3, "seconds_per_epoch": 0.1,
-                "total_seconds": 3.6, "total_hours": 0.001, "stop_reason": "epochs",
+                "total_seconds": 3.6, "total_hours": 0.001, "stop_reason": "epochs", "status": "completed",
                 "config": {**config, "seed": seed}}))
             files.append(path)
     csv, md, parquet = (tmp_path.joinpath("t").with_suffix(ext) for ext in (".csv", ".md", ".parquet"))

@@ -108,7 +108,7 @@ def test_a_killed_benchmarking_gnns_run_resumes_after_its_last_epoch(data, tmp_p
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resuming from {out / 'checkpoint.pt'} after epoch 3" in resumed.stderr
     # the epochs done before the kill are not trained again
-    assert re.findall(r"gnnbench\.training\.run: epoch (\d+) ", resumed.stderr) == ["3", "4", "5"]
+    assert re.findall(r"gnnbench\.training\.last_epoch: epoch (\d+) ", resumed.stderr) == ["3", "4", "5"]
     assert saves(killed) + saves(resumed) == reference
     got, expected = (json.loads((d / "metrics.json").read_text()) for d in (out, tmp_path / "straight"))
     for key in ("train", "val", "test", "epochs", "stop_reason", "num_params"):
