@@ -1,5 +1,5 @@
 """Non-learnt baselines reported next to the models (the benchmarking-gnns protocol, Dwivedi et al.). A generator
-names the ones its datasets are reported with (:class:`gnnbench.data.generators.Baseline`: a method of
+names the ones its datasets are reported with (:class:`gnnbench.data.generators.base.Baseline`: a method of
 :data:`METHODS` and its parameters); the workflow scores each once per dataset.
 
 TSP k-nearest-neighbour heuristic (Dwivedi et al.'s TSP results: test F1 0.693 for k = 2): predict an edge i → j

@@ -214,7 +214,7 @@ class Suite:
 
     def baselines(self, dataset: str) -> dict:
         """The non-learnt baselines a dataset's generator reports it with, by name
-        (:class:`~gnnbench.data.generators.Baseline`; TSP: the k-NN heuristic)."""
+        (:class:`~gnnbench.data.generators.base.Baseline`; TSP: the k-NN heuristic)."""
         return {b.name: b for b in get_generator(self.datasets[dataset].generator).baselines}
 
     @property
@@ -580,7 +580,7 @@ def _check_schema(config: object, schema_path: Path) -> None:
 
 
 def published_split(dataset: DatasetSpec):
-    """The released split (:class:`~gnnbench.data.generators.PublishedSplit`) a dataset imports (split scheme
+    """The released split (:class:`~gnnbench.data.generators.base.PublishedSplit`) a dataset imports (split scheme
     ``published``), or None."""
     if dataset.split["scheme"] != "published":
         return None

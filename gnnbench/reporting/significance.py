@@ -234,7 +234,7 @@ def significance_report(*, dataset: str, scores: pd.DataFrame, metric: str, high
                         csv, md, parquet, alpha: float = ALPHA) -> None:
     """The pairwise tests of one benchmark, written as CSV, Parquet and Markdown (each atomically). ``scores``:
     one row per (model, unit) (:func:`paired_tests`), as the benchmark's protocol reads them
-    (:meth:`gnnbench.protocols.base.Protocol.significance_report`); ``units``: what they pair over."""
+    (:func:`unit_scores`; the report job: :func:`gnnbench.report_jobs.dataset_job`); ``units``: what they pair over."""
     table = paired_tests(scores, higher_is_better, alpha)
     table.insert(0, "dataset", dataset)
     with atomic_path(csv) as tmp:

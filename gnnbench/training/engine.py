@@ -18,7 +18,7 @@ decide, member by member, when a member stops:
         checkpoint (when due)
 
 The strategies (the step) are what differs between a single run (:class:`SingleStep`), a wide stack of members side
-by side in the feature dimension (:mod:`gnnbench.training.stacks`), a vmapped stack (:mod:`gnnbench.training.
+by side in the feature dimension (:mod:`gnnbench.training.wide`), a vmapped stack (:mod:`gnnbench.training.
 functional_stack`), a hand-stacked model of initialisations (:mod:`gnnbench.training.init_stack`) and members
 trained one after another in one fit (``members`` returning the current one). Members that stop leave through one
 hook, :meth:`Step.leave`: early-stopped initialisations, finished seeds, pruned tuning trials alike.
@@ -68,7 +68,7 @@ def make_optimizer(params: torch.nn.Module | Iterable[torch.Tensor], lr: float |
     torch's compiler in a process that compiles nothing). ``TF1Adam``: TensorFlow 1's Adam
     (:mod:`~gnnbench.training.stacked_adam`, the pitfalls protocol; L2 is a loss term there, so ``weight_decay`` must
     be 0). No parameters at all is a ConfigError (suites and ``gnnbench train`` refuse such a model before any job
-    runs: :func:`gnnbench.models.registry.check_buildable`).
+    runs: :func:`gnnbench.models.build.check_buildable`).
 
     For a wide stack (:class:`~gnnbench.training.wide.WideStack`), ``lr`` and ``weight_decay`` may be per-member
     (R,) tensors: its one optimiser, :class:`~gnnbench.training.wide.WideOptimizer` (``Adam`` or ``SGD`` as above,
