@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 import torch
+from conftest import snakemake
 
 from gnnbench.config import budget
 from gnnbench.config.budget import MAX_WIDTH, base_preset, fit_budget
@@ -267,6 +268,21 @@ def test_a_plugin_budget_builds_few_models_and_says_what_it_fits(plugins, caplog
     assert [r.getMessage() for r in caplog.records] == [  # one line, after the fit: a refusal stays one line
         f"fitted hidden_channels of {spec} to a budget of 20000 parameters: {width} "
         f"({num_parameters(config, meta)} parameters; 5 models built)"]
+
+
+@pytest.mark.slow
+def test_a_dry_run_shows_the_line_of_each_budget_fit(plugins, tmp_path):
+    """Snakemake shows no INFO: the workflow shows the fit's line itself, so that a slow constructor built while the
+    suite loads is not silent."""
+    spec = f"{plugins}:Counted"
+    config = csl_suite({"X": {"model": spec, "budget": 20_000, "set": {"num_layers": 3}}})
+    fitted = load_suite(config).run_config("CSL", "X", 1)
+    width, count = fitted["hidden_channels"], num_parameters(fitted, describe_dataset("CSL"))
+    result = snakemake(tmp_path, "-n", config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [line for line in result.stderr.splitlines() if "fitted" in line] == [
+        f"gnnbench: fitted hidden_channels of {spec} to a budget of 20000 parameters: {width} ({count} parameters; "
+        "5 models built)"]
 
 
 def test_a_zoo_fit_is_the_closest_width_of_a_plain_search():
