@@ -393,6 +393,18 @@ def test_a_model_without_trainable_parameters_is_refused_at_suite_load(plugins):
         "would change nothing and report its initial scores; give it weights (e.g. an nn.Linear)")
 
 
+@pytest.mark.parametrize("protocol", ["benchmarking-gnns", "pitfalls", "fair-comparison"])
+def test_train_names_the_option_that_gave_a_model_without_trainable_parameters(capsys, datasets, plugins, tmp_path,
+                                                                               protocol):
+    spec = f"{plugins}:Weightless"
+    out = tmp_path / "run"
+    result = run_here(capsys, "train", protocol, "--dataset", datasets["CSL"], "--splits", datasets["CSL_splits"],
+                      "--set", f"model={spec}", "--out", out)  # no --preset: the model came from --set
+    assert_one_line(result, f"--set: model {spec} has no trainable parameters (none with requires_grad), so training "
+                            "would change nothing and report its initial scores; give it weights (e.g. an nn.Linear)")
+    assert not out.exists()
+
+
 def test_the_optimiser_refuses_a_model_without_trainable_parameters():
     frozen = torch.nn.Linear(3, 2).requires_grad_(False)
     for model in (torch.nn.ReLU(), frozen):
