@@ -65,7 +65,7 @@ def test_file_in_the_way_names_the_first_file_on_the_path(tmp_path):
     assert file_in_the_way(tmp_path / "elsewhere" / "runs") is None  # nothing there yet: nothing in the way
 
 
-@pytest.mark.parametrize("blocker", ["results", "results/runs", "resources"])
+@pytest.mark.parametrize("blocker", ["results", "results/datasets", "results/runs", "resources"])
 def test_snakemake_refuses_a_file_where_an_output_folder_goes_before_any_job(tmp_path, blocker):
     (tmp_path / blocker).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / blocker).write_text("my notes\n")
@@ -78,7 +78,7 @@ def test_snakemake_refuses_a_file_where_an_output_folder_goes_before_any_job(tmp
     assert result.stderr.splitlines() == [f"gnnbench: error: {blocker} is a file, but a folder is expected there; "
                                           "move it away or choose another location"]
     assert (tmp_path / blocker).read_text() == "my notes\n"
-    assert not (tmp_path / "results" / "datasets").exists()  # no job ran (the dataset job ran first before)
+    assert not (tmp_path / "results" / "datasets").is_dir()  # no job ran (the dataset job ran first before)
 
 
 # ------------------------------------------------------------------------- node counts no data backs

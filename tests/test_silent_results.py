@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 import torch
+from conftest import snakemake
 
 from gnnbench.config import budget
 from gnnbench.config.budget import MAX_WIDTH, base_preset, fit_budget
@@ -269,6 +270,21 @@ def test_a_plugin_budget_builds_few_models_and_says_what_it_fits(plugins, caplog
         f"({num_parameters(config, meta)} parameters; 5 models built)"]
 
 
+@pytest.mark.slow
+def test_a_dry_run_shows_the_line_of_each_budget_fit(plugins, tmp_path):
+    """Snakemake shows no INFO: the workflow shows the fit's line itself, so that a slow constructor built while the
+    suite loads is not silent."""
+    spec = f"{plugins}:Counted"
+    config = csl_suite({"X": {"model": spec, "budget": 20_000, "set": {"num_layers": 3}}})
+    fitted = load_suite(config).run_config("CSL", "X", 1)
+    width, count = fitted["hidden_channels"], num_parameters(fitted, describe_dataset("CSL"))
+    result = snakemake(tmp_path, "-n", config=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [line for line in result.stderr.splitlines() if "fitted" in line] == [
+        f"gnnbench: fitted hidden_channels of {spec} to a budget of 20000 parameters: {width} ({count} parameters; "
+        "5 models built)"]
+
+
 def test_a_zoo_fit_is_the_closest_width_of_a_plain_search():
     config, meta = run_config(base_preset("ZINC", "GCN")), describe_dataset("ZINC")
     fit = fit_budget(config, meta, 100_000)
@@ -375,6 +391,18 @@ def test_a_model_without_trainable_parameters_is_refused_at_suite_load(plugins):
     assert refusal(csl_suite({"Free": {"model": spec}})) == (
         f"benchmarks.CSL.models.Free: model {spec} has no trainable parameters (none with requires_grad), so training "
         "would change nothing and report its initial scores; give it weights (e.g. an nn.Linear)")
+
+
+@pytest.mark.parametrize("protocol", ["benchmarking-gnns", "pitfalls", "fair-comparison"])
+def test_train_names_the_option_that_gave_a_model_without_trainable_parameters(capsys, datasets, plugins, tmp_path,
+                                                                               protocol):
+    spec = f"{plugins}:Weightless"
+    out = tmp_path / "run"
+    result = run_here(capsys, "train", protocol, "--dataset", datasets["CSL"], "--splits", datasets["CSL_splits"],
+                      "--set", f"model={spec}", "--out", out)  # no --preset: the model came from --set
+    assert_one_line(result, f"--set: model {spec} has no trainable parameters (none with requires_grad), so training "
+                            "would change nothing and report its initial scores; give it weights (e.g. an nn.Linear)")
+    assert not out.exists()
 
 
 def test_the_optimiser_refuses_a_model_without_trainable_parameters():

@@ -165,6 +165,12 @@ class Protocol(ABC):
         device, threads, label, out, records) to ``parser`` (an ``argparse`` subparser); none by default. Called when
         the command line is built."""
 
+    @staticmethod
+    def model_option(args) -> str:
+        """The option of ``gnnbench train`` that named the model, for errors about the model: ``--preset`` when one
+        was given, else ``--set`` (``--set model=...``)."""
+        return "--preset" if args.preset else "--set"
+
     @abstractmethod
     def train_command(self, args, overrides: dict) -> str:
         """Run one job from the parsed ``gnnbench train <name>`` arguments (``overrides``: the ``--set`` values)

@@ -117,7 +117,8 @@ class BenchmarkingGNNs(Protocol):
         if args.seed is not None:
             overrides["seed"] = args.seed
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
-        check_buildable(config, read_meta(args.dataset), "--preset", DWIVEDI2020)  # a model that cannot run here
+        # a model that cannot run here
+        check_buildable(config, read_meta(args.dataset), self.model_option(args), DWIVEDI2020)
         from gnnbench.protocols.benchmarking_gnns.train import train  # the job's module: torch, the models
 
         results = train(dataset_dir=args.dataset, splits_path=args.splits, fold=args.fold, config=config,

@@ -134,9 +134,10 @@ class FairComparison(Protocol):
         if not args.preset and "model" not in overrides:
             raise ConfigError(f"--preset: protocol {self.name} starts from a grid; name a fair_* preset "
                               "(`gnnbench presets`), or a model with --set model=... (one configuration)")
-        base, grid = model_grid({"preset": args.preset} if args.preset else {}, overrides, "--preset")
+        base, grid = model_grid({"preset": args.preset} if args.preset else {}, overrides, self.model_option(args))
         configs = expand_grid(base, grid)
-        check_configs(configs, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
+        # one line for a model that cannot run here
+        check_configs(configs, read_meta(args.dataset), self.model_option(args))
         out, fold, records = Path(args.out), args.fold, Path(args.records)
         label = args.label or base["model"]
         common = {"dataset_dir": args.dataset, "splits_path": args.splits, "fold": fold, "seed": args.seed or 0,

@@ -102,7 +102,8 @@ class Pitfalls(Protocol):
         """One job (:func:`run_chunk`): every initialisation of the preset on the given splits; returns the number
         of runs, how many diverged and their mean test accuracy."""
         config = run_config(args.preset, overrides, where="--set", preset_where="--preset", protocol=self.name)
-        check_model(config, read_meta(args.dataset), "--preset")  # one line for a model that cannot run here
+        # one line for a model that cannot run here
+        check_model(config, read_meta(args.dataset), self.model_option(args))
         from gnnbench.protocols.pitfalls.train import run_chunk  # the job's module: torch, the models
 
         metrics = run_chunk(dataset_dir=args.dataset, splits_path=args.splits, splits=args.fold, config=config,
