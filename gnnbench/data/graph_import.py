@@ -83,11 +83,21 @@ from gnnbench.data.store import (
     node_count_problem,
     write_graph_store,
 )
-from gnnbench.errors import DataError
+from gnnbench.errors import ConfigError, DataError
 
 TASKS = ("node_classification", "graph_classification", "graph_regression", "edge_classification")
 TASK_LEVEL = {"node_classification": "node", "edge_classification": "edge", "graph_classification": "graph",
               "graph_regression": "graph"}
+
+
+def check_task(task: str, where: str) -> None:
+    """A ``task`` parameter (generators ``pyg`` and ``graph_file``): empty (inferred from y) or one of :data:`TASKS`;
+    a ConfigError at ``where`` otherwise."""
+    if task and task not in TASKS:
+        raise ConfigError(f"{where}.task: {task!r} is not a task gnnbench infers; choose one of {', '.join(TASKS)} "
+                          "(or leave it empty to infer it from y)")
+
+
 LOSS_METRIC = {"node_classification": ("cross_entropy", "accuracy"),
                "edge_classification": ("cross_entropy", "accuracy"),
                "graph_classification": ("cross_entropy", "accuracy"), "graph_regression": ("l1", "mae")}

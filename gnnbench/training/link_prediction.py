@@ -73,16 +73,8 @@ from gnnbench.models.build import count_parameters
 from gnnbench.splits import read_splits
 from gnnbench.training.checkpoint import CHECKPOINT_FILE
 from gnnbench.training.engine import RunState, payload, stoppable
-from gnnbench.training.last_epoch import (
-    build_training,
-    device_name,
-    p1_fit,
-    package_versions,
-    read_run_pe,
-    resolve_device,
-    resume_note,
-    write_outputs,
-)
+from gnnbench.training.environment import device_name, package_versions, resolve_device
+from gnnbench.training.last_epoch import build_training, p1_fit, read_run_pe, resume_note, write_outputs
 from gnnbench.training.losses import Loss, get_loss
 from gnnbench.training.metrics import hits_at_k
 from gnnbench.training.preemption import StopOnSignal

@@ -23,8 +23,8 @@ from gnnbench.data.generators.base import Generator
 from gnnbench.data.graph_import import (
     PARQUET_SUFFIXES,
     PT_SUFFIXES,
-    TASKS,
     GraphSummary,
+    check_task,
     read_graph_file,
 )
 from gnnbench.data.meta import DatasetMeta
@@ -82,9 +82,7 @@ def _check(params: dict, where: str) -> None:
     if os.path.splitext(path)[1].lower() not in PT_SUFFIXES + PARQUET_SUFFIXES:
         raise ConfigError(f"{where}.path: {path!r} is neither a .pt file (a list of PyG Data) nor a .parquet file "
                           "(graph store columns); see docs/datasets.md#graphs-you-already-have")
-    if params["task"] and params["task"] not in TASKS:
-        raise ConfigError(f"{where}.task: {params['task']!r} is not a task gnnbench infers; choose one of "
-                          f"{', '.join(TASKS)} (or leave it empty to infer it from y)")
+    check_task(params["task"], where)
 
 
 GRAPH_FILE = Generator(

@@ -74,11 +74,11 @@ import numpy as np
 from gnnbench.data import pyg_raw
 from gnnbench.data.generators.base import RAW_DIR, Generator
 from gnnbench.data.graph_import import (
-    TASKS,
     GraphSummary,
     _pt_allowed,
     _reason,
     _Source,
+    check_task,
     collate_graphs,
     from_pyg,
     to_columns,
@@ -407,9 +407,7 @@ def _check(params: dict, where: str) -> None:
         refused = [k for v in params["splits"].values() for k in v if k in REFUSED_ARGS]
         if refused:
             raise ConfigError(f"{where}.splits: argument {refused[0]} is not accepted; remove it")
-    if params["task"] and params["task"] not in TASKS:
-        raise ConfigError(f"{where}.task: {params['task']!r} is not a task gnnbench infers; choose one of "
-                          f"{', '.join(TASKS)} (or leave it empty to infer it from y)")
+    check_task(params["task"], where)
 
 
 PYG = Generator(

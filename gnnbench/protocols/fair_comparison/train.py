@@ -45,7 +45,7 @@ from gnnbench.training.best_epoch import holdout_fit, holdout_results
 from gnnbench.training.best_epoch_stack import HoldoutStack
 from gnnbench.training.checkpoint import read_checkpoint
 from gnnbench.training.engine import Checkpoint, Job, stoppable
-from gnnbench.training.last_epoch import device_name, package_versions, resolve_device
+from gnnbench.training.environment import device_name, package_versions, resolve_device
 from gnnbench.training.wide import NotWidenable
 
 log = logging.getLogger(__name__)

@@ -35,9 +35,9 @@ from gnnbench.protocols.pitfalls import (
 from gnnbench.records import history_frame, read_tables, record, write_records
 from gnnbench.splits import read_splits
 from gnnbench.training.engine import Checkpoint, Job, stoppable
+from gnnbench.training.environment import device_name, package_versions, resolve_device
 from gnnbench.training.functional_stack import stacked_or_sequential
 from gnnbench.training.init_stack import PropagationStep, StackedStep
-from gnnbench.training.last_epoch import device_name, package_versions, resolve_device
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
