@@ -8,7 +8,7 @@
   hold-out, three final runs of the winner (:mod:`gnnbench.protocols.fair_comparison`).
 
 A suite's benchmark block names its protocol; :func:`gnnbench.protocols.registry.get_protocol` returns it. See
-:mod:`gnnbench.protocols.base` for what a protocol decides. This package module imports only the errors leaf: a job
+:mod:`gnnbench.protocols.base` for what a protocol decides. This package module imports only the papers leaf: a job
 that makes a protocol's tables asks :func:`tables_module` for them and loads neither the other protocols nor the
 planning code, the models or torch.
 """
@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import importlib
 
-from gnnbench.errors import ConfigError
-
-PACKAGES = {"benchmarking-gnns": "benchmarking_gnns", "pitfalls": "pitfalls", "fair-comparison": "fair_comparison"}
+from gnnbench.papers import protocol_paper
 
 
 def tables_module(name: str):
-    """The tables module of protocol ``name`` (``gnnbench.protocols.<package>.tables``: ``dataset_tables`` and, where
-    the protocol has suite-wide tables, ``suite_tables``), imported without the protocol's plan, models or torch, for
-    the workflow's report jobs; an unknown name is a ConfigError."""
-    if name not in PACKAGES:
-        raise ConfigError(f"protocol: unknown protocol {name!r}; choose one of {', '.join(PACKAGES)}")
-    return importlib.import_module(f"gnnbench.protocols.{PACKAGES[name]}.tables")
+    """The tables module of protocol ``name`` (``gnnbench.protocols.<package>.tables``, the package named as the
+    protocol with ``_`` for ``-``: ``dataset_tables`` and, where the protocol has suite-wide tables,
+    ``suite_tables``), imported without the protocol's plan, models or torch, for the workflow's report jobs; an
+    unknown name is a ConfigError (:func:`gnnbench.papers.protocol_paper`)."""
+    protocol_paper(name)
+    return importlib.import_module(f"gnnbench.protocols.{name.replace('-', '_')}.tables")
