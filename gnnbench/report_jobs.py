@@ -72,8 +72,8 @@ def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike]
     """One benchmark's report: its protocol's ``dataset_tables`` on the run records of ``records`` (and the history
     records of ``histories``; ``options``: the protocol's own settings, e.g. the suite's presets), the paired tests of
     its ``models`` where ``outputs`` has a ``significance`` table (``significance``: the protocol's ``units`` in
-    words, ``unit_columns`` and ``stage``, :func:`gnnbench.reporting.significance.unit_scores`), then the HTML page
-    of every table."""
+    words, ``unit_columns`` and ``stage``, :func:`gnnbench.reporting.significance.unit_scores`, and its equivalence
+    ``margin``, None or absent: the metric's default), then the HTML page of every table."""
     runs = read_runs(records)
     tables_module(protocol).dataset_tables(dataset, runs, outputs,
                                            histories=read_histories(histories) if histories else None,
@@ -83,7 +83,8 @@ def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike]
         scores, metric, higher = unit_scores(ours, tuple(significance["unit_columns"]), significance["stage"])
         significance_report(dataset=dataset, scores=scores, metric=metric, higher_is_better=higher,
                             units=significance["units"], csv=outputs["significance_csv"],
-                            md=outputs["significance_md"], parquet=outputs["significance_parquet"])
+                            md=outputs["significance_md"], parquet=outputs["significance_parquet"],
+                            margin=significance.get("margin"))
     write_pages(outputs)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from scipy.stats import ttest_rel, wilcoxon
+from scipy.stats import ttest_1samp, ttest_rel, wilcoxon
 
 from gnnbench.protocols.registry import get_protocol
 from gnnbench.reporting import significance as S
@@ -94,15 +94,18 @@ def test_pairs_use_only_shared_units_and_orientation_follows_the_metric():
 def test_degenerate_differences_and_the_small_sample_floor():
     same = S.paired_tests(scores(A={0: 1.0, 1: 2.0, 2: 3.0}, B={0: 1.0, 1: 2.0, 2: 3.0}), True).iloc[0]
     assert (same["wilcoxon_p"], same["ttest_p"]) == (1.0, 1.0)
-    assert same["verdict"] == "no significant difference at α=0.05"
+    # identical scores: no difference, and equal within any margin (δ: 1 % of the mean score 2.0 without a metric)
+    assert (same["mde"], same["margin"], same["tost_p"]) == (0.0, pytest.approx(0.02), 0.0)
+    assert same["verdict"] == "equivalent within δ = 0.02"
     shifted = S.paired_tests(scores(A={u: u + 1.0 for u in range(5)}, B={u: float(u) for u in range(5)}), True)
     row = shifted.iloc[0]
     assert row["ttest_p"] == 0.0  # constant non-zero difference: t = ∞
     # five pairs all in A's favour: the smallest two-sided exact p, 2 / 2^5 = 0.0625 > 0.05, so the rank test
     # cannot decide, and the t-test's infinite t on constant differences means nothing
-    assert row["wilcoxon_p"] == pytest.approx(2 / 2**5) and row["verdict"] == "too few pairs to tell (n = 5)"
+    assert row["wilcoxon_p"] == pytest.approx(2 / 2**5) and row["verdict"] == "too few units to tell (n = 5)"
     one = S.paired_tests(scores(A={0: 1.0}, B={1: 2.0}), True).iloc[0]
-    assert one["pairs"] == 0 and np.isnan(one["wilcoxon_p"]) and one["verdict"] == "too few pairs to tell (n = 0)"
+    assert one["pairs"] == 0 and np.isnan(one["wilcoxon_p"]) and one["verdict"] == "too few units to tell (n = 0)"
+    assert np.isnan(one["mde"]) and np.isnan(one["tost_p"])
 
 
 def test_too_few_pairs_for_the_rank_test_fall_back_on_the_paired_t_test():
@@ -110,7 +113,7 @@ def test_too_few_pairs_for_the_rank_test_fall_back_on_the_paired_t_test():
     mlp, gcn = [51.0, 51.0, 51.0, 51.0], [83.0, 82.0, 85.0, 84.0]
     close = [83.5, 81.0, 85.5, 83.0]  # differences to GCN of both signs
     table = S.paired_tests(scores(MLP=dict(enumerate(mlp)), GCN=dict(enumerate(gcn)), GIN=dict(enumerate(close))),
-                           True)
+                           True, metric="accuracy")
     rows = table.set_index(["model_a", "model_b"])
     assert rows.loc[("MLP", "GCN"), "wilcoxon_p"] == pytest.approx(0.125)
     t = np.array([ttest_rel(mlp, other).pvalue for other in (gcn, close)] + [ttest_rel(gcn, close).pvalue])
@@ -118,7 +121,11 @@ def test_too_few_pairs_for_the_rank_test_fall_back_on_the_paired_t_test():
     assert rows.loc[("MLP", "GCN"), "verdict_test"] == "t-test"
     assert rows.loc[("MLP", "GCN"), "verdict"] == "GCN better (paired t-test; 4 pairs are too few for Wilcoxon)"
     assert rows.loc[("MLP", "GIN"), "verdict"] == "GIN better (paired t-test; 4 pairs are too few for Wilcoxon)"
-    assert rows.loc[("GCN", "GIN"), "verdict"] == "no significant difference at α=0.05"
+    # GCN − GIN = (−0.5, 1, −0.5, 1): s_d = √0.75, MDE = (t_{0.975,3} + t_{0.8,3}) · s_d / 2 = (3.182446 + 0.978472)
+    # · 0.433013 = 1.80 > δ = 1 point of accuracy: four seeds could not have shown a difference of δ
+    gcn_gin = rows.loc[("GCN", "GIN")]
+    assert gcn_gin["mde"] == pytest.approx((3.182446 + 0.978472) * np.sqrt(0.75) / 2, rel=1e-6)
+    assert gcn_gin["verdict"] == "too few units to tell (MDE 1.8 > δ 1)"
 
 
 def write_runs(path, protocol: str, rows: list[dict], stage: str = "run"):
@@ -242,12 +249,20 @@ def test_workflow_writes_the_significance_table_of_a_benchmark(tmp_path):
     expected = 1.0 if np.all(a == b) else wilcoxon(a - b).pvalue
     assert row["wilcoxon_p"] == pytest.approx(expected) and row["wilcoxon_p_holm"] == pytest.approx(expected)
     d = a - b  # 3 pairs: the rank test can never reject; the verdict is the paired t-test's when d varies
-    if np.ptp(d) == 0:
-        expected = "too few pairs to tell (n = 3)" if d[0] else "no significant difference at α=0.05"
-    elif ttest_rel(a, b).pvalue < 0.05:
+    delta = 1.0  # the default margin of an accuracy (CSL's metric, in percent): one point
+    tost = max(ttest_1samp(d + delta, 0, alternative="greater").pvalue,
+               ttest_1samp(d - delta, 0, alternative="less").pvalue) if np.ptp(d) else float(abs(d[0]) >= delta)
+    assert row["margin"] == delta and row["tost_p"] == pytest.approx(tost)
+    if np.ptp(d) == 0 and d[0]:
+        expected = "too few units to tell (n = 3)"
+    elif np.ptp(d) and ttest_rel(a, b).pvalue < 0.05:
         expected = f"{'GCN' if d.mean() > 0 else 'MLP'} better (paired t-test; 3 pairs are too few for Wilcoxon)"
+    elif tost < 0.05:
+        expected = f"equivalent within δ = {delta:.3g}"
+    elif row["mde"] > delta:
+        expected = f"too few units to tell (MDE {row['mde']:.3g} > δ {delta:.3g})"
     else:
-        expected = "no significant difference at α=0.05"
+        expected = "not different, not shown equivalent"
     assert row["verdict"] == expected
     text = (tables / "CSL_significance").with_suffix(".md").read_text()
     assert text.startswith("## CSL: is A better than B?") and "n ≤ 5 pairs can never be significant by it" in text

@@ -115,6 +115,9 @@ class Protocol(ABC):
     # completed runs of that stage (gnnbench.reporting.significance.unit_scores)
     significance_unit_columns: tuple[str, ...] = ("split",)
     significance_stage: str = "run"
+    # the margin δ within which two models' scores count as the same (TOST, gnnbench.reporting.equivalence); None:
+    # the metric's default, 1 point of accuracy or 1 % of the pair's mean score
+    equivalence_margin: float | None = None
 
     @abstractmethod
     def default_split(self, dataset) -> dict:

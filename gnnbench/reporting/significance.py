@@ -23,13 +23,20 @@ d = score_A − score_B:
   when they are 0, p = 0 otherwise (t = ±∞) — the t-test's assumptions fail there, the verdict does not use it;
   fewer than 2 pairs: no test (NaN);
 * ``wilcoxon_p_holm`` / ``ttest_p_holm``: Holm–Bonferroni adjustment over all pairs of the dataset (:func:`holm`);
-* ``verdict``: "<A> better" / "<B> better" when the Holm-adjusted p of the verdict's test (``verdict_test``) is
-  below α (0.05), oriented by the metric's ``higher_is_better`` (a lower MAE is better), else "no significant
-  difference at α=0.05". The test is the Wilcoxon signed-rank test whenever it can reach α at all, i.e. with n
-  pairs such that its smallest exact p, 2 / 2^n, is below α (n ≥ 6 at 0.05). With fewer pairs (P1's four seeds,
-  five folds) the rank test can never reject, whatever the scores, so the verdict falls back on the paired t-test
-  (which assumes normally distributed differences — say so when quoting it; the verdict names the test) — unless
-  the differences are all equal, where the t statistic is infinite and meaningless: "too few pairs to tell".
+* ``mde``: the minimum detectable effect of the paired t-test at these n pairs (two-sided α, power 0.8), ``margin``
+  the equivalence margin δ and ``tost_p`` the p-value of the two one-sided tests of equivalence within ±δ
+  (:mod:`gnnbench.reporting.equivalence`: the formulas, the default δ — 1 point of accuracy, else 1 % of the
+  pair's mean score — and the references); not Holm-adjusted;
+* ``verdict``: "<A> better" / "<B> better" (the models differ) when the Holm-adjusted p of the verdict's test
+  (``verdict_test``) is below α (0.05), oriented by the metric's ``higher_is_better`` (a lower MAE is better). The
+  test is the Wilcoxon signed-rank test whenever it can reach α at all, i.e. with n pairs such that its smallest
+  exact p, 2 / 2^n, is below α (n ≥ 6 at 0.05). With fewer pairs (P1's four seeds, five folds) the rank test can
+  never reject, whatever the scores, so the verdict falls back on the paired t-test (which assumes normally
+  distributed differences — say so when quoting it; the verdict names the test) — unless the differences are all
+  equal and not zero, where the t statistic is infinite and meaningless (and with fewer than 2 pairs): "too few
+  units to tell (n = …)". Not different, the verdict says what the absence of a difference is worth:
+  "equivalent within δ = …" when the TOST p is below α; else "too few units to tell (MDE … > δ …)" when the test
+  could not have detected a difference of δ (MDE > δ); else "not different, not shown equivalent".
 
 Diverged runs (record ``status`` "diverged": a NaN or infinite loss, no score) are never a score: a unit scores the
 mean over its completed runs (a benchmarking-gnns run that diverged, a pitfalls split whose every init diverged, a
@@ -52,10 +59,12 @@ import pandas as pd
 
 from gnnbench.errors import DataError
 from gnnbench.io import atomic_path
+from gnnbench.reporting import equivalence
 
 ALPHA = 0.05
 COLUMNS = ("model_a", "model_b", "pairs", "dropped_units", "diverged_units", "mean_a", "mean_b", "mean_difference",
-           "wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "verdict_test", "verdict")
+           "wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm", "mde", "margin", "tost_p", "verdict_test",
+           "verdict")
 
 
 def holm(p_values) -> np.ndarray:
@@ -126,30 +135,39 @@ def ttest_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(ttest_rel(a, b).pvalue)
 
 
-def paired_tests(scores: pd.DataFrame, higher_is_better: bool, alpha: float = ALPHA) -> pd.DataFrame:
+def paired_tests(scores: pd.DataFrame, higher_is_better: bool, alpha: float = ALPHA, *, metric: str = "",
+                 margin: float | None = None, pairs: list[tuple[str, str]] | None = None) -> pd.DataFrame:
     """One row per pair of models (order of first appearance; A before B) with the :data:`COLUMNS`.
 
     ``scores``: one row per (model, unit) with columns ``model``, ``unit`` (any hashable) and ``score`` (NaN: the
-    model's run(s) on that unit diverged, module docstring)."""
+    model's run(s) on that unit diverged, module docstring); ``metric`` and ``margin``: the equivalence margin δ
+    (:func:`gnnbench.reporting.equivalence.margin`: ``margin`` when given, else the metric's default); ``pairs``:
+    only these (A, B) pairs, in this order (Holm's adjustment is then over them), instead of every pair."""
     if scores.duplicated(["model", "unit"]).any():
         first = scores[scores.duplicated(["model", "unit"])].iloc[0]
         raise DataError(f"model {first['model']} has two scores for unit {first['unit']}; expected one per unit")
     by_model = {m: g.set_index("unit")["score"] for m, g in scores.groupby("model", sort=False)}
     models = list(by_model)
+    if pairs is None:
+        pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
+    unknown = [m for pair in pairs for m in pair if m not in by_model]
+    if unknown:
+        raise DataError(f"no scores of model {unknown[0]} to compare; expected one of {', '.join(models)}")
     rows = []
-    for i, a in enumerate(models):
-        for b in models[i + 1:]:
-            both = [u for u in by_model[a].index if u in by_model[b].index]
-            shared = [u for u in both if not (pd.isna(by_model[a][u]) or pd.isna(by_model[b][u]))]
-            dropped = len(set(by_model[a].index) ^ set(by_model[b].index))
-            x = by_model[a].loc[shared].to_numpy(float)
-            y = by_model[b].loc[shared].to_numpy(float)
-            rows.append({"model_a": a, "model_b": b, "pairs": len(shared), "dropped_units": dropped,
-                         "diverged_units": len(both) - len(shared),
-                         "mean_a": x.mean() if len(x) else math.nan, "mean_b": y.mean() if len(y) else math.nan,
-                         "mean_difference": (x - y).mean() if len(x) else math.nan,
-                         "wilcoxon_p": wilcoxon_p(x - y), "ttest_p": ttest_p(x, y),
-                         "verdict_test": verdict_test(x - y, alpha)})
+    for a, b in pairs:
+        both = [u for u in by_model[a].index if u in by_model[b].index]
+        shared = [u for u in both if not (pd.isna(by_model[a][u]) or pd.isna(by_model[b][u]))]
+        dropped = len(set(by_model[a].index) ^ set(by_model[b].index))
+        x = by_model[a].loc[shared].to_numpy(float)
+        y = by_model[b].loc[shared].to_numpy(float)
+        mean_a, mean_b = (x.mean(), y.mean()) if len(x) else (math.nan, math.nan)
+        delta = equivalence.margin(metric, mean_a, mean_b, margin)
+        rows.append({"model_a": a, "model_b": b, "pairs": len(shared), "dropped_units": dropped,
+                     "diverged_units": len(both) - len(shared), "mean_a": mean_a, "mean_b": mean_b,
+                     "mean_difference": (x - y).mean() if len(x) else math.nan,
+                     "wilcoxon_p": wilcoxon_p(x - y), "ttest_p": ttest_p(x, y),
+                     "mde": equivalence.mde(x - y, alpha), "margin": delta,
+                     "tost_p": equivalence.tost_p(x - y, delta), "verdict_test": verdict_test(x - y, alpha)})
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("wilcoxon_p_holm", "ttest_p_holm",
                                                                           "verdict")])
     table["wilcoxon_p_holm"] = holm(table["wilcoxon_p"]) if len(table) else []
@@ -171,14 +189,19 @@ def verdict_test(differences: np.ndarray, alpha: float = ALPHA) -> str | None:
 def _verdict(row, higher_is_better: bool, alpha: float) -> str:
     test = row["verdict_test"]
     if not isinstance(test, str):
-        return f"too few pairs to tell (n = {row['pairs']})" if row["mean_difference"] else \
-            f"no significant difference at α={alpha:g}"
-    p = row["wilcoxon_p_holm" if test == "wilcoxon" else "ttest_p_holm"]
-    if pd.isna(p) or p >= alpha or row["mean_difference"] == 0:
-        return f"no significant difference at α={alpha:g}"
-    a_better = (row["mean_difference"] > 0) == higher_is_better
-    how = "Wilcoxon" if test == "wilcoxon" else f"paired t-test; {row['pairs']} pairs are too few for Wilcoxon"
-    return f"{row['model_a'] if a_better else row['model_b']} better ({how})"
+        if row["pairs"] < 2 or row["mean_difference"] != 0:  # no test at all, or an infinite t on constant d
+            return f"too few units to tell (n = {row['pairs']})"
+    else:
+        p = row["wilcoxon_p_holm" if test == "wilcoxon" else "ttest_p_holm"]
+        if not (pd.isna(p) or p >= alpha or row["mean_difference"] == 0):
+            a_better = (row["mean_difference"] > 0) == higher_is_better
+            how = "Wilcoxon" if test == "wilcoxon" else f"paired t-test; {row['pairs']} pairs are too few for Wilcoxon"
+            return f"{row['model_a'] if a_better else row['model_b']} better ({how})"
+    if row["tost_p"] < alpha:
+        return f"equivalent within δ = {row['margin']:.3g}"
+    if not row["mde"] <= row["margin"]:
+        return f"too few units to tell (MDE {row['mde']:.3g} > δ {row['margin']:.3g})"
+    return "not different, not shown equivalent"
 
 
 def markdown(dataset: str, table: pd.DataFrame, units: str, metric: str, higher_is_better: bool,
@@ -186,15 +209,17 @@ def markdown(dataset: str, table: pd.DataFrame, units: str, metric: str, higher_
     """The table as Markdown; ``units``: what the scores are paired over (the protocol's words)."""
     lines = [f"## {dataset}: is A better than B? Paired tests over {units}\n",
              "| A | B | pairs | dropped | diverged | mean A | mean B | mean A − B | Wilcoxon p | Holm | t-test p | "
-             "Holm (t) | verdict |", "|" + "---|" * 13]
+             "Holm (t) | MDE | δ | TOST p | verdict |", "|" + "---|" * 16]
     for _, r in table.iterrows():
         cells = [r["model_a"], r["model_b"], str(r["pairs"]), str(r["dropped_units"]), str(r["diverged_units"]),
                  *("–" if pd.isna(r[c]) else f"{r[c]:.3f}" for c in ("mean_a", "mean_b")),
                  "–" if pd.isna(r["mean_difference"]) else f"{r['mean_difference']:+.3f}",
-                 *(_p(r[c]) for c in ("wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")), r["verdict"]]
+                 *(_p(r[c]) for c in ("wilcoxon_p", "wilcoxon_p_holm", "ttest_p", "ttest_p_holm")),
+                 *("–" if pd.isna(r[c]) else f"{r[c]:.3g}" for c in ("mde", "margin")), _p(r["tost_p"]),
+                 r["verdict"]]
         lines.append("| " + " | ".join(cells) + " |")
     if table.empty:
-        lines.append("| – | – | 0 | 0 | 0 | | | | | | | | fewer than two models |")
+        lines.append("| – | – | 0 | 0 | 0 | | | | | | | | | | | fewer than two models |")
     direction = "higher" if higher_is_better else "lower"
     note = (f"\nMetric: {metric} ({direction} is better). Units: {units}; a pair "
             "uses only the units both models have a score on (dropped = units only one of them has; diverged = "
@@ -202,7 +227,11 @@ def markdown(dataset: str, table: pd.DataFrame, units: str, metric: str, higher_
             f"adjusted p (two-sided) over all {len(table)} pairs, α = {alpha:g}, of the Wilcoxon signed-rank test; "
             "with n pairs its exact p cannot go below 2/2^n, so n ≤ 5 pairs can never be significant by it at 0.05 and "
             "the verdict then uses the paired t-test (it assumes normal differences; constant differences: p = 0, "
-            "or 1 when all are zero — \"too few pairs to tell\").\n")
+            "or 1 when all are zero — \"too few units to tell\"). Not different: MDE = the smallest true mean "
+            "difference the paired t-test detects with power 0.8 at these pairs, (t_{1−α/2,n−1} + t_{0.8,n−1})·s_d/√n; "
+            "TOST p = the two one-sided paired t-tests of |mean A − B| < δ (Schuirmann 1987), not adjusted: "
+            "\"equivalent within δ\" when below α, \"too few units to tell\" when MDE > δ, else \"not different, "
+            "not shown equivalent\" (docs/significance.md).\n")
     return "\n".join(lines) + "\n" + note
 
 
@@ -231,11 +260,12 @@ def unit_scores(runs: pd.DataFrame, units: tuple[str, ...] = ("split",), stage: 
 
 
 def significance_report(*, dataset: str, scores: pd.DataFrame, metric: str, higher_is_better: bool, units: str,
-                        csv, md, parquet, alpha: float = ALPHA) -> None:
+                        csv, md, parquet, alpha: float = ALPHA, margin: float | None = None) -> None:
     """The pairwise tests of one benchmark, written as CSV, Parquet and Markdown (each atomically). ``scores``:
     one row per (model, unit) (:func:`paired_tests`), as the benchmark's protocol reads them
-    (:func:`unit_scores`; the report job: :func:`gnnbench.report_jobs.dataset_job`); ``units``: what they pair over."""
-    table = paired_tests(scores, higher_is_better, alpha)
+    (:func:`unit_scores`; the report job: :func:`gnnbench.report_jobs.dataset_job`); ``units``: what they pair over;
+    ``margin``: the equivalence margin δ (None: the metric's default, :func:`gnnbench.reporting.equivalence.margin`)."""
+    table = paired_tests(scores, higher_is_better, alpha, metric=metric, margin=margin)
     table.insert(0, "dataset", dataset)
     with atomic_path(csv) as tmp:
         table.to_csv(tmp, index=False)

@@ -139,7 +139,7 @@ def table_params(dataset):
     return {"protocol": benchmark.protocol, "dataset": dataset, "models": list(benchmark.models),
             "significance": {"units": protocol.significance_units,
                              "unit_columns": list(protocol.significance_unit_columns),
-                             "stage": protocol.significance_stage},
+                             "stage": protocol.significance_stage, "margin": protocol.equivalence_margin},
             "options": {"presets": model_presets(dataset),
                         "split": SUITE.datasets[dataset].split,
                         "pairs": [list(pair) for pair in SUITE.pe_pairs(dataset)]},
