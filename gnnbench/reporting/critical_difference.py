@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gnnbench.errors import DataError
-from gnnbench.io import atomic_path
+from gnnbench.reporting.pitfalls import write_table
 from gnnbench.reporting.significance import ALPHA, holm, wilcoxon_p
 
 # Demšar (2006), Table 5(a): critical values of the two-tailed Nemenyi test, k = 2 .. 10 models
@@ -259,10 +258,5 @@ def cd_report(runs: pd.DataFrame, title: str, csv: str | os.PathLike, md: str | 
         table = table[["kind", *[c for c in table.columns if c != "kind"]]]
         text = markdown(title, result)
         figure = cd_figure(result, title)
-    with atomic_path(csv) as tmp:
-        table.to_csv(tmp, index=False)
-    with atomic_path(parquet) as tmp:
-        table.astype({c: object for c in table.columns if table[c].dtype == object}).to_parquet(tmp, index=False)
-    with atomic_path(md) as tmp:
-        Path(tmp).write_text(text)
+    write_table(table, text, csv, md, parquet)
     save_figure(figure, png, svg)
