@@ -52,6 +52,9 @@ TABLE_FORMATS = ("csv", "md", "parquet")
 DATASET_TABLE = "results/tables/{dataset}.{ext}"
 FOLDS_TABLE = "results/tables/{dataset}_folds.{ext}"
 SIGNIFICANCE_FILE = "results/tables/{dataset}_significance.{ext}"
+# the comparison of a protocol's models over its benchmarks (average ranks, Friedman, CD diagram): a suite table
+CRITICAL_DIFFERENCE = "critical_difference_{protocol}"  # the table's name, and its figure's
+SUITE_PLOT = "results/plots/{name}.{ext}"  # a figure of the suite's report job
 PLOT_FILE = "results/plots/{dataset}_{kind}.{ext}"  # kind: curves, bars, pe
 BOX_PLOT = "results/plots/{dataset}.{ext}"  # pitfalls: test accuracy of every run
 PLOT_FORMATS = ("png", "svg")

@@ -4,13 +4,16 @@
 - One job per benchmark (:func:`dataset_job`; rules ``tables_<dataset>`` in ``workflow/rules/aggregate.smk``): its
   protocol's tables and figures (the protocol's tables module, :func:`gnnbench.protocols.tables_module`), its paired
   tests (:mod:`gnnbench.reporting.significance`) and every table as an HTML page of the report.
-- One job for the suite (:func:`suite_job`; rule ``suite_report``): the tables spanning several benchmarks, their
-  pages, and the suite's parameters (:mod:`gnnbench.reporting.report`).
+- One job for the suite (:func:`suite_job`; rule ``suite_report``): the tables spanning several benchmarks, the
+  comparison of each protocol's models over its datasets (:mod:`gnnbench.reporting.critical_difference`: average
+  ranks, Friedman test, critical-difference diagram), their pages, and the suite's parameters
+  (:mod:`gnnbench.reporting.report`).
 
 A job's outputs are named by role (:func:`dataset_outputs`, :func:`suite_outputs`): a table's ``{role}_csv``,
 ``{role}_md``, ``{role}_parquet`` and its page ``{role}_html`` — roles ``table`` (the dataset table), ``folds``
 (fair-comparison's per-fold table), ``significance``, and a suite-wide table's name —, and a figure's ``{kind}_png``,
-``{kind}_svg`` — kinds ``box`` (pitfalls' box plot) and those of :meth:`~gnnbench.protocols.base.Benchmark.plot_kinds`.
+``{kind}_svg`` — kinds ``box`` (pitfalls' box plot), those of :meth:`~gnnbench.protocols.base.Benchmark.plot_kinds`
+and, in the suite's job, a critical-difference comparison's table name.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from gnnbench import paths
 from gnnbench.data.meta import read_meta
 from gnnbench.protocols import tables_module
 from gnnbench.records import read_histories, read_runs
+from gnnbench.reporting.critical_difference import cd_report
 from gnnbench.reporting.report import table_html, write_suite
 from gnnbench.reporting.significance import significance_report, unit_scores
 
@@ -57,12 +61,14 @@ def dataset_outputs(benchmark, significance: bool) -> dict[str, str]:
     return out
 
 
-def suite_outputs(tables: list[str]) -> dict[str, str]:
-    """The files of the suite's report job by role: every suite-wide table (role: its name) and the suite's
-    parameters (``yaml``, ``html``)."""
+def suite_outputs(tables: list[str], figures: list[str] = ()) -> dict[str, str]:
+    """The files of the suite's report job by role: every suite-wide table (role: its name), every figure (role:
+    its name; ``results/plots/{name}.{png,svg}``) and the suite's parameters (``yaml``, ``html``)."""
     out = {role: paths.SUITE_REPORT.format(ext=role) for role in ("yaml", "html")}
     for table in tables:
         out.update(table_outputs(table, table))
+    for figure in figures:
+        out.update({f"{figure}_{ext}": paths.SUITE_PLOT.format(name=figure, ext=ext) for ext in paths.PLOT_FORMATS})
     return out
 
 
@@ -88,13 +94,22 @@ def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike]
     write_pages(outputs)
 
 
-def suite_job(*, suite: dict, tables: dict[str, dict], outputs: dict[str, str]) -> None:
+def suite_job(*, suite: dict, tables: dict[str, dict], outputs: dict[str, str],
+              critical_difference: dict[str, dict] | None = None) -> None:
     """The suite's report: for every protocol with suite-wide tables (``tables``: protocol → its tables module's
-    ``suite_tables`` settings, ``records`` the run-record files they read) those tables, their HTML pages, and the
-    suite's parameters (``suite``: :func:`gnnbench.reporting.report.suite_description`) as YAML and HTML."""
+    ``suite_tables`` settings, ``records`` the run-record files they read) those tables; for every protocol of
+    ``critical_difference`` (:meth:`gnnbench.suite.Suite.critical_difference`) the comparison of its ``models`` over
+    the datasets of its ``records`` (runs of its ``stage``) as the table and diagram named ``table``; their HTML
+    pages, and the suite's parameters (``suite``: :func:`gnnbench.reporting.report.suite_description`) as YAML and
+    HTML."""
     for protocol, settings in tables.items():
         settings = dict(settings)
         tables_module(protocol).suite_tables(read_runs(settings.pop("records")), outputs, **settings)
+    for comparison in (critical_difference or {}).values():
+        name = comparison["table"]
+        cd_report(read_runs(comparison["records"]), comparison["title"],
+                  *(outputs[f"{name}_{ext}"] for ext in (*paths.TABLE_FORMATS, *paths.PLOT_FORMATS)),
+                  stage=comparison["stage"], models=list(comparison["models"]))
     write_pages(outputs)
     write_suite(suite, outputs["yaml"], outputs["html"])
 

@@ -238,11 +238,32 @@ class Suite:
         return get_protocol(protocol).suite_files(benchmarks) if benchmarks else []
 
     def table_files(self) -> list[str]:
-        """Everything a full run of the suite produces at the end: per-dataset tables (and plots), suite tables."""
+        """Everything a full run of the suite produces at the end: per-dataset tables (and plots), suite tables
+        (the protocols' and the critical-difference comparisons')."""
         files = [f for b in self.benchmarks.values() for f in b.table_files()]
         for protocol in dict.fromkeys(b.protocol for b in self.benchmarks.values()):
             files += self.suite_files(protocol)
-        return files
+        return files + [f for c in self.critical_difference().values() for f in paths.table_files(c["table"])]
+
+    def critical_difference(self) -> dict[str, dict]:
+        """The comparisons of models over datasets (:mod:`gnnbench.reporting.critical_difference`) of the suite's
+        report job, one per protocol: its ``models`` are the labels two or more of its benchmarks have (in order of
+        first appearance), its ``datasets`` the benchmarks that have every one of them; where both are 2 or more,
+        ``table`` (the name of its table and figure), ``title``, ``models``, ``datasets``, their run-record files
+        (``records``) and the protocol's scored ``stage``."""
+        out = {}
+        for protocol in dict.fromkeys(b.protocol for b in self.benchmarks.values()):
+            of_protocol = [b for b in self.benchmarks.values() if b.protocol == protocol]
+            labels = [m for b in of_protocol for m in b.models]
+            models = [m for m in dict.fromkeys(labels) if labels.count(m) >= 2]
+            benchmarks = [b for b in of_protocol if all(m in b.models for m in models)]
+            if len(benchmarks) >= 2 and len(models) >= 2:
+                out[protocol] = {"table": paths.CRITICAL_DIFFERENCE.format(protocol=protocol),
+                                 "title": f"{protocol}: {len(models)} models over {len(benchmarks)} datasets",
+                                 "models": models, "datasets": [b.dataset for b in benchmarks],
+                                 "records": [f for b in benchmarks for f in b.record_files()],
+                                 "stage": get_protocol(protocol).significance_stage}
+        return out
 
     def significance_files(self) -> list[str]:
         """The paired-test tables (:mod:`gnnbench.reporting.significance`) of every benchmark with two or more
@@ -265,6 +286,9 @@ class Suite:
         """(protocol, dataset) of a table of :meth:`table_names`: a dataset's tables (``{dataset}``,
         ``{dataset}_folds``, ``{dataset}_significance``) belong to its benchmark; a suite-wide table to the
         protocol whose :meth:`~gnnbench.protocols.base.Protocol.suite_files` make it."""
+        for protocol, comparison in self.critical_difference().items():
+            if table == comparison["table"]:
+                return protocol, None
         for suffix in ("", "_folds", "_significance"):
             base = table.removesuffix(suffix) if suffix else table
             if (base != table or not suffix) and base in self.benchmarks:
@@ -276,7 +300,9 @@ class Suite:
 
     def table_caption(self, table: str) -> str:
         """The report's caption of a table, from its protocol (:meth:`~gnnbench.protocols.base.Protocol.table_caption`);
-        the paired-test tables' caption is the report template's."""
+        the paired-test tables' caption is the report template's, the critical-difference tables' too."""
+        if any(table == c["table"] for c in self.critical_difference().values()):
+            return ""
         protocol, dataset = self.table_protocol(table)
         return "" if protocol is None else get_protocol(protocol).table_caption(table, dataset)
 
@@ -285,9 +311,12 @@ class Suite:
         return get_protocol(self.benchmarks[dataset].protocol).figure_caption(kind, dataset)
 
     def plot_files(self) -> list[str]:
-        """The figure files of every benchmark (``results/plots/{dataset}_{kind}.{png,svg}``)."""
+        """The figure files of every benchmark (``results/plots/{dataset}_{kind}.{png,svg}``) and the suite's
+        critical-difference diagrams (``results/plots/critical_difference_{protocol}.{png,svg}``)."""
         return [PLOT_FILE.format(dataset=dataset, kind=kind, ext=ext) for dataset in self.benchmarks
-                for kind in self.plot_kinds(dataset) for ext in PLOT_FORMATS]
+                for kind in self.plot_kinds(dataset) for ext in PLOT_FORMATS] + [
+                paths.SUITE_PLOT.format(name=c["table"], ext=ext) for c in self.critical_difference().values()
+                for ext in PLOT_FORMATS]
 
     def table_names(self) -> list[str]:
         """Names of the Markdown tables a full run writes (``results/tables/{name}.md``)."""

@@ -40,9 +40,16 @@ def test_default_suite_resolves_to_the_expected_runs():
     assert suite.datasets["CSBM"].split == {"scheme": "random_per_class", "splits": 12, "train_per_class": 20,
                                             "val_per_class": 30, "seed": 2018}
     assert csbm.models["GAT"].config["num_heads"] == [8, 1] and csbm.models["GAT"].config["num_epochs"] == 100_000
-    assert suite.table_files()[-11:] == ["results/plots/CSBM.png", "results/plots/CSBM.svg"] + [
+    assert suite.table_files()[-14:] == ["results/plots/CSBM.png", "results/plots/CSBM.svg"] + [
         f"results/tables/GRAPH-FAMILIES{part}.{ext}" for part in ("", "_folds") for ext in ("csv", "md", "parquet")] + [
-        "results/tables/pitfalls.csv", "results/tables/pitfalls.md", "results/tables/pitfalls.parquet"]
+        "results/tables/pitfalls.csv", "results/tables/pitfalls.md", "results/tables/pitfalls.parquet"] + [
+        f"results/tables/critical_difference_benchmarking-gnns.{ext}" for ext in ("csv", "md", "parquet")]
+    # PATTERN and MNIST-digits share MLP, GCN and GIN (CSL has GCN only of them): compared over those two datasets
+    comparison = suite.critical_difference()["benchmarking-gnns"]
+    assert list(suite.critical_difference()) == ["benchmarking-gnns"]
+    assert (comparison["models"], comparison["datasets"]) == (["GCN", "MLP", "GIN"], ["PATTERN", "MNIST-digits"])
+    assert comparison["records"] == [*suite.benchmarks["PATTERN"].record_files(),
+                                     *suite.benchmarks["MNIST-digits"].record_files()]
     families = suite.benchmarks["GRAPH-FAMILIES"]  # the fair-comparison block: 5 outer folds, tiny grids
     assert families.protocol == "fair-comparison" and families.folds == [0, 1, 2, 3, 4] and families.final_runs == 1
     assert {m: len(g) for m, g in families.grids.items()} == {"Baseline": 2, "GIN": 4}

@@ -156,3 +156,49 @@ def test_cd_report_writes_the_table_markdown_and_diagram(tmp_path):
     CD.cd_report(records(table[["C4.5"]]), "suite", *files.values())
     assert "No comparison: a critical-difference comparison needs 2 or more models" in files["md"].read_text()
     assert pd.read_csv(files["csv"]).empty
+
+
+def test_the_suite_compares_models_two_benchmarks_share_over_the_benchmarks_that_have_them_all(tmp_path):
+    """A protocol's comparison: the labels two or more of its benchmarks have, over the benchmarks having all of
+    them; the suite's report job writes its table, page and diagram from the run records alone."""
+    import yaml
+
+    from gnnbench.records import record, write_records
+    from gnnbench.report_jobs import suite_job, suite_outputs
+    from gnnbench.suite import load_suite
+
+    csbm = {"generator": "csbm", "seed": 1, "params": {"num_nodes": 200, "num_classes": 3},
+            "split": {"scheme": "random_per_class", "splits": 2, "seed": 1}}
+    models = {"GCN": "pitfalls_GCN", "MLP": "pitfalls_MLP", "GAT": "pitfalls_GAT"}
+    suite = load_suite({"datasets": {name: csbm for name in ("A", "B", "C")}, "benchmarks": {
+        "A": {"protocol": "pitfalls", "models": models},
+        "B": {"protocol": "pitfalls", "models": {m: models[m] for m in ("MLP", "GCN")}},
+        "C": {"protocol": "pitfalls", "models": {"GCN": models["GCN"]}}}})
+    comparison = suite.critical_difference()["pitfalls"]
+    # GCN and MLP are in two or more benchmarks (GAT in one); C lacks MLP
+    assert (comparison["models"], comparison["datasets"]) == (["GCN", "MLP"], ["A", "B"])
+    assert comparison["table"] == "critical_difference_pitfalls" and comparison["stage"] == "run"
+    assert suite.table_protocol("critical_difference_pitfalls") == ("pitfalls", None)
+    assert "results/plots/critical_difference_pitfalls.svg" in suite.report_files()
+    assert "results/report/tables/critical_difference_pitfalls.html" in suite.report_files()
+    single = load_suite({"datasets": {"A": csbm}, "benchmarks": {"A": {"protocol": "pitfalls", "models": models}}})
+    assert single.critical_difference() == {}
+
+    scores = {"A": {"GCN": 80.0, "MLP": 70.0, "GAT": 90.0}, "B": {"GCN": 75.0, "MLP": 76.0}}
+    for dataset, of_model in scores.items():
+        for model, score in of_model.items():
+            write_records(tmp_path / suite.benchmarks[dataset].record_files()[
+                list(suite.benchmarks[dataset].models).index(model)],
+                [record(protocol="pitfalls", dataset=dataset, model=model, config={"model": model}, split=s,
+                        metric="accuracy", higher_is_better=True, test_score=score + s, status="completed")
+                 for s in range(2)])
+    cd = {**comparison, "records": [str(tmp_path / f) for f in comparison["records"]]}
+    outputs = {role: str(tmp_path / path) for role, path in suite_outputs([cd["table"]], [cd["table"]]).items()}
+    assert outputs["critical_difference_pitfalls_png"].endswith("results/plots/critical_difference_pitfalls.png")
+    suite_job(suite={"datasets": {}, "benchmarks": {}}, tables={}, outputs=outputs,
+              critical_difference={"pitfalls": cd})
+    md = (tmp_path / "results/tables/critical_difference_pitfalls.md").read_text()
+    assert "| GCN | 1.500 |" in md and "| MLP | 1.500 |" in md and "GAT" not in md  # GAT is in one benchmark only
+    assert yaml.safe_load((tmp_path / "results/report/suite.yaml").read_text()) == {"datasets": {}, "benchmarks": {}}
+    assert "<table" in (tmp_path / "results/report/tables/critical_difference_pitfalls.html").read_text()
+    assert (tmp_path / "results/plots/critical_difference_pitfalls.svg").is_file()

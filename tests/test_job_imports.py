@@ -35,7 +35,11 @@ def test_no_job_that_does_not_train_imports_torch(all_protocols_workflow):
     benchmarks = ALL_PROTOCOLS["benchmarks"]
     assert {p.name for p in tables.glob("*.md")} == {*(f"{d}.md" for d in benchmarks),
                                                      *(f"{d}_significance.md" for d in benchmarks),
-                                                     "GF_folds.md", "pitfalls.md", "pitfalls_split_ranking.md"}
+                                                     "GF_folds.md", "pitfalls.md", "pitfalls_split_ranking.md",
+                                                     "critical_difference_pitfalls.md"}
+    # CSBM and CSBM-one-split (pitfalls) share GCN and MLP: their critical-difference comparison
+    assert "| GCN |" in (tables / "critical_difference_pitfalls.md").read_text()
+    assert (workdir / "results" / "plots" / "critical_difference_pitfalls.svg").is_file()
     assert (workdir / "results" / "plots" / "CSL_curves.svg").is_file()
 
 
@@ -67,8 +71,10 @@ def test_the_report_shows_every_protocols_tables_and_figures_with_their_captions
         "results/report/tables/GF_significance.html", "results/tables/GF.csv", "results/tables/GF_folds.csv"]
     assert categories["CSBM"]["Figures"] == ["results/plots/CSBM.svg"]
     assert sorted(categories["Suite"]["Tables"]) == [
-        "results/report/tables/pitfalls.html", "results/report/tables/pitfalls_split_ranking.html",
+        "results/report/tables/critical_difference_pitfalls.html", "results/report/tables/pitfalls.html",
+        "results/report/tables/pitfalls_split_ranking.html", "results/tables/critical_difference_pitfalls.csv",
         "results/tables/pitfalls.csv", "results/tables/pitfalls_split_ranking.csv"]
+    assert categories["Suite"]["Figures"] == ["results/plots/critical_difference_pitfalls.svg"]
 
     def caption(path):
         return re.sub(r"<[^>]+>", "", results[path]["caption"])
@@ -82,3 +88,7 @@ def test_the_report_shows_every_protocols_tables_and_figures_with_their_captions
     assert caption("results/report/tables/CSBM_significance.html").startswith("Is A better than B? One row per pair "
                                                                               "of models of CSBM")
     assert "Test accuracy of every run on CSBM (protocol pitfalls)" in caption("results/plots/CSBM.svg")
+    assert "Wilcoxon signed-rank tests over the datasets, Holm-adjusted" in caption(
+        "results/plots/critical_difference_pitfalls.svg")
+    assert caption("results/report/tables/critical_difference_pitfalls.html").startswith(
+        "Which models are better over the datasets of one protocol?")

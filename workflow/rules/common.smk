@@ -72,7 +72,14 @@ def model_presets(dataset):
 # the report's files marked with their captions (workflow/report/*.rst): a table's HTML page and CSV (a download; not
 # the paired tests' CSV), a figure's SVG
 FIGURES = {"curves": ("curves.rst", "learning curves"), "bars": ("bars.rst", "test score per model"),
-           "pe": ("pe.rst", "positional encodings"), "box": ("boxplot.rst", "test accuracy of every run (box plot)")}
+           "pe": ("pe.rst", "positional encodings"), "box": ("boxplot.rst", "test accuracy of every run (box plot)"),
+           "critical_difference": ("critical_difference.rst", "critical-difference diagram")}
+
+
+def _caption_name(name):
+    """The caption file's name of a report role's name: a protocol's critical-difference table and figure share
+    ``critical_difference``."""
+    return "critical_difference" if name.startswith("critical_difference_") else name
 
 
 def reported(outputs, category):
@@ -81,6 +88,7 @@ def reported(outputs, category):
     marked = {}
     for role, path in outputs.items():
         name, _, ext = role.rpartition("_")
+        name = _caption_name(name)
         table = Path(path).stem
         if ext == "html" and name:
             marked[role] = report(path, caption=f"../report/{name}.rst", category=category, subcategory="Tables",
@@ -157,8 +165,11 @@ def suite_tables():
     return tables
 
 
+# the suite's critical-difference comparisons (protocol -> table, models, records, ...): a table and a figure each
+CRITICAL_DIFFERENCE = SUITE.critical_difference()
+SUITE_FIGURES = [c["table"] for c in CRITICAL_DIFFERENCE.values()]
 SUITE_TABLES = [Path(f).stem for protocol in dict.fromkeys(b.protocol for b in SUITE.benchmarks.values())
-                for f in SUITE.suite_files(protocol) if f.endswith(".md")]
+                for f in SUITE.suite_files(protocol) if f.endswith(".md")] + SUITE_FIGURES
 
 
 # benchmarking-gnns jobs of several seeds (training.smk): one rule per (dataset, model, group of seeds), named and
