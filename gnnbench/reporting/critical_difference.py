@@ -17,7 +17,9 @@ post-hoc tests based on mean-ranks?", JMLR 17(5):1–10, recommend in place of t
 * pairwise two-sided Wilcoxon signed-rank tests over the datasets (the score differences, each oriented so that
   positive is better), Holm-adjusted over all k(k − 1)/2 pairs (:func:`gnnbench.reporting.significance.holm`):
   Benavoli et al. show that the mean-ranks test's outcome for two models depends on the other models compared,
-  which a paired test does not;
+  which a paired test does not. The signed-rank test ranks the differences of all datasets together, so it
+  assumes they are commensurable (Demšar, §3.1.3) — differences of an accuracy in percent and of an MAE are not:
+  over datasets of different metrics read the average ranks and the Friedman test first;
 * cliques: the maximal runs of models, in average-rank order, no two of which differ significantly (by the
   Wilcoxon–Holm tests; :func:`cliques`), drawn as bars in the diagram (:func:`cd_figure`), after Demšar's Figure 1.
 
