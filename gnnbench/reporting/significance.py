@@ -231,7 +231,7 @@ def markdown(dataset: str, table: pd.DataFrame, units: str, metric: str, higher_
             "difference the paired t-test detects with power 0.8 at these pairs, (t_{1−α/2,n−1} + t_{0.8,n−1})·s_d/√n; "
             "TOST p = the two one-sided paired t-tests of |mean A − B| < δ (Schuirmann 1987), not adjusted: "
             "\"equivalent within δ\" when below α, \"too few units to tell\" when MDE > δ, else \"not different, "
-            "not shown equivalent\" (docs/significance.md).\n")
+            "not shown equivalent\" (docs/results.md).\n")
     return "\n".join(lines) + "\n" + note
 
 
