@@ -71,9 +71,9 @@ def test_friedman_statistic_is_scipys_without_ties():
 def test_nemenyi_q_is_demsars_table_and_scipys_studentized_range_beyond_it():
     assert [CD.nemenyi_q(k) for k in (2, 4, 10)] == [1.960, 2.569, 3.164]
     assert CD.nemenyi_q(4, 0.10) == 2.291
-    for k in range(2, 11):  # the table is the studentized range over √2 (truncated to 3 decimals)
-        exact = studentized_range.ppf(0.95, k, np.inf) / np.sqrt(2)
-        assert CD.nemenyi_q(k) == pytest.approx(exact, abs=1.5e-3)
+    for k, alpha in itertools.product(range(2, 11), (0.05, 0.10)):  # the studentized range over √2, 3 decimals
+        exact = studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
+        assert CD.nemenyi_q(k, alpha) == pytest.approx(exact, abs=1e-3)
     assert CD.nemenyi_q(12) == pytest.approx(studentized_range.ppf(0.95, 12, np.inf) / np.sqrt(2))
     assert 3.164 < CD.nemenyi_q(12) < 3.4
     with pytest.raises(ValueError, match="at least 2 models"):
