@@ -1,7 +1,7 @@
-"""Jobs that do not train never import torch, the report jobs read only the run records, the history records and
-the datasets' metadata, and `snakemake --report` shows every protocol's tables and figures (docs/results.md): a small
-suite under all three protocols, planned and run once (conftest's ``all_protocols_workflow``), every Python process
-recording at its exit whether it had imported torch."""
+"""Jobs that do not train never import torch, the report jobs read only the run records, the history records, the
+datasets' metadata and the splits' leakage files, and `snakemake --report` shows every protocol's tables and figures
+(docs/results.md): a small suite under all three protocols, planned and run once (conftest's
+``all_protocols_workflow``), every Python process recording at its exit whether it had imported torch."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 NO_TORCH = ("make_splits", "fc_select", "dataset_tables", "suite_report")
 # what one run of ALL_PROTOCOLS starts of each (4 datasets; 2 models x 2 outer folds of GF; 4 benchmarks; 1 suite)
 EXPECTED_JOBS = {"make_splits": 4, "fc_select": 4, "dataset_tables": 4, "suite_report": 1}
-REPORT_INPUTS = ("results/records/", "results/histories/", "results/datasets/")
+REPORT_INPUTS = ("results/records/", "results/histories/", "results/datasets/", "results/splits/")
 
 
 def test_no_job_that_does_not_train_imports_torch(all_protocols_workflow):
@@ -39,7 +39,7 @@ def test_no_job_that_does_not_train_imports_torch(all_protocols_workflow):
     assert (workdir / "results" / "plots" / "CSL_curves.svg").is_file()
 
 
-def test_report_jobs_read_only_records_histories_and_dataset_metadata(all_protocols_workflow):
+def test_report_jobs_read_only_records_histories_dataset_metadata_and_leakage(all_protocols_workflow):
     _, dry, _, _ = all_protocols_workflow
     assert dry.returncode == 0, dry.stderr[-3000:]
     inputs = {rule: files.split(", ") for rule, files in
@@ -48,6 +48,8 @@ def test_report_jobs_read_only_records_histories_and_dataset_metadata(all_protoc
     assert sorted(inputs) == ["suite_report", "tables_CSBM", "tables_CSBM_one_split", "tables_CSL", "tables_GF"]
     for rule, files in inputs.items():
         assert [f for f in files if not f.startswith(REPORT_INPUTS)] == [], rule
+        splits = [f for f in files if f.startswith("results/splits/")]
+        assert splits == ([] if rule == "suite_report" else [f"results/splits/{rule[7:]}/leakage.json"]), rule
     assert any(f.startswith("results/histories/") for f in inputs["tables_CSL"])  # its learning curves
     assert any("fold0_inner0" in f for f in inputs["tables_GF"])  # the selection's candidates, from the records
 

@@ -14,8 +14,15 @@ import pytest
 
 from gnnbench.cli import main
 from gnnbench.data import leakage
-from gnnbench.data.leakage import (DuplicateGroups, csr_row_ids, feature_ids, graph_duplicates, node_duplicates,
-                                   released_filter, split_leakage)
+from gnnbench.data.leakage import (
+    DuplicateGroups,
+    csr_row_ids,
+    feature_ids,
+    graph_duplicates,
+    node_duplicates,
+    released_filter,
+    split_leakage,
+)
 from gnnbench.reporting.leakage import append_note, leakage_note
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real" / "heterophily"
