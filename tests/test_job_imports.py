@@ -12,6 +12,8 @@ from collections import Counter
 import pytest
 from conftest import ALL_PROTOCOLS, job_script, snakemake
 
+from gnnbench.data import leakage
+
 pytestmark = pytest.mark.slow
 
 # the scripts of the jobs that train nothing: splits, model selection, every benchmark's report, the suite's report
@@ -48,8 +50,8 @@ def test_report_jobs_read_only_records_histories_dataset_metadata_and_leakage(al
     assert sorted(inputs) == ["suite_report", "tables_CSBM", "tables_CSBM_one_split", "tables_CSL", "tables_GF"]
     for rule, files in inputs.items():
         assert [f for f in files if not f.startswith(REPORT_INPUTS)] == [], rule
-        splits = [f for f in files if f.startswith("results/splits/")]
-        assert splits == ([] if rule == "suite_report" else [f"results/splits/{rule[7:]}/leakage.json"]), rule
+        splits = [re.sub(r"\W", "_", f) for f in files if f.startswith("results/splits/")]  # as in the rule names
+        assert splits == ([] if rule == "suite_report" else [f"results_splits_{rule[7:]}_leakage_json"]), rule
     assert any(f.startswith("results/histories/") for f in inputs["tables_CSL"])  # its learning curves
     assert any("fold0_inner0" in f for f in inputs["tables_GF"])  # the selection's candidates, from the records
 
@@ -84,3 +86,22 @@ def test_the_report_shows_every_protocols_tables_and_figures_with_their_captions
     assert caption("results/report/tables/CSBM_significance.html").startswith("Is A better than B? One row per pair "
                                                                               "of models of CSBM")
     assert "Test accuracy of every run on CSBM (protocol pitfalls)" in caption("results/plots/CSBM.svg")
+
+
+def test_every_protocols_table_carries_the_leakage_note(all_protocols_workflow):
+    """Under each benchmark's table (three protocols) the note of its split's leakage.json; CSL's classes are
+    isomorphism classes (5 copies each), so its test graphs all have a copy in training: a warning, logged too."""
+    workdir, _, result, _ = all_protocols_workflow
+    assert result.returncode == 0, result.stderr[-3000:]
+    tables, logs = workdir / "results" / "tables", workdir / "results" / "logs" / "tables"
+    csl = (tables / "CSL.md").read_text()
+    assert "**Warning: up to 100.0% of a test part of CSL has a duplicate in training (threshold 1%)" in csl
+    assert "Leakage check: 10 groups of duplicate graphs (50 graphs, 40 removable copies" in csl
+    assert "leakage: up to 100.0% of a test part of CSL" in (logs / "CSL.log").read_text()
+    for dataset in ("CSBM", "CSBM-one-split"):  # Gaussian features: no two nodes alike
+        assert (tables / f"{dataset}.md").read_text().rstrip().endswith(
+            f"Leakage check: no duplicate nodes ({leakage.NODE_RULE}).")
+        assert "leakage:" not in (logs / f"{dataset}.log").read_text()
+    assert "Leakage check: " in (tables / "GF.md").read_text()
+    report = json.loads((workdir / "results" / "splits" / "GF" / "leakage.json").read_text())
+    assert len(report["folds"]) == 2 and report["duplicates"]["level"] == "graph"

@@ -217,3 +217,10 @@ def test_the_released_filter_is_reproduced_from_the_directed_graphs(name, kept, 
     _, found = load(name)
     counts = [int((~dropped[g]).sum()) for g in found.groups()]
     assert {k: counts.count(k) for k in sorted(set(counts))} == per_group
+
+
+def test_gnnbench_leakage_on_a_folder_without_a_dataset_is_one_line(tmp_path, capsys):
+    assert main(["leakage", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"gnnbench: error: dataset metadata {tmp_path / 'meta.json'} does not exist; create it first (run "
+                   "snakemake for that file)"]
