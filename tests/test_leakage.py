@@ -224,3 +224,19 @@ def test_gnnbench_leakage_on_a_folder_without_a_dataset_is_one_line(tmp_path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"gnnbench: error: dataset metadata {tmp_path / 'meta.json'} does not exist; create it first (run "
                    "snakemake for that file)"]
+
+
+def test_a_dataset_sets_its_leakage_threshold_and_a_share_above_one_is_refused():
+    from conftest import TINY
+
+    from gnnbench.errors import ConfigError
+    from gnnbench.suite import load_suite
+
+    config = json.loads(json.dumps(TINY))
+    config["datasets"]["CSL"]["leakage_threshold"] = 0.25
+    suite = load_suite(config)
+    assert suite.datasets["CSL"].leakage_threshold == 0.25
+    assert suite.datasets["PATTERN"].leakage_threshold == leakage.DEFAULT_THRESHOLD == 0.01
+    config["datasets"]["CSL"]["leakage_threshold"] = 2
+    with pytest.raises(ConfigError, match=r"^datasets.CSL.leakage_threshold: 2 is greater than the maximum of 1; "):
+        load_suite(config)
