@@ -240,3 +240,19 @@ def test_a_dataset_sets_its_leakage_threshold_and_a_share_above_one_is_refused()
     config["datasets"]["CSL"]["leakage_threshold"] = 2
     with pytest.raises(ConfigError, match=r"^datasets.CSL.leakage_threshold: 2 is greater than the maximum of 1; "):
         load_suite(config)
+
+
+def test_a_renumbered_graph_whose_spectrum_holds_zero_is_its_duplicate():
+    """Eigenvalues of isomorphic graphs agree only up to rounding (a 0 comes out as ±1e-16): compared with a
+    tolerance, not as rounded bytes, which split this graph from its renumbered copy."""
+    adjacency = np.array([[0, 1, 1, 1, 0, 0, 0, 0], [1, 0, 0, 1, 0, 1, 0, 1], [1, 0, 0, 0, 1, 1, 0, 0],
+                          [1, 1, 0, 0, 0, 0, 0, 0], [0, 0, 1, 0, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 1, 0],
+                          [0, 0, 0, 0, 0, 1, 0, 1], [0, 1, 0, 0, 0, 0, 1, 0]])
+    perm = [2, 6, 1, 5, 3, 7, 4, 0]
+    src0, dst0 = np.nonzero(adjacency)
+    src1, dst1 = np.nonzero(adjacency[perm][:, perm])
+    assert 0 in np.round(np.linalg.eigvalsh(adjacency.astype(float)), 6)
+    found = graph_duplicates(np.array([8, 8]), np.array([len(src0), len(src1)]), np.concatenate([src0, src1]),
+                             np.concatenate([dst0, dst1]), np.zeros(16, dtype=np.int64),
+                             np.zeros(len(src0) + len(src1), dtype=np.int64))
+    assert [g.tolist() for g in found.groups()] == [[0, 1]]

@@ -16,10 +16,10 @@ Graph level (every other task but link prediction)
     two graphs with the same nodes, edges, node features and edge features up to renumbering the nodes. Graphs are
     bucketed by a Weisfeiler–Lehman hash that uses node and edge features (in- and out-messages, refined until the
     number of colours stops growing) and, graphs of at most 2,000 nodes, by the sorted eigenvalues of their
-    symmetrised adjacency matrix. Equal WL
-    colours are necessary for isomorphism, not sufficient (CSL's graphs, all 4-regular on 41 nodes, share one WL
-    colour); so within a bucket every graph of at most ``confirm_nodes`` nodes is confirmed isomorphic (node and edge
-    features matched, VF2 of networkx) to a graph of its group. Buckets of larger graphs stay unconfirmed
+    symmetrised adjacency matrix (equal within 1e-6). Equal WL colours are necessary for isomorphism, not sufficient
+    (CSL's graphs, all 4-regular on 41 nodes, share one WL colour); so within a bucket every graph of at most
+    ``confirm_nodes`` nodes is confirmed isomorphic (nodes matched by WL colour, edges by features; VF2 of networkx)
+    to a graph of its group. Buckets of larger graphs stay unconfirmed
     (``DuplicateGroups.confirmed`` is False and the rule says so).
 
 Labels are not part of the comparison: a group whose members carry different labels is input noise, one whose
@@ -269,11 +269,10 @@ def wl_colours(src: np.ndarray, dst: np.ndarray, node_ids: np.ndarray, edge_ids:
     return colour
 
 
-def _spectrum_key(adjacency: np.ndarray) -> bytes:
-    """Sorted eigenvalues of the symmetrised adjacency matrix, rounded: an isomorphism invariant that tells apart
-    graphs WL cannot (regular graphs of one degree)."""
-    symmetric = ((adjacency + adjacency.T) > 0).astype(np.float64)
-    return np.round(np.linalg.eigvalsh(symmetric), 6).tobytes()
+def _spectrum(adjacency: np.ndarray) -> np.ndarray:
+    """Ascending eigenvalues of the symmetrised adjacency matrix: an isomorphism invariant that tells apart graphs WL
+    cannot (regular graphs of one degree)."""
+    return np.linalg.eigvalsh(((adjacency + adjacency.T) > 0).astype(np.float64))
 
 
 def graph_duplicates(num_nodes: np.ndarray, num_edges: np.ndarray, src: np.ndarray, dst: np.ndarray,
@@ -289,10 +288,8 @@ def graph_duplicates(num_nodes: np.ndarray, num_edges: np.ndarray, src: np.ndarr
     gsrc = np.asarray(src, dtype=np.int64) + node_ptr[edge_graph]
     gdst = np.asarray(dst, dtype=np.int64) + node_ptr[edge_graph]
     colour = wl_colours(gsrc, gdst, node_ids, edge_ids)
-    node_graph = np.repeat(np.arange(len(num_nodes)), num_nodes)
     hashes = [_segment_sum(_mix(colour.astype(np.uint64), salt), node_ptr) for salt in _SALTS]
     bucket = _combine(num_nodes, num_edges, hashes[0].view(np.int64), hashes[1].view(np.int64))
-    del node_graph
     key = bucket.copy()
     shared = np.flatnonzero(np.bincount(bucket)[bucket] > 1)
     confirmed = bool((num_nodes[shared] <= confirm_nodes).all())
@@ -314,20 +311,19 @@ def graph_duplicates(num_nodes: np.ndarray, num_edges: np.ndarray, src: np.ndarr
 
 def _isomorphism_classes(members, node_ptr, edge_ptr, src, dst, node_ids, edge_ids, confirm: bool,
                          ) -> list[list[int]]:
-    """Split graphs of one WL bucket by spectrum (graphs of at most :data:`SPECTRUM_NODES` nodes), then, with
-    ``confirm``, into isomorphism classes by VF2 (node colours and edge ids matched) against the first graph of each
-    class."""
+    """Split graphs of one WL bucket into classes: by spectrum (graphs of at most :data:`SPECTRUM_NODES` nodes) and,
+    with ``confirm``, by VF2 (node colours and edge ids matched) against the first graph of each class."""
     import networkx as nx
     from networkx.algorithms.isomorphism import DiGraphMatcher
 
     def graph(g: int):
         n = int(node_ptr[g + 1] - node_ptr[g])
         e0, e1 = int(edge_ptr[g]), int(edge_ptr[g + 1])
-        spectrum = b""
+        spectrum = None
         if n <= SPECTRUM_NODES:
             adjacency = np.zeros((n, n))
             adjacency[src[e0:e1], dst[e0:e1]] = 1
-            spectrum = _spectrum_key(adjacency)
+            spectrum = _spectrum(adjacency)
         if not confirm:
             return spectrum, None
         out = nx.DiGraph()
@@ -336,25 +332,21 @@ def _isomorphism_classes(members, node_ptr, edge_ptr, src, dst, node_ids, edge_i
                                                                               edge_ids[e0:e1], strict=True))
         return spectrum, out
 
-    by_spectrum: dict[bytes, list] = {}
+    # isomorphic graphs have the same spectrum up to rounding: a class admits a graph whose spectrum is within 1e-6
+    # of its first graph's and, with confirm, that VF2 maps onto it
+    classes: list[tuple[np.ndarray | None, object, list[int]]] = []
     for g in members:
         spectrum, nxg = graph(int(g))
-        by_spectrum.setdefault(spectrum, []).append((int(g), nxg))
-    classes = []
-    for same in by_spectrum.values():
-        if not confirm:
-            classes.append([g for g, _ in same])
-            continue
-        reps: list[tuple[object, list[int]]] = []
-        for g, nxg in same:
-            for rep, cls in reps:
-                if DiGraphMatcher(rep, nxg, node_match=_same_c, edge_match=_same_c).is_isomorphic():
-                    cls.append(g)
-                    break
-            else:
-                reps.append((nxg, [g]))
-        classes += [cls for _, cls in reps]
-    return classes
+        for rep_spectrum, rep, cls in classes:
+            if spectrum is not None and not np.allclose(spectrum, rep_spectrum, rtol=0, atol=1e-6):
+                continue
+            if confirm and not DiGraphMatcher(rep, nxg, node_match=_same_c, edge_match=_same_c).is_isomorphic():
+                continue
+            cls.append(int(g))
+            break
+        else:
+            classes.append((spectrum, nxg, [int(g)]))
+    return [cls for _, _, cls in classes]
 
 
 def _same_c(a: dict, b: dict) -> bool:
