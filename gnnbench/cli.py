@@ -5,6 +5,7 @@
     gnnbench splits results/datasets/CSL --scheme stratified_kfold --folds 5 --out results/splits/CSL/splits.json
     gnnbench splits results/datasets/Cora --scheme random_per_class --splits 100 --out results/splits/Cora/splits.json
     gnnbench splits results/datasets/ENZYMES --scheme published --published ENZYMES_splits.json --out ...
+    gnnbench leakage results/datasets/CSL --split results/splits/CSL/splits.json
     gnnbench train benchmarking-gnns --dataset results/datasets/CSL --splits results/splits/CSL/splits.json \\
         --fold 0 --preset CSL_graph_classification_GCN_CSL_PE_100k --pe ... --seed 41 --out results/runs/...
     gnnbench train pitfalls --dataset results/datasets/Cora --splits results/splits/Cora/splits.json \\
@@ -55,7 +56,7 @@ from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError
 from gnnbench.io import os_error_message
 from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, paper_suites, profile_dir, snakefile, workflow_dir
 from gnnbench.papers import DEFAULT_PROTOCOL
-from gnnbench.pipeline import compute_pe, generate_dataset, make_split_file
+from gnnbench.pipeline import compute_pe, generate_dataset, leakage_text, make_split_file
 from gnnbench.protocols.registry import get_protocol, protocol_names
 from gnnbench.splits import PUBLISHED_SOURCES, SCHEME_DEFAULTS, SCHEMES, resolve_split
 
@@ -161,6 +162,11 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--path", metavar="FILE", help="scheme file: your JSON list of folds (docs/datasets.md, "
                    "\"Your own dataset\")")
     p.add_argument("--out", required=True)
+
+    p = sub.add_parser("leakage", help="print a dataset's duplicate nodes or graphs and, with --split, how many "
+                                       "validation and test items of each fold have a duplicate in training")
+    p.add_argument("dataset", help="dataset folder")
+    p.add_argument("--split", metavar="FILE", help="a split file of the dataset (results/splits/NAME/splits.json)")
 
     p = sub.add_parser("train", help="train one job of a protocol: gnnbench train PROTOCOL ... (gnnbench train "
                                      "PROTOCOL --help: its options)")
@@ -394,6 +400,8 @@ def _run(args: argparse.Namespace) -> int | None:
                           "test_size", "seed", "source", "path") and v is not None}
         split = resolve_split({"scheme": args.scheme, **given}, "splits")
         make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published)
+    elif args.command == "leakage":
+        print(leakage_text(args.dataset, args.split))
     elif args.command == "train":
         args.records = args.records or str(Path(args.out) / "records")
         print(get_protocol(args.protocol).train_command(args, _key_values(args.set)))

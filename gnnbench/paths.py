@@ -21,6 +21,7 @@ DATASET_META = DATASET_DIR + "/meta.json"
 LABEL_SHARD_FILE = DATASET_DIR + "/label_shards/{shard}.parquet"  # a sharded generator's shard (TSP: tours)
 PE_FILE = "results/features/{dataset}/laplacian_pe_k{k}.parquet"
 SPLITS_FILE = "results/splits/{dataset}/splits.json"
+LEAKAGE_FILE = "results/splits/{dataset}/leakage.json"  # duplicates across the split (gnnbench.data.leakage)
 BASELINE_FILE = "results/baselines/{dataset}/{baseline}.json"  # a generator's baseline, scored like a run
 
 # training outputs, per protocol (each protocol's module says what a job writes)

@@ -1,5 +1,5 @@
-"""The workflow's report jobs: each is one process that reads run records (and history records) and the dataset's
-``meta.json``, and never imports torch (``docs/results.md``).
+"""The workflow's report jobs: each is one process that reads run records (and history records), the dataset's
+``meta.json`` and its split's ``leakage.json``, and never imports torch (``docs/results.md``).
 
 - One job per benchmark (:func:`dataset_job`; rules ``tables_<dataset>`` in ``workflow/rules/aggregate.smk``): its
   protocol's tables and figures (the protocol's tables module, :func:`gnnbench.protocols.tables_module`), its paired
@@ -22,10 +22,12 @@ import os
 from pathlib import Path
 
 from gnnbench import paths
+from gnnbench.data.leakage import DEFAULT_THRESHOLD
 from gnnbench.data.meta import read_meta
 from gnnbench.protocols import tables_module
 from gnnbench.records import read_histories, read_runs
 from gnnbench.reporting.critical_difference import cd_report
+from gnnbench.reporting.leakage import append_note
 from gnnbench.reporting.report import table_html, write_suite
 from gnnbench.reporting.significance import significance_report, unit_scores
 
@@ -74,16 +76,21 @@ def suite_outputs(tables: list[str], figures: list[str] = ()) -> dict[str, str]:
 
 def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike],
                 histories: list[str | os.PathLike], dataset_dir: str | os.PathLike, outputs: dict[str, str],
-                models: list[str], significance: dict | None = None, options: dict | None = None) -> None:
+                models: list[str], significance: dict | None = None, options: dict | None = None,
+                leakage: str | os.PathLike | None = None, leakage_threshold: float = DEFAULT_THRESHOLD) -> None:
     """One benchmark's report: its protocol's ``dataset_tables`` on the run records of ``records`` (and the history
-    records of ``histories``; ``options``: the protocol's own settings, e.g. the suite's presets), the paired tests of
-    its ``models`` where ``outputs`` has a ``significance`` table (``significance``: the protocol's ``units`` in
-    words, ``unit_columns`` and ``stage``, :func:`gnnbench.reporting.significance.unit_scores`, and its equivalence
-    ``margin``, None or absent: the metric's default), then the HTML page of every table."""
+    records of ``histories``; ``options``: the protocol's own settings, e.g. the suite's presets), under the dataset
+    table the note of the split's ``leakage`` file (warning and logging above ``leakage_threshold``,
+    :mod:`gnnbench.reporting.leakage`), the paired tests of its ``models`` where ``outputs`` has a ``significance``
+    table (``significance``: the protocol's ``units`` in words, ``unit_columns`` and ``stage``,
+    :func:`gnnbench.reporting.significance.unit_scores`, and its equivalence ``margin``, None or absent: the metric's
+    default), then the HTML page of every table."""
     runs = read_runs(records)
     tables_module(protocol).dataset_tables(dataset, runs, outputs,
                                            histories=read_histories(histories) if histories else None,
                                            meta=read_meta(dataset_dir), **(options or {}))
+    if leakage is not None:
+        append_note(outputs["table_md"], leakage, leakage_threshold)
     if "significance_md" in outputs:
         ours = runs[runs["model"].isin(models)].reset_index(drop=True)  # not the baselines of the dataset table
         scores, metric, higher = unit_scores(ours, tuple(significance["unit_columns"]), significance["stage"])

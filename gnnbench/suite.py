@@ -39,6 +39,7 @@ from gnnbench import paths
 from gnnbench.config.keys import SEED_MAX
 from gnnbench.config.yamlfile import load_yaml
 from gnnbench.data.generators import get_generator, resolve_params
+from gnnbench.data.leakage import DEFAULT_THRESHOLD
 from gnnbench.data.meta import DatasetMeta
 from gnnbench.errors import ConfigError
 from gnnbench.models.plugins import with_absolute_files
@@ -80,6 +81,8 @@ class DatasetSpec:
     split: dict  # resolved: {"scheme": ..., parameters}
     meta: DatasetMeta  # described from the generator: no data needed
     generator_split: dict = field(default_factory=dict)  # the generator's own default split
+    # share of a test part with a duplicate in training above which the report warns (docs/leakage.md)
+    leakage_threshold: float = DEFAULT_THRESHOLD
 
     @property
     def num_folds(self) -> int:
@@ -629,7 +632,8 @@ def _dataset(name: str, entry: dict, protocol, base_dir: str | os.PathLike | Non
     meta = generator.describe(name, params, seed)
     default = generator.default_split(params) if callable(generator.default_split) else generator.default_split
     generator_split = resolve_split(default, f"generator {generator.name} default split")
-    spec = DatasetSpec(name, generator.name, seed, params, generator_split, meta, generator_split)
+    spec = DatasetSpec(name, generator.name, seed, params, generator_split, meta, generator_split,
+                       entry.get("leakage_threshold", DEFAULT_THRESHOLD))
     given = entry.get("split")
     if given is None and protocol is not None:
         given = protocol.default_split(spec)

@@ -254,7 +254,8 @@ def test_workflow_job_with_an_output_folder_that_is_a_file_fails_in_one_logged_l
     blocker.write_text("in the way\n")
     log = tmp_path / "splits.log"
     result = run_script("make_splits.py", {
-        "input": {"meta": str(csl[0] / "meta.json")}, "output": {"splits": str(blocker / "CSL" / "splits.json")},
+        "input": {"meta": str(csl[0] / "meta.json")}, "output": {"splits": str(blocker / "CSL" / "splits.json"),
+                                                                   "leakage": str(blocker / "CSL" / "leakage.json")},
         "params": {"split": {"scheme": "stratified_kfold", "folds": 5, "val_fraction": 0.25, "seed": 0}},
         "wildcards": {}, "log": [str(log)], "threads": 1})
     assert result.returncode == 1, result.stderr[-3000:]

@@ -96,7 +96,9 @@ def test_one_target_builds_only_what_it_needs(tmp_path):
                     "records/benchmarking-gnns/PATTERN/GatedGCN/seed2_fold0.parquet",  # the run's record
                     "runs/PATTERN/GatedGCN/seed2/fold0/checkpoint.pt",
                     "runs/PATTERN/GatedGCN/seed2/fold0/history.parquet",
-                    "runs/PATTERN/GatedGCN/seed2/fold0/metrics.json", "splits/PATTERN/splits.json"]
+                    "runs/PATTERN/GatedGCN/seed2/fold0/metrics.json",
+                    "splits/PATTERN/leakage.json",  # what the split leaks (docs/leakage.md)
+                    "splits/PATTERN/splits.json"]
 
 
 def test_lint_is_clean():

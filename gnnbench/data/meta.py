@@ -3,7 +3,8 @@
 ``meta.json`` sits beside ``graphs.parquet`` and says how to read it: the task, loss and metric, the
 node/edge feature kind and size (vocabulary or width), how positional encodings are used, the split
 sizes when the split comes with the data, where the data came from (generator, parameters, seed) and
-statistics (nodes and edges per graph, label balance, TSP tour lengths), plus the SHA-256 of ``graphs.parquet``.
+statistics (nodes and edges per graph, label balance, TSP tour lengths), its duplicate nodes or graphs
+(``duplicates``, :mod:`gnnbench.data.leakage`), plus the SHA-256 of ``graphs.parquet``.
 
 Transductive datasets (node classification on one graph: Cora, CiteSeer, ...) follow these conventions:
 
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.leakage import dataset_duplicates, dataset_labels
 from gnnbench.data.link_pairs import PAIRS_FILE, LinkPairs, link_statistics, write_pairs
 from gnnbench.data.store import SPLIT_CODES, GraphColumns, read_graph_columns, read_parquet, write_graph_store
 from gnnbench.errors import DataError
@@ -111,6 +113,11 @@ class DatasetMeta:
     pe_solver: str = "dense"
     # SHA-256 of the dataset's files beside graphs.parquet (link prediction: pairs.parquet, gnnbench.data.link_pairs)
     extra_files: dict[str, str] = field(default_factory=dict)
+    # duplicate nodes (transductive) or graphs, found when the dataset is written (gnnbench.data.leakage,
+    # docs/leakage.md): level, rule, groups, members, removable (members beyond one per group), largest, confirmed
+    # (every group checked exactly) and label_conflicts (groups whose labels differ); empty: not checked (link
+    # prediction, or a dataset written before the check)
+    duplicates: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.net_conventions) - set(NET_CONVENTIONS)
@@ -150,6 +157,8 @@ class DatasetMeta:
             del out["pe_solver"]
         if not self.extra_files:
             del out["extra_files"]
+        if not self.duplicates:
+            del out["duplicates"]
         return out
 
     @classmethod
@@ -206,6 +215,8 @@ def write_dataset(out_dir: str | os.PathLike, columns: GraphColumns, meta: Datas
     elif "split" in columns.graph:
         meta.split_sizes = graph_split_sizes(columns.graph["split"])
     meta.statistics = dataset_statistics(columns, meta) if pairs is None else link_statistics(columns, pairs)
+    duplicates = dataset_duplicates(columns, meta)
+    meta.duplicates = {} if duplicates is None else duplicates.summary(dataset_labels(columns, meta))
     meta.checksum = sha256_file(graphs)
     write_json(out_dir / META_FILE, meta.to_json())
     return meta

@@ -121,12 +121,13 @@ def _tables_rules():
 
 def table_inputs(dataset):
     """What a benchmark's report job reads: its jobs' run records (and its baselines'), the history records where it
-    draws learning curves, the dataset's meta.json."""
+    draws learning curves, the dataset's meta.json and its split's leakage file."""
     benchmark = SUITE.benchmarks[dataset]
     curves = "curves" in benchmark.plot_kinds()
     return {"records": benchmark.record_files() + SUITE.baseline_files(dataset),
             "histories": [str(history_path(f)) for f in benchmark.record_files()] if curves else [],
-            "meta": paths.DATASET_META.format(dataset=dataset)}
+            "meta": paths.DATASET_META.format(dataset=dataset),
+            "leakage": paths.LEAKAGE_FILE.format(dataset=dataset)}
 
 
 def table_outputs(dataset):
@@ -138,7 +139,7 @@ def table_outputs(dataset):
 def table_params(dataset):
     """What a benchmark's report job is told: its protocol and models, the protocol's paired-test units, the settings
     every protocol's tables take (the suite's presets, the dataset's split, the PE figure's
-    pairs) and the captions."""
+    pairs), the dataset's leakage threshold and the captions."""
     benchmark = SUITE.benchmarks[dataset]
     protocol = get_protocol(benchmark.protocol)
     captions = {"table": SUITE.table_caption(dataset), "bars": SUITE.figure_caption("bars", dataset)}
@@ -151,6 +152,7 @@ def table_params(dataset):
             "options": {"presets": model_presets(dataset),
                         "split": SUITE.datasets[dataset].split,
                         "pairs": [list(pair) for pair in SUITE.pe_pairs(dataset)]},
+            "leakage_threshold": SUITE.datasets[dataset].leakage_threshold,
             "captions": captions}
 
 

@@ -3,7 +3,8 @@ rule splits:
         unpack(lambda wc: dataset_files(wc.dataset)),
         published=lambda wc: SUITE.split_raw_files(wc.dataset),
     output:
-        paths.SPLITS_FILE,
+        splits=paths.SPLITS_FILE,
+        leakage=paths.LEAKAGE_FILE,
     params:
         split=lambda wc: SUITE.datasets[wc.dataset].split,
     log:

@@ -13,4 +13,4 @@ with job(snakemake, torch_threads=False):
         protocol=params.protocol, dataset=params.dataset, records=list(snakemake.input.records),
         histories=list(snakemake.input.histories), dataset_dir=Path(snakemake.input.meta).parent,
         outputs=dict(snakemake.output.items()), models=list(params.models), significance=dict(params.significance),
-        options=dict(params.options))
+        options=dict(params.options), leakage=snakemake.input.leakage, leakage_threshold=params.leakage_threshold)

@@ -9,4 +9,5 @@ with job(snakemake, torch_threads=False):
 
     split = dict(snakemake.params.split)
     published = list(snakemake.input.get("published", [])) or None
-    make_split_file(Path(snakemake.input.meta).parent, split.pop("scheme"), split, snakemake.output[0], published)
+    make_split_file(Path(snakemake.input.meta).parent, split.pop("scheme"), split, snakemake.output.splits, published,
+                    leakage=snakemake.output.leakage)
