@@ -1,0 +1,128 @@
+"""The tuning jobs of every protocol (``docs/tuning.md``): one round of a search, and the selection of a search.
+
+A round (:func:`run_round`) reads the trial records of every earlier round of its search
+(:func:`gnnbench.tuning.record.read_trials`), asks the seeded sampler for its trials given them
+(:func:`gnnbench.tuning.sampler.ask`), trains them where the protocol tunes (the protocol's
+:meth:`~gnnbench.protocols.base.Protocol.train_trials`) and writes one run record per trial (stage ``trial``) with
+its history, and a summary of the round (``round_{r}.json``). The records are the source of truth: the next round and
+the selection read them, never the summary. A trial's record carries no test score; ``val_score`` is its selection
+score (null when it was pruned or diverged); ``init`` is its number in the search (``extra.trial``).
+
+The selection (:func:`select_search`) reads every round's records and picks the best validation score
+(:func:`gnnbench.tuning.select.select`), writing the chosen trial, its values and the full configuration with every
+candidate's score and a checksum (``selection.json``). Same seed, same records, same selection.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from pathlib import Path
+
+from gnnbench.data.meta import read_meta
+from gnnbench.errors import DataError
+from gnnbench.io import sha256_json, write_json
+from gnnbench.protocols.registry import get_protocol
+from gnnbench.protocols.tuning import SELECTION_FORMAT
+from gnnbench.records import config_id, history_frame, read_runs, record, write_records
+from gnnbench.tuning.pruning import Pruner
+from gnnbench.tuning.record import read_trials, trial_extra
+from gnnbench.tuning.sampler import Trial, ask
+from gnnbench.tuning.select import select
+from gnnbench.tuning.space import apply, default_space, parse_space
+
+log = logging.getLogger(__name__)
+ROUND_FORMAT = 1
+
+
+def search_space(job: dict) -> dict:
+    """The search space of a job: the suite's (checked again, naming its key) or the default space of the model's
+    config under the job's protocol."""
+    if job["space"] is not None:
+        return parse_space(job["space"], f"benchmarks.{job['dataset']}.tuning.space")
+    return default_space(job["config"], job["protocol"])
+
+
+def run_round(*, job: dict, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
+              pe_path: str | os.PathLike | None, previous: list[str | os.PathLike], out: str | os.PathLike,
+              records_out: str | os.PathLike, device: str = "auto", threads: int | None = None) -> list[dict]:
+    """Round ``job["round"]`` of a search (:meth:`gnnbench.protocols.base.Benchmark.tuning_job` says what it is):
+    ask the sampler for ``job["size"]`` trials given the records ``previous`` of the earlier rounds, train them,
+    write their run records and history to ``records_out`` and the round's summary to ``out``; returns the records.
+    A killed round keeps its finished trials in ``round_{r}.checkpoint.pt`` beside ``out`` and trains only the rest
+    when it runs again."""
+    protocol = get_protocol(job["protocol"])
+    direction = protocol.tuning_direction(read_meta(dataset_dir))
+    space = search_space(job)
+    history = read_trials(list(previous), job["search"])
+    asked = ask(space, history, job["size"], seed=job["seed"], sampler=job["sampler"], direction=direction)
+    configs = [apply(job["config"], params) for params in asked]
+
+    def pruner(monitor: str) -> Pruner | None:
+        """A fresh pruning rule for one fit of the round, reading the score ``monitor`` of the fit's rows."""
+        if job["pruner"] == "none":
+            return None
+        return Pruner(job["pruner"], history, monitor=monitor, direction=direction, min_epochs=job["min_epochs"])
+
+    out = Path(out)
+    # the round's checkpoint holds its finished trials; it is this round's only when the job and the earlier
+    # trials are the same (a rerun earlier round asks other trials)
+    key = sha256_json({"job": job, "history": [[t.number, t.params, t.value, t.state, t.pruned_epoch]
+                                               for t in history]})
+    results = protocol.train_trials(job=job, configs=configs, space=space, dataset_dir=dataset_dir,
+                                    splits_path=splits_path, pe_path=pe_path,
+                                    checkpoint=out.with_name(f"{out.stem}.checkpoint.pt"), checkpoint_key=key,
+                                    pruner=pruner, device=device, threads=threads)
+    rows, histories, summary = [], [], []
+    for i, (params, config, result) in enumerate(zip(asked, configs, results, strict=True)):
+        pruned = result["pruned_epoch"]
+        value = result["score"]
+        value = None if pruned is not None or value is None or not math.isfinite(value) else float(value)
+        trial = Trial(job["first"] + i, dict(params), value, "complete", pruned_epoch=pruned, round=job["round"])
+        fields = {**result["fields"], "val_score": value, "test_score": None, "test_loss": None}
+        row = record(protocol=job["protocol"], dataset=job["dataset"], model=job["model"], config=config,
+                     stage="trial", init=trial.number, extra=trial_extra(trial, job["search"], job["round"]),
+                     **fields)
+        rows.append(row)
+        # the history keeps no test part either: a trial is scored on validation only
+        frame = history_frame(result["history"], row["run_id"], score=result["score_name"])
+        frame["test_loss"], frame["test_score"] = math.nan, math.nan
+        histories.append(frame)
+        summary.append({"trial": trial.number, "params": trial.params, "val_score": value, "status": row["status"],
+                        "pruned_epoch": pruned})
+        log.info("%s / %s %s trial %d: %s -> validation %s%s", job["dataset"], job["model"], job["search"],
+                 trial.number, trial.params, value, "" if pruned is None else f" (pruned after epoch {pruned})")
+    write_records(records_out, rows, history=histories)
+    write_json(out, {"format": ROUND_FORMAT, "protocol": job["protocol"], "dataset": job["dataset"],
+                     "model": job["model"], "search": job["search"], "round": job["round"], "direction": direction,
+                     "trials": summary})
+    return rows
+
+
+def select_search(records: list[str | os.PathLike], out: str | os.PathLike, *, job: dict) -> dict:
+    """The selection of a search from the trial records of all its rounds: the best validation score, ties to the
+    lower trial number (:func:`gnnbench.tuning.select.select`; test scores are never read), written with the chosen
+    trial's values and full configuration, every candidate's score and a checksum (``selection.json``). No trial with
+    a validation score (all pruned or diverged) is a one-line error naming the search."""
+    runs = read_runs(records)
+    if runs.empty:
+        raise DataError(f"no trial records for {job['dataset']} / {job['model']} search {job['search']}; rerun "
+                        "snakemake for its rounds")
+    direction = "maximize" if bool(runs["higher_is_better"].iloc[0]) else "minimize"
+    history = read_trials(list(records), job["search"])
+    name = f"{job['dataset']} / {job['model']} {job['search']}"
+    best = select(history, direction, search=name)
+    config = apply(job["config"], best.params)
+    candidates = [{"trial": t.number, "round": t.round, "params": t.params, "val_score": t.value, "state": t.state,
+                   "pruned_epoch": t.pruned_epoch} for t in history]
+    body = {"format": SELECTION_FORMAT, "protocol": job["protocol"], "dataset": job["dataset"],
+            "model": job["model"], "search": job["search"], "fold": job["scope"].get("fold"),
+            "direction": direction, "trials": len(candidates),
+            "chosen": {"trial": best.number, "params": best.params, "val_score": best.value, "config": config,
+                       "config_id": config_id(config)},
+            "candidates": candidates}
+    write_json(out, {**body, "checksum": sha256_json(body)})
+    log.info("%s: chose trial %d of %d (validation %s): %s", name, best.number, len(candidates), best.value,
+             best.params)
+    return body
