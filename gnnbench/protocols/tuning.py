@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gnnbench.errors import ConfigError, DataError
 from gnnbench.io import read_json, sha256_json
-from gnnbench.tuning.space import apply, parse_space
+from gnnbench.tuning.space import apply, check_space, default_space, parse_space
 
 TUNED_SUFFIX = "-tuned"  # the label of a tuned model's scored runs: <label>-tuned
 SAMPLERS = ("tpe", "random")
@@ -81,8 +81,13 @@ def plan_tuning(benchmark, entry: dict, where: str, *, num_splits: int | None = 
             continue
         space_where = f"{model_where}.space" if own and "space" in own else f"{where}.tuning.space"
         space = {**(settings.get("space") or {}), **((own or {}).get("space") or {})} or None
-        if space is not None:
-            parse_space(space, space_where)  # a wrong space fails while the suite loads
+        config = benchmark.tuning_config(label)
+        if space is not None:  # a wrong space fails while the suite loads
+            check_space(parse_space(space, space_where), config, benchmark.protocol, space_where)
+        elif not default_space(config, benchmark.protocol):
+            raise ConfigError(f"{model_where}: model {config.get('model')} has no key to tune by default (no "
+                              "learning rate, weight decay, dropout, width or depth); declare tuning.space for it or "
+                              "set tuning.trials: 0")
         splits = settings.get("splits")
         if splits is not None and num_splits is None:
             raise ConfigError(f"{where}.tuning.splits: only protocol pitfalls tunes on a subset of random splits; "

@@ -225,6 +225,8 @@ class BenchmarkingGNNs(Protocol):
                 config = run_config(preset, own, where=model_where, protocol=self.name)
             check_buildable(config, dataset.meta, model_where, DWIVEDI2020)
             benchmark.models[label] = ModelSpec(label, preset, config)
+        if dataset.meta.task == "link_prediction" and "tuning" in entry:
+            raise ConfigError(f"{where}.tuning: tuning does not train link-prediction runs ({dataset.name}); drop it")
         plan_tuning(benchmark, entry, where)
         return benchmark
 
