@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gnnbench.errors import ConfigError
+from gnnbench.models.registry import is_plugin, resolve
 from gnnbench.papers import MODEL_KEYS, TRAINING_KEYS, protocol_paper
 
 KINDS = ("log_uniform", "uniform", "int", "categorical")
@@ -235,8 +236,6 @@ def protocol_training_keys(protocol: str) -> dict[str, type]:
 def _plugin_arguments(config: Mapping, protocol: str) -> dict[str, Any] | None:
     """A plugin's constructor arguments with their defaults (None for an argument without one); None for a model
     of the zoos."""
-    from gnnbench.models.registry import is_plugin, resolve
-
     if not is_plugin(config):
         return None
     v = resolve(config, protocol_paper(protocol))
