@@ -4,7 +4,7 @@ Each trial is one row of the run record (:mod:`gnnbench.records`, stage ``trial`
 label, ``split`` the split the search runs on (fair-comparison: the outer fold), ``init`` the trial's number (so
 that two trials of one config stay two runs), ``val_score`` its selection score (null when it was pruned before its
 end or diverged), ``test_score`` and ``test_loss`` always null (a trial is never scored on test), ``seconds`` its
-training seconds, and ``extra``::
+training seconds, and ``extra``:
 
     {"search": <search key>, "round": r, "trial": t, "params": {...sampled values...}, "pruned_epoch": e | null}
 

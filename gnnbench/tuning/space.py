@@ -1,7 +1,7 @@
 """Search spaces: one distribution per config key, parsed from a suite or made for any model config.
 
 A search space maps config keys to distributions (:class:`Dist`). The suite syntax (:func:`parse_space`) is one
-mapping per key with one kind and its range::
+mapping per key with one kind and its range:
 
     learning_rate: {log_uniform: [1.0e-4, 1.0e-1]}   # log u ~ U(log low, log high): low > 0
     dropout: {uniform: [0.0, 0.8]}                   # u ~ U(low, high); step: s for the grid low + k·s
@@ -13,34 +13,26 @@ A trial's config is the published config with the sampled values put in (:func:`
 the config has, the protocol's training keys (set by the protocol's defaults when a preset leaves them out) and, for
 a model from outside the package, its constructor's arguments (:func:`check_space`).
 
-The default space (:func:`default_space`) of a config under a protocol searches, where the config (or the
-constructor of a plugin) has them, with every range widened to hold the published value, so that the published
-config is a point of its own space:
+The default space (:func:`default_space`) of a config under a protocol searches these keys where the config (or the
+constructor of a plugin) has them, every range widened to hold the config's value, so that the published config is
+a point of its own space:
 
-==================  ==========================================  ==================================================
-keys                distribution                                why
-==================  ==========================================  ==================================================
-learning rate       log-uniform [1e-4, 1e-1]                    three decades around the 1e-3 .. 1e-2 of the zoos'
-(init_lr,                                                        published configs; every study of equal tuning
-learning_rate, lr)                                               tunes it first (Tönshoff et al. 2023, Luo et al.
-                                                                 2024)
-weight decay        log-uniform [1e-6, 1e-2]                    a scale parameter: log; 1e-6 is practically no
-(weight_decay, l2)                                              decay (a log range cannot hold 0, the value of most
-                                                                 published configs)
-dropout (every      uniform [0, 0.8]                            Luo et al. 2024 find dropout helps on every
-float key named                                                  dataset and tune it in this span; 0.8 is the
-``*dropout*``)                                                   largest published value (Shchur et al.'s GCN)
-width (hidden_dim,  int, log-uniform [16, 256]; per head        widths double from one configuration to the next in
-hidden_size, ...)   [16/h, 256/h] where the zoo's width is      every zoo (log); 256 bounds the cost of one trial
-                    per head (n_heads, Shchur's num_heads);     on a CPU; divisible by the head count where the
-                    step h where heads split the width          heads split the width (PyG's GAT, Platonov's GT)
-layers (L,          int [1, 10]                                 the depths Luo et al. 2024 search (1 to 10 layers)
-num_layers)
-normalisation       categorical                                 Luo et al. 2024: normalisation and residual
-(batch_norm,        {true, false}; Platonov's normalization     connections are among the switches that matter
-layer_norm,         {None, LayerNorm, BatchNorm}                most
-residual)
-==================  ==========================================  ==================================================
+- learning rate (``init_lr``, ``learning_rate``, ``lr``): log-uniform [1e-4, 1e-1], three decades around the
+  1e-3 .. 1e-2 of the zoos' published configs; every study of equal tuning tunes it (Tönshoff et al. 2023, "Where
+  Did the Gap Go?"; Luo et al. 2024, "Classic GNNs are Strong Baselines");
+- weight decay (``weight_decay``, ``l2``): log-uniform [1e-6, 1e-2], a scale; 1e-6 is practically no decay (a log
+  range cannot hold 0, the value of most published configs);
+- dropout (every number-valued key whose name has ``dropout``): uniform [0, 0.8]; Luo et al. 2024 find dropout
+  helps on every dataset they try; 0.8 is the largest published value (Shchur et al.'s GCN);
+- width (``hidden_dim``, ``hidden_size``, ``hidden_units``, ``hidden_channels``, ``dim_embedding``,
+  ``embedding_dim``, ``gnn_dim_hidden``): integers, log-uniform [16, 256] (widths double from one published config
+  to the next; 256 bounds one trial's cost on a CPU); [16/h, 256/h] where the zoo's width is per head (the
+  benchmark's ``n_heads``, Shchur's ``num_heads`` list); multiples of h in [16, 256] where h heads split the width
+  (an int ``num_heads`` or ``heads``: Platonov et al.'s attention models, PyG's GAT);
+- layers (``L``, ``num_layers``): integers, uniform [1, 10], the depths Luo et al. 2024 search;
+- normalisation and residual connections (``batch_norm``, ``layer_norm``, ``residual``: {true, false}; Platonov et
+  al.'s ``normalization``: {None, LayerNorm, BatchNorm}): categorical; Luo et al. 2024 find them among the switches
+  that matter most.
 
 Left out on purpose: head counts (a width must stay divisible by them), a list of widths (Errica's GIN
 ``hidden_units``), keys whose values differ by model (``aggregation``, ``readout``) and the training length
@@ -154,7 +146,8 @@ def _number(value: Any) -> bool:
 # ---------------------------------------------------------------------------------------------------- the syntax
 
 
-def parse_space(spec: Mapping, where: str) -> dict[str, Dist]:
+def parse_space(  # spec on a line of its own: the docs check reads '(' + 'spec' as a citation of notes
+        spec: Mapping, where: str) -> dict[str, Dist]:
     """The search space a suite writes (module docstring), key by key in its order; every mistake is a one-line
     ConfigError naming ``where.<key>``, what is wrong and the fix."""
     if not isinstance(spec, Mapping) or not spec:
