@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gnnbench import papers
-from gnnbench.config.presets import run_config
+from gnnbench.config.presets import all_presets, preset_protocol, run_config
 from gnnbench.errors import ConfigError, DataError, GnnbenchError
 from gnnbench.records import history_frame, read_runs, write_records
 from gnnbench.training.engine import MaxEpochs, PerMember, Run, Step, fit
@@ -31,6 +31,8 @@ from gnnbench.tuning.space import (
     parse_space,
     per_member,
     shape_key,
+    space_spec,
+    stacks,
 )
 
 SUITE_SPACE = {"learning_rate": {"log_uniform": [1.0e-4, 1.0e-1]}, "dropout": {"uniform": [0.0, 0.8]},
@@ -48,7 +50,7 @@ def test_parse_space_reads_the_suite_syntax():
                                                                                        choices=("sum", "mean")),
                      "hidden_units": Dist("categorical", choices=([64, 64], [32])),
                      "p": Dist("uniform", 0.0, 0.5, step=0.1), "L": Dist("int", 2, 8, step=2)}
-    assert parse_space({k: d.to_spec() for k, d in space.items()}, "again") == space  # to_spec reads back
+    assert parse_space(space_spec(space), "again") == space  # to_spec reads back
     lr, width, agg = (space[k].to_optuna() for k in ("learning_rate", "hidden_dim", "hidden_units"))
     assert (lr.low, lr.high, lr.log) == (1e-4, 1e-1, True)
     assert (width.low, width.high, width.log, width.step) == (16, 256, True, 1)
@@ -72,6 +74,9 @@ def test_parse_space_reads_the_suite_syntax():
     ({"lr": {"uniform": [0, 1], "log": True}}, ["s.lr.log: only int takes log", "use log_uniform"]),
     ({"lr": {"log_uniform": [1e-4, 1], "step": 0.1}}, ["s.lr.step: a log range takes no step"]),
     ({"h": {"int": [16, 64], "step": 0}}, ["s.h.step: expected a positive integer, got 0"]),
+    ({"h": {"int": [16, 64], "step": 5}}, ["s.h.step: the range [16, 64] is not a whole number of steps 5",
+                                          "make high - low a multiple of step"]),
+    ({"p": {"uniform": [0.0, 0.5], "step": 0.2}}, ["s.p.step: the range [0.0, 0.5] is not a whole number"]),
     ({"lr": 0.01}, ["s.lr: expected one distribution as a mapping", "got 0.01"]),
     ({}, ["s: expected a mapping of config keys to distributions"]),
 ])
@@ -137,6 +142,18 @@ def test_default_space_of_the_pitfalls_and_fair_comparison_zoos():
     assert "hidden_units" not in default_space(gin, "fair-comparison")  # a list of widths is left out
 
 
+def test_every_published_config_is_a_point_of_its_default_space():
+    checked = 0
+    for name, entry in all_presets().items():
+        protocol = preset_protocol(entry)
+        config = run_config(name, protocol=protocol)
+        space = default_space(config, protocol)
+        assert {"init_lr", "learning_rate"} & set(space), name  # every protocol's learning rate is searched
+        _check_default(config, protocol, space)
+        checked += 1
+    assert checked > 200
+
+
 def test_default_space_of_the_heterophily_zoo(monkeypatch):
     # the platonov2023 keys (the released train.py's argument names) under protocol heterophily
     monkeypatch.setitem(papers.PROTOCOLS, "platonov2023", "heterophily")
@@ -176,6 +193,8 @@ def test_shape_keys_group_trials_that_share_parameter_shapes():
     assert shape_key(a, space) == shape_key(b, space) == shape_key({**a, "model": "GIN", "epochs": 3}, space)
     assert shape_key({**a, "hidden_dim": 32}, space) != shape_key(a, space)
     assert shape_key({**a, "aggregation": "mean"}, space) != shape_key(a, space)
+    assert stacks([a, {**a, "hidden_dim": 32}, b, {**b, "aggregation": "mean"}, {**a, "hidden_dim": 32}],
+                  space) == [[0, 2], [1, 4], [3]]
 
 
 # ---------------------------------------------------------------------------------------------------- sampler

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from gnnbench.errors import ConfigError
-from gnnbench.tuning.space import Dist
+from gnnbench.tuning.space import Dist, space_spec
 
 STATES = ("complete", "pruned", "failed")
 SAMPLERS = ("tpe", "random")
@@ -105,7 +105,7 @@ def replay(study, space: Mapping[str, Dist], history: Sequence[Trial]) -> None:
     for t in sorted(history, key=lambda t: t.number):
         if set(t.params) != set(space) or not all(space[k].contains(v) for k, v in t.params.items()):
             raise ConfigError(f"trial {t.number} (params {t.params}) does not fit the search space "
-                              f"{ {k: d.to_spec() for k, d in space.items()} }; a changed space starts a new search: "
+                              f"{space_spec(space)}; a changed space starts a new search: "
                               "rename the search or delete its trial records")
         params = {k: space[k].encode(v) for k, v in t.params.items()}
         intermediate = {int(e): float(v) for e, v in t.intermediate.items() if v is not None and math.isfinite(v)}

@@ -42,14 +42,14 @@ fitted to a parameter budget should leave its width out (``exclude``).
 Trials that train as one stack. Keys that change the shapes of the parameters — widths, layers, heads, categorical
 architecture switches, anything not listed next — are *shape keys*; the learning rate, the weight decay and the
 dropout rates are *per-member* keys, which the members of one stack may each have their own of
-(:func:`per_member`). Trials with equal :func:`shape_key` can train as one stack.
+(:func:`per_member`). Trials with equal :func:`shape_key` can train as one stack (:func:`stacks`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,12 @@ class Dist:
         return spec
 
 
+def space_spec(space: Mapping[str, Dist]) -> dict:
+    """A whole space in the suite syntax (:meth:`Dist.to_spec` per key, in the space's order): JSON-able, what
+    :func:`parse_space` reads back."""
+    return {key: dist.to_spec() for key, dist in space.items()}
+
+
 def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
@@ -209,9 +215,10 @@ def parse_dist(value: Any, where: str) -> Dist:
         if not _number(step) or step <= 0 or (kind == "int" and not isinstance(step, int)):
             raise ConfigError(f"{where}.step: expected a positive {'integer' if kind == 'int' else 'number'}, got "
                               f"{step!r}")
-        if step > high - low:
-            raise ConfigError(f"{where}.step: step {step} is larger than the range [{low}, {high}]; use a smaller "
-                              "step")
+        steps = (high - low) / step
+        if not math.isclose(steps, round(steps), rel_tol=0, abs_tol=1e-9) or steps < 1:
+            raise ConfigError(f"{where}.step: the range [{low}, {high}] is not a whole number of steps {step}; "
+                              "make high - low a multiple of step")
     if kind == "int":
         return Dist("int", int(low), int(high), log=log, step=step)
     return Dist(kind, float(low), float(high), step=None if step is None else float(step))
@@ -270,6 +277,15 @@ def shape_key(config_or_params: Mapping, space: Mapping[str, Dist]) -> str:
     :func:`per_member`) in ``config_or_params`` (a trial's params or its whole config; a key it lacks is null)."""
     return json.dumps({k: config_or_params.get(k) for k in sorted(space) if not per_member(k)}, sort_keys=True,
                       default=str)
+
+
+def stacks(trials: Sequence[Mapping], space: Mapping[str, Dist]) -> list[list[int]]:
+    """The trials (params or configs) that can train as one stack: their indices grouped by :func:`shape_key`,
+    groups in the order of their first trial, indices ascending."""
+    groups: dict[str, list[int]] = {}
+    for i, trial in enumerate(trials):
+        groups.setdefault(shape_key(trial, space), []).append(i)
+    return list(groups.values())
 
 
 # ---------------------------------------------------------------------------------------------------- defaults
