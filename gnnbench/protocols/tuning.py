@@ -12,16 +12,25 @@ rounds ``0 .. ceil(trials / per_round) - 1`` (one cached job each, reading the r
 selection on validation scores only. The selected configuration trains under the label ``<label>-tuned`` exactly as
 the protocol trains a published one, beside the published (untuned) row. Where each protocol tunes (its validation
 data, seeds and score) is the protocol's: :meth:`gnnbench.protocols.base.Benchmark.tuning_scope` and its package's
-``tune`` module. This module plans; the jobs are :mod:`gnnbench.protocols.tuning_jobs`.
+``tune`` module. This module plans and selects (:func:`select_search`: the best validation score, ties to the lower
+trial number, written with every candidate's score and a checksum); the round job is
+:mod:`gnnbench.protocols.tuning_jobs`.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass
 
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.io import read_json, sha256_json
+from gnnbench.io import read_json, sha256_json, write_json
+from gnnbench.records import config_id, read_runs
+from gnnbench.tuning.record import read_trials
+from gnnbench.tuning.select import select
 from gnnbench.tuning.space import apply, check_space, default_space, parse_space
+
+log = logging.getLogger(__name__)
 
 TUNED_SUFFIX = "-tuned"  # the label of a tuned model's scored runs: <label>-tuned
 SAMPLERS = ("tpe", "random")
@@ -114,8 +123,37 @@ def _where_it_tunes(protocol: str) -> str:
 # ---------------------------------------------------------------------------------------------- selections
 
 
+def select_search(records: list[str | os.PathLike], out: str | os.PathLike, *, job: dict) -> dict:
+    """The selection of a search from the trial records of all its rounds: the best validation score, ties to the
+    lower trial number (:func:`gnnbench.tuning.select.select`; test scores are never read), written with the chosen
+    trial's values and full configuration, every candidate's score and a checksum (``selection.json``). No trial with
+    a validation score (all pruned or diverged) is a one-line error naming the search."""
+    runs = read_runs(records)
+    if runs.empty:
+        raise DataError(f"no trial records for {job['dataset']} / {job['model']} search {job['search']}; rerun "
+                        "snakemake for its rounds")
+    direction = "maximize" if bool(runs["higher_is_better"].iloc[0]) else "minimize"
+    history = read_trials(list(records), job["search"])
+    name = f"{job['dataset']} / {job['model']} {job['search']}"
+    best = select(history, direction, search=name)
+    config = apply(job["config"], best.params)
+    candidates = [{"trial": t.number, "round": t.round, "params": t.params, "val_score": t.value, "state": t.state,
+                   "pruned_epoch": t.pruned_epoch} for t in history]
+    body = {"format": SELECTION_FORMAT, "protocol": job["protocol"], "dataset": job["dataset"],
+            "model": job["model"], "search": job["search"], "fold": job["scope"].get("fold"),
+            "direction": direction, "trials": len(candidates),
+            "chosen": {"trial": best.number, "params": best.params, "val_score": best.value, "config": config,
+                       "config_id": config_id(config)},
+            "candidates": candidates}
+    write_json(out, {**body, "checksum": sha256_json(body)})
+    log.info("%s: chose trial %d of %d (validation %s): %s", name, best.number, len(candidates), best.value,
+             best.params)
+    return body
+
+
+
 def read_tuning_selection(path) -> dict:
-    """A tuning selection file (:func:`gnnbench.protocols.tuning_jobs.select_search`), verified: its checksum must
+    """A tuning selection file (:func:`select_search`), verified: its checksum must
     match its content (no hand edits)."""
     data = read_json(path, "tuning selection file")
     body = {k: v for k, v in data.items() if k != "checksum"} if isinstance(data, dict) else None

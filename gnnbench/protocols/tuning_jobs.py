@@ -1,4 +1,5 @@
-"""The tuning jobs of every protocol (``docs/tuning.md``): one round of a search, and the selection of a search.
+"""The round job of a search, under every protocol (``docs/tuning.md``; the selection job, which loads no torch, is
+:func:`gnnbench.protocols.tuning.select_search`).
 
 A round (:func:`run_round`) reads the trial records of every earlier round of its search
 (:func:`gnnbench.tuning.record.read_trials`), asks the seeded sampler for its trials given them
@@ -7,10 +8,6 @@ A round (:func:`run_round`) reads the trial records of every earlier round of it
 its history, and a summary of the round (``round_{r}.json``). The records are the source of truth: the next round and
 the selection read them, never the summary. A trial's record carries no test score; ``val_score`` is its selection
 score (null when it was pruned or diverged); ``init`` is its number in the search (``extra.trial``).
-
-The selection (:func:`select_search`) reads every round's records and picks the best validation score
-(:func:`gnnbench.tuning.select.select`), writing the chosen trial, its values and the full configuration with every
-candidate's score and a checksum (``selection.json``). Same seed, same records, same selection.
 """
 
 from __future__ import annotations
@@ -21,15 +18,12 @@ import os
 from pathlib import Path
 
 from gnnbench.data.meta import read_meta
-from gnnbench.errors import DataError
 from gnnbench.io import sha256_json, write_json
 from gnnbench.protocols.registry import get_protocol
-from gnnbench.protocols.tuning import SELECTION_FORMAT
-from gnnbench.records import config_id, history_frame, read_runs, record, write_records
+from gnnbench.records import history_frame, record, write_records
 from gnnbench.tuning.pruning import Pruner
 from gnnbench.tuning.record import read_trials, trial_extra
 from gnnbench.tuning.sampler import Trial, ask
-from gnnbench.tuning.select import select
 from gnnbench.tuning.space import apply, default_space, parse_space
 
 log = logging.getLogger(__name__)
@@ -98,31 +92,3 @@ def run_round(*, job: dict, dataset_dir: str | os.PathLike, splits_path: str | o
                      "model": job["model"], "search": job["search"], "round": job["round"], "direction": direction,
                      "trials": summary})
     return rows
-
-
-def select_search(records: list[str | os.PathLike], out: str | os.PathLike, *, job: dict) -> dict:
-    """The selection of a search from the trial records of all its rounds: the best validation score, ties to the
-    lower trial number (:func:`gnnbench.tuning.select.select`; test scores are never read), written with the chosen
-    trial's values and full configuration, every candidate's score and a checksum (``selection.json``). No trial with
-    a validation score (all pruned or diverged) is a one-line error naming the search."""
-    runs = read_runs(records)
-    if runs.empty:
-        raise DataError(f"no trial records for {job['dataset']} / {job['model']} search {job['search']}; rerun "
-                        "snakemake for its rounds")
-    direction = "maximize" if bool(runs["higher_is_better"].iloc[0]) else "minimize"
-    history = read_trials(list(records), job["search"])
-    name = f"{job['dataset']} / {job['model']} {job['search']}"
-    best = select(history, direction, search=name)
-    config = apply(job["config"], best.params)
-    candidates = [{"trial": t.number, "round": t.round, "params": t.params, "val_score": t.value, "state": t.state,
-                   "pruned_epoch": t.pruned_epoch} for t in history]
-    body = {"format": SELECTION_FORMAT, "protocol": job["protocol"], "dataset": job["dataset"],
-            "model": job["model"], "search": job["search"], "fold": job["scope"].get("fold"),
-            "direction": direction, "trials": len(candidates),
-            "chosen": {"trial": best.number, "params": best.params, "val_score": best.value, "config": config,
-                       "config_id": config_id(config)},
-            "candidates": candidates}
-    write_json(out, {**body, "checksum": sha256_json(body)})
-    log.info("%s: chose trial %d of %d (validation %s): %s", name, best.number, len(candidates), best.value,
-             best.params)
-    return body

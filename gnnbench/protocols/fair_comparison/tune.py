@@ -20,7 +20,7 @@ from gnnbench.protocols.fair_comparison.grid import config_id, run_seed, seed_ke
 from gnnbench.protocols.fair_comparison.train import CHECKPOINT_SECONDS, _load, _setup, _train_alone, _train_stack
 from gnnbench.training.engine import Checkpoint, Job, stoppable
 from gnnbench.training.environment import device_name, package_versions
-from gnnbench.tuning.space import shape_key
+from gnnbench.tuning.space import stacks
 
 MONITOR = "val_accuracy"  # the fit's row key of the validation score (the pruner's)
 
@@ -53,10 +53,7 @@ def train_trials(*, job: dict, configs: list[dict], space: dict, dataset_dir, sp
             return [] if rule is None else [rule]
 
         results: dict[int, dict] = {}
-        groups: dict[str, list[int]] = {}
-        for i, config in enumerate(configs):
-            groups.setdefault(shape_key(config, space), []).append(i)
-        for members in groups.values():
+        for members in stacks(configs, space):
             if len(members) > 1:
                 stacked = _train_stack(units, data, [configs[i] for i in members], [parts] * len(members),
                                        [seeds[i] for i in members], [whats[i] for i in members], dev, "trials",
