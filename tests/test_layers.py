@@ -61,6 +61,7 @@ WITHOUT_TORCH = ("gnnbench.cli", "gnnbench.suite", "gnnbench.pipeline", "gnnbenc
                  "gnnbench.data.generators", "gnnbench.records", "gnnbench.protocols.registry",
                  "gnnbench.protocols.benchmarking_gnns.tables", "gnnbench.protocols.fair_comparison.tables",
                  "gnnbench.protocols.pitfalls.tables", "gnnbench.protocols.fair_comparison.select",
+                 "gnnbench.protocols.tuning",
                  "gnnbench.tuning.space", "gnnbench.tuning.sampler", "gnnbench.tuning.select", "gnnbench.tuning.record",
                  *(f"gnnbench.reporting.{p.stem}" for p in sorted((PACKAGE / "reporting").glob("*.py"))
                    if p.stem != "__init__"))

@@ -10,16 +10,6 @@ localrules:
     select_tuning,
 
 
-def tuning_round_inputs(wildcards):
-    """Dataset, split file, what the protocol's trials need (a positional-encoding file) and the records of every
-    earlier round of the search."""
-    benchmark = benchmark_of(wildcards)
-    files = {**dataset_files(wildcards.dataset), "splits": paths.SPLITS_FILE.format(dataset=wildcards.dataset),
-             "previous": benchmark.trial_record_files(wildcards.model, wildcards.search, int(wildcards["round"]))}
-    pe = benchmark.tuning_scope(wildcards.model, wildcards.search).get("pe")
-    return {**files, "pe": pe} if pe else files
-
-
 rule tune_round:
     input:
         unpack(tuning_round_inputs),
