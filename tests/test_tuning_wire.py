@@ -335,3 +335,24 @@ def test_the_workflow_lints_with_tuning(tmp_path):
 def test_round_output_is_the_records_layout():
     rule = paths.RECORD_FILE.replace("{job}", paths.TRIAL_RECORD_JOB)
     assert rule == "results/records/{protocol}/{dataset}/{model}/tune_{search}_round{round}.parquet"
+
+
+def test_pruned_trials_stop_early_without_a_score_and_prune_the_same_again(data, tmp_path):
+    suite = load_suite(_suite(CSBM={"tuning": {"trials": 4, "per_round": 4, "splits": 1, "sampler": "random",
+                                               "pruner": "asha", "min_epochs": 2,
+                                               "space": {"learning_rate": {"log_uniform": [1e-4, 1e-1]}}}}))
+    for root in (tmp_path / "a", tmp_path / "b"):
+        _search(suite, "CSBM", "GCN", data, root)
+    runs = read_runs(tmp_path / "a" / paths.RECORDS_DIR)
+    extra = [json.loads(e) for e in runs["extra"]]
+    pruned = runs["stop_reason"].eq("pruned").to_numpy()
+    assert 0 < pruned.sum() < len(runs)  # asha: the first trial runs to its end, later ones below its rung stop
+    assert runs.loc[pruned, "val_score"].isna().all() and runs.loc[~pruned, "val_score"].notna().all()
+    assert [e["pruned_epoch"] for e in extra] == [e - 1 if p else None for e, p in zip(runs["epochs"], pruned,
+                                                                                        strict=True)]
+    histories = read_histories(tmp_path / "a" / paths.HISTORIES_DIR)
+    last = histories.groupby("run_id")["epoch"].max()
+    assert [int(last[r]) for r in runs["run_id"]] == [e - 1 for e in runs["epochs"]]  # a pruned trial's epochs end
+    selection = read_tuning_selection(tmp_path / "a" / suite.benchmarks["CSBM"].tuning_selection("GCN", "main"))
+    assert selection["chosen"]["trial"] in {e["trial"] for e, p in zip(extra, pruned, strict=True) if not p}
+    pd.testing.assert_frame_equal(_trials(tmp_path / "b"), _trials(tmp_path / "a"))

@@ -17,6 +17,8 @@ import math
 import os
 from pathlib import Path
 
+import pandas as pd
+
 from gnnbench.data.meta import read_meta
 from gnnbench.io import sha256_json, write_json
 from gnnbench.protocols.registry import get_protocol
@@ -38,6 +40,22 @@ def search_space(job: dict) -> dict:
     return default_space(job["config"], job["protocol"])
 
 
+def _curve(result: dict) -> dict[int, float]:
+    """A trained trial's validation score per 0-based epoch, from its result's history."""
+    frame = pd.DataFrame(result["history"])
+    column = f"val_{result['score_name']}"
+    if frame.empty or column not in frame:
+        return {}
+    return {int(e): float(v) for e, v in zip(frame["epoch"], frame[column], strict=True) if math.isfinite(v)}
+
+
+def _state(result: dict) -> str:
+    """A trained trial's state for the sampler and the pruner: pruned, failed (no score) or complete."""
+    if result["pruned_epoch"] is not None:
+        return "pruned"
+    return "failed" if result["score"] is None or not math.isfinite(result["score"]) else "complete"
+
+
 def run_round(*, job: dict, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
               pe_path: str | os.PathLike | None, previous: list[str | os.PathLike], out: str | os.PathLike,
               records_out: str | os.PathLike, device: str = "auto", threads: int | None = None) -> list[dict]:
@@ -53,11 +71,15 @@ def run_round(*, job: dict, dataset_dir: str | os.PathLike, splits_path: str | o
     asked = ask(space, history, job["size"], seed=job["seed"], sampler=job["sampler"], direction=direction)
     configs = [apply(job["config"], params) for params in asked]
 
-    def pruner(monitor: str) -> Pruner | None:
-        """A fresh pruning rule for one fit of the round, reading the score ``monitor`` of the fit's rows."""
+    def pruner(monitor: str, earlier: list[dict] = ()) -> Pruner | None:
+        """A fresh pruning rule for one fit of the round, reading the score ``monitor`` of the fit's rows; it compares
+        with the earlier rounds' trials and ``earlier``, the results of this round's trials trained before the fit
+        (trials one after another compete as in ASHA; a resumed round gives each fit the same ones)."""
         if job["pruner"] == "none":
             return None
-        return Pruner(job["pruner"], history, monitor=monitor, direction=direction, min_epochs=job["min_epochs"])
+        done = [Trial(-1, {}, r["score"], _state(r), _curve(r)) for r in earlier]
+        return Pruner(job["pruner"], [*history, *done], monitor=monitor, direction=direction,
+                      min_epochs=job["min_epochs"])
 
     out = Path(out)
     # the round's checkpoint holds its finished trials; it is this round's only when the job and the earlier

@@ -34,8 +34,8 @@ def direction(meta) -> str:
 def train_trials(*, job: dict, configs: list[dict], dataset_dir, splits_path, pe_path, checkpoint: Path,
                  checkpoint_key: str, pruner, device: str = "auto", threads: int | None = None, **_) -> list[dict]:
     """Train a round's trial ``configs`` on fold ``job["scope"]["fold"]`` with seed ``job["scope"]["seed"]`` (module
-    docstring); one result per trial (:func:`gnnbench.protocols.tuning_jobs.run_round`). ``pruner(monitor)``: a
-    fresh pruning rule per trial (None: no pruning)."""
+    docstring); one result per trial (:func:`gnnbench.protocols.tuning_jobs.run_round`). ``pruner(monitor,
+    earlier)``: a fresh pruning rule per trial, given the round's trials trained before it (None: no pruning)."""
     fold, seed = job["scope"]["fold"], job["scope"]["seed"]
     splits = read_splits(splits_path)
     folder = Path(checkpoint).parent / Path(checkpoint).name.split(".")[0]
@@ -50,7 +50,7 @@ def train_trials(*, job: dict, configs: list[dict], dataset_dir, splits_path, pe
             data = load_run_data(dataset_dir=dataset_dir, splits_path=splits_path, fold=fold, config=cfg,
                                  pe_path=pe_path, device=device, threads=threads, time_limit_hours=hours)
             data.loaders.pop("test")  # a trial is scored on validation only: the test part is never read
-            rule = pruner(MONITOR)
+            rule = pruner(MONITOR, list(out))  # the round's trials trained before this one compete too
             return train_one(guard, data, data.cfg, out_dir, job["model"], start, extra={"tuning": checkpoint_key},
                              more_rules=lambda rule=rule: [] if rule is None else [rule])
 

@@ -34,8 +34,8 @@ def train_trials(*, job: dict, configs: list[dict], space: dict, dataset_dir, sp
                  checkpoint_key: str, pruner, device: str = "auto", threads: int | None = None,
                  **_) -> list[dict]:
     """Train a round's trial ``configs`` on outer fold ``job["scope"]["fold"]`` (module docstring); one result per
-    trial (:func:`gnnbench.protocols.tuning_jobs.run_round`). ``pruner(monitor)``: a fresh pruning rule per fit
-    (None: no pruning)."""
+    trial (:func:`gnnbench.protocols.tuning_jobs.run_round`). ``pruner(monitor, earlier)``: a fresh pruning rule per
+    fit, given the round's trials trained before it (None: no pruning)."""
     fold, seed = job["scope"]["fold"], job["scope"]["seed"]
 
     def body(guard) -> list[dict]:
@@ -48,22 +48,28 @@ def train_trials(*, job: dict, configs: list[dict], space: dict, dataset_dir, sp
         whats = [{"fold": fold, "config_id": config_id(c), "stage": "trial", "trial": job["first"] + i}
                  for i, c in enumerate(configs)]
 
-        def rules():
-            rule = pruner(MONITOR)
+        results: dict[int, dict] = {}  # trial -> its result, in the order they trained
+
+        def rules():  # the round's trials trained before this fit compete too
+            rule = pruner(MONITOR, list(results.values()))
             return [] if rule is None else [rule]
 
-        results: dict[int, dict] = {}
+        def keep(members: list[int], runs: list[dict]) -> None:
+            results.update((i, _result(r, seeds[i], fold, data, dev)) for i, r in zip(members, runs, strict=True))
+
         for members in stacks(configs, space):
+            stacked = None
             if len(members) > 1:
                 stacked = _train_stack(units, data, [configs[i] for i in members], [parts] * len(members),
                                        [seeds[i] for i in members], [whats[i] for i in members], dev, "trials",
                                        more_rules=rules)
-                results.update(zip(members, stacked or [], strict=False))
-        for i, config in enumerate(configs):
-            if i not in results:
-                results[i] = _train_alone(units, data, config, parts, seeds[i], whats[i], dev, more_rules=rules)
+            if stacked is not None:
+                keep(members, stacked)
+                continue
+            for i in members:  # one after another: a single trial, or a shape that does not widen
+                keep([i], [_train_alone(units, data, configs[i], parts, seeds[i], whats[i], dev, more_rules=rules)])
         units.save(finished=True)
-        return [_result(results[i], seeds[i], fold, data, dev) for i in range(len(configs))]
+        return [results[i] for i in range(len(configs))]
 
     return stoppable(body, lambda: f"the round's finished trials are kept in {checkpoint}; run the same job again "
                                    "to resume")

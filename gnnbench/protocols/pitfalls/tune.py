@@ -72,8 +72,8 @@ class EpochRows(Rule):
 def train_trials(*, job: dict, configs: list[dict], dataset_dir, splits_path, checkpoint: Path, checkpoint_key: str,
                  pruner, device: str = "auto", threads: int | None = None, **_) -> list[dict]:
     """Train a round's trial ``configs`` on the splits ``job["scope"]["splits"]`` (module docstring); one result per
-    trial (:func:`gnnbench.protocols.tuning_jobs.run_round`). ``pruner(monitor)``: a fresh pruning rule per fit
-    (None: no pruning)."""
+    trial (:func:`gnnbench.protocols.tuning_jobs.run_round`). ``pruner(monitor, earlier)``: a fresh pruning rule per
+    fit, given the round's trials trained before it (None: no pruning)."""
     split_ids, seed = job["scope"]["splits"], job["scope"]["seed"]
 
     def body(guard) -> list[dict]:
@@ -102,7 +102,8 @@ def train_trials(*, job: dict, configs: list[dict], dataset_dir, splits_path, ch
                 def make(cfg=cfg, split=split, parts=parts, watch=watch, whole=whole):
                     step = make_trainer(cfg, graph, labels, parts, seed, split, [0], whole)
                     run, rules = step.fit_parts()
-                    rule = pruner(MONITOR) if watch else None
+                    # the round's trials trained before this one compete too
+                    rule = pruner(MONITOR, list(out)) if watch else None
                     return run, step, [*rules, *([] if rule is None else [EpochRows(rule)])]
 
                 start = time.perf_counter()
