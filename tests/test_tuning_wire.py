@@ -356,3 +356,48 @@ def test_pruned_trials_stop_early_without_a_score_and_prune_the_same_again(data,
     selection = read_tuning_selection(tmp_path / "a" / suite.benchmarks["CSBM"].tuning_selection("GCN", "main"))
     assert selection["chosen"]["trial"] in {e["trial"] for e, p in zip(extra, pruned, strict=True) if not p}
     pd.testing.assert_frame_equal(_trials(tmp_path / "b"), _trials(tmp_path / "a"))
+
+
+def test_the_example_suite_loads():
+    suite = load_suite(__import__("yaml").safe_load((REPO_ROOT / "config/tuning-example.yaml").read_text()))
+    assert set(suite.benchmarks["CSBM"].tuning) == {"GCN", "MLP"}
+
+
+E2E = {
+    "threads_per_run": 1,
+    "datasets": {"CSL": SUITE["datasets"]["CSL"], "CSBM": SUITE["datasets"]["CSBM"], "GF": SUITE["datasets"]["GF"]},
+    "benchmarks": {
+        "CSL": {**SUITE["benchmarks"]["CSL"], "seeds": [1, 2], "seeds_per_job": 2,
+                "tuning": {"trials": 2, "per_round": 2, "space": {"init_lr": {"log_uniform": [1e-4, 1e-2]}}},
+                "models": {"GCN": "CSL_graph_classification_GCN_CSL_100k"}},
+        "CSBM": {**SUITE["benchmarks"]["CSBM"], "inits": 1, "tuning": {"trials": 2, "per_round": 2, "splits": 1,
+                                                                        "space": {"learning_rate": SPACE_LR}},
+                 "models": {"GCN": "pitfalls_GCN"}},
+        "GF": {**SUITE["benchmarks"]["GF"], "folds": [0], "tuning": {"trials": 2, "per_round": 2,
+                                                                      "space": {"learning_rate": SPACE_LR}},
+               "models": {"Baseline": SUITE["benchmarks"]["GF"]["models"]["Baseline"]}},
+    },
+}
+
+
+@pytest.mark.slow
+def test_the_workflow_trains_each_protocols_tuned_runs_with_its_selection(tmp_path):
+    result = snakemake(tmp_path, config=E2E)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = read_runs(tmp_path / paths.RECORDS_DIR)
+    tuned = runs[runs["model"].str.endswith("-tuned")]
+    # the protocols' own runs: every split × initialisation, every seed (one job of two), every fold's final run
+    assert tuned.groupby(["dataset", "stage"]).size().to_dict() == {("CSBM", "run"): 2, ("CSL", "run"): 2,
+                                                                     ("GF", "final"): 1}
+    for row in tuned.to_dict("records"):
+        extra = json.loads(row["extra"])["tuning"]
+        protocol, model = row["protocol"], row["model"].removesuffix("-tuned")
+        search = "fold0" if protocol == "fair-comparison" else "main"
+        selection = read_tuning_selection(tmp_path / paths.TUNING_SELECTION.format(
+            protocol=protocol, dataset=row["dataset"], model=model, search=search))
+        assert extra["selected_trial"] == selection["chosen"]["trial"] and extra["params"] == selection["chosen"][
+            "params"]
+        config = json.loads(row["config"])
+        assert {k: config[k] for k in extra["params"]} == extra["params"]  # trained with the selected values
+    for table in ("CSL", "CSBM", "GF"):
+        assert "-tuned" in (tmp_path / f"results/tables/{table}.md").read_text()
