@@ -160,6 +160,8 @@ def test_a_model_may_set_its_own_budget_or_opt_out():
                                             "tuning": {"trials": 0}}}})
     csl = load_suite(config).benchmarks["CSL"]
     assert csl.tuning["GCN"].trials == 5 and csl.tuning["GCN"].rounds == 3
+    # a larger budget adds rounds: what the earlier round jobs are told (their Snakemake params) is unchanged
+    assert csl.tuning_job("GCN", "main", 0) == load_suite(_suite()).benchmarks["CSL"].tuning_job("GCN", "main", 0)
     assert "MLP" not in csl.tuning and "MLP-tuned" not in csl.models
 
 

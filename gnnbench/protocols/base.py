@@ -95,11 +95,12 @@ class Benchmark(ABC):
     def tuning_job(self, model: str, search: str, round_: int) -> dict:
         """Everything a round job of a search is told (JSON): the protocol, dataset, model label, search and round,
         the first trial's number and how many it asks, the search's settings, the config the trials start from
-        (:meth:`tuning_config`) and the protocol's scope (:meth:`tuning_scope`)."""
+        (:meth:`tuning_config`) and the protocol's scope (:meth:`tuning_scope`). Not the budget: a larger one adds
+        rounds and leaves the earlier rounds' jobs as they are."""
         s = self.tuning[model]
         return {"protocol": self.protocol, "dataset": self.dataset, "model": model, "search": search,
-                "round": round_, "first": round_ * s.per_round, "size": s.round_size(round_), "trials": s.trials,
-                "sampler": s.sampler, "seed": s.seed, "pruner": s.pruner, "min_epochs": s.min_epochs, "space": s.space,
+                "round": round_, "first": round_ * s.per_round, "size": s.round_size(round_), "sampler": s.sampler,
+                "seed": s.seed, "pruner": s.pruner, "min_epochs": s.min_epochs, "space": s.space,
                 "config": self.tuning_config(model), "scope": self.tuning_scope(model, search)}
 
     def trial_record_file(self, model: str, search: str, round_: int) -> str:
