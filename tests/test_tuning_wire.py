@@ -167,7 +167,7 @@ def test_a_model_may_set_its_own_budget_or_opt_out():
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"CSL": {"tuning": {"trials": 2, "splits": 1}}},
-     "benchmarks.CSL.tuning.splits: only protocol pitfalls tunes on a subset of random splits"),
+     "benchmarks.CSL.tuning.splits: protocol benchmarking-gnns does not tune on a subset of random splits"),
     ({"CSBM": {"tuning": {"splits": 5}}}, "benchmarks.CSBM.tuning.splits: 5 splits asked, but dataset CSBM has 2"),
     ({"CSL": {"tuning": {"sampler": "grid"}}}, "benchmarks.CSL.tuning.sampler: 'grid' is not one of"),
     ({"CSL": {"tuning": {"trails": 3}}}, "benchmarks.CSL.tuning: Additional properties are not allowed ('trails'"),

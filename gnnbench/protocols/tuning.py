@@ -99,8 +99,8 @@ def plan_tuning(benchmark, entry: dict, where: str, *, num_splits: int | None = 
                               "set tuning.trials: 0")
         splits = settings.get("splits")
         if splits is not None and num_splits is None:
-            raise ConfigError(f"{where}.tuning.splits: only protocol pitfalls tunes on a subset of random splits; "
-                              f"protocol {benchmark.protocol} tunes on {_where_it_tunes(benchmark.protocol)}")
+            raise ConfigError(f"{where}.tuning.splits: protocol {benchmark.protocol} does not tune on a subset of "
+                              "random splits (pitfalls does; docs/tuning.md says where each protocol tunes); drop it")
         if num_splits is not None:
             splits = min(num_splits, 5) if splits is None else splits
             if splits > num_splits:
@@ -113,11 +113,6 @@ def plan_tuning(benchmark, entry: dict, where: str, *, num_splits: int | None = 
                               "rename that model")
         benchmark.tuning[label] = search
         benchmark.add_tuned(label, search.tuned_label)
-
-
-def _where_it_tunes(protocol: str) -> str:
-    return {"benchmarking-gnns": "the fixed split's validation part",
-            "fair-comparison": "each outer fold's inner hold-out"}.get(protocol, "its validation data")
 
 
 # ---------------------------------------------------------------------------------------------- selections
