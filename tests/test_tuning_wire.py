@@ -136,7 +136,7 @@ def test_planned_rounds_selections_and_tuned_runs(suite):
     assert list(csl.models) == ["GCN", "MLP", "GCN-tuned", "MLP-tuned"]
     assert csl.tuning["GCN"].rounds == 2 and [csl.tuning["GCN"].round_size(r) for r in (0, 1)] == [2, 1]
     # benchmarking-gnns: one search, tuned on fold 0 with the first seed; the tuned runs read its selection
-    assert csl.tuning_scope("GCN", "main") == {"fold": 0, "seed": 1, "pe": None}
+    assert csl.tuning_scope("GCN", "main") == {"fold": 0, "seed": 1, "pe": None, "stack": False}
     assert csl.job_inputs("GCN-tuned") == {"tuning": "results/tuning/benchmarking-gnns/CSL/GCN/main/selection.json"}
     assert csl.job_inputs("GCN") == {}
     assert "results/records/benchmarking-gnns/CSL/GCN-tuned/seed1_fold0.parquet" in csl.record_files()
@@ -403,3 +403,39 @@ def test_the_workflow_trains_each_protocols_tuned_runs_with_its_selection(tmp_pa
         assert {k: config[k] for k in extra["params"]} == extra["params"]  # trained with the selected values
     for table in ("CSL", "CSBM", "GF"):
         assert "-tuned" in (tmp_path / f"results/tables/{table}.md").read_text()
+
+
+def test_benchmarking_gnns_trials_of_one_shape_train_as_one_stack(data, tmp_path):
+    """With the benchmark's stack (forced here on CPU) a round's trials of one shape are members of one wide stack: all
+    trials share the search's seed, so the stack's batch order is each trial's own and, without dropout, a member is
+    its trial trained alone up to float rounding."""
+    from gnnbench.training import last_epoch_stack
+
+    suite = load_suite(_suite(CSL={"set": {"epochs": 3, "L": 2, "hidden_dim": 8, "out_dim": 8, "batch_size": 16,
+                                           "dropout": 0.0, "in_feat_dropout": 0.0},
+                                   "tuning": {"trials": 3, "per_round": 3, "sampler": "random",
+                                              "space": {"init_lr": {"log_uniform": [1e-3, 1e-1]},
+                                                        "weight_decay": {"log_uniform": [1e-6, 1e-3]}}},
+                                   "models": {"GCN": "CSL_graph_classification_GCN_CSL_100k"}}))
+    job = suite.benchmarks["CSL"].tuning_job("GCN", "main", 0)
+    stacked, calls = {**job, "scope": {**job["scope"], "stack": True}}, []
+    real = last_epoch_stack.train_stack
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[2]))
+        return real(*args, **kwargs)
+
+    for name, one in (("alone", job), ("stack", stacked)):
+        import gnnbench.protocols.benchmarking_gnns.tune as tune
+
+        original, tune.train_stack = tune.train_stack, counted
+        try:
+            run_round(job=one, dataset_dir=data["CSL"][0], splits_path=data["CSL"][1], pe_path=None, previous=[],
+                      out=tmp_path / name / "round_0.json", records_out=tmp_path / name / "r.parquet", threads=1)
+        finally:
+            tune.train_stack = original
+    assert calls == [3]  # the forced stack only, of all three trials
+    alone, stack = (read_runs([tmp_path / n / "r.parquet"]) for n in ("alone", "stack"))
+    assert list(stack["config"]) == list(alone["config"]) and stack["epochs"].tolist() == [3, 3, 3]
+    np.testing.assert_allclose(stack["val_loss"], alone["val_loss"], rtol=1e-4)
+    np.testing.assert_allclose(stack["train_loss"], alone["train_loss"], rtol=1e-4)

@@ -87,9 +87,10 @@ class BenchmarkingGNNsBenchmark(Benchmark):
 
     def tuning_scope(self, model: str, search: str) -> dict:
         """The trials train on the benchmark's first fold with the model's first seed and are scored on its
-        validation part at the last epoch; ``pe``: the positional-encoding file where the config uses one."""
+        validation part at the last epoch; ``pe``: the positional-encoding file where the config uses one; ``stack``:
+        trials of one shape as one wide stack where the benchmark stacks its seeds (None: on CUDA), else False."""
         return {"fold": self.folds[0], "seed": int(self.model_seeds.get(model, self.seeds)[0]),
-                "pe": self.job_inputs(model).get("pe")}
+                "pe": self.job_inputs(model).get("pe"), "stack": None if self.stack else False}
 
     def pe_pairs(self) -> list[tuple[str, str, str]]:
         """(architecture, label without PE, label with PE) of the models whose configs differ by Laplacian
