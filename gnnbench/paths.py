@@ -39,6 +39,13 @@ SELECTION_FILE = FOLD_DIR + "/selection.json"
 FINAL_FILE = FOLD_DIR + "/final.parquet"
 FINAL_HISTORY_FILE = FOLD_DIR + "/final_history.parquet"
 
+# tuning (gnnbench.protocols.tuning; docs/tuning.md): per model and search (benchmarking-gnns and pitfalls: one,
+# "main"; fair-comparison: one per outer fold, "fold{f}") a chain of rounds, then the selection the tuned runs read
+TUNING_DIR = "results/tuning/{protocol}/{dataset}/{model}/{search}"
+TUNING_ROUND = TUNING_DIR + "/round_{round}.json"  # a round's trials (params, validation scores); the records rule
+TUNING_SELECTION = TUNING_DIR + "/selection.json"
+TRIAL_RECORD_JOB = "tune_{search}_round{round}"  # a round's run-record file: RECORD_FILE with this job name
+
 # the one run record (gnnbench.records): one Parquet file per job, every protocol in one schema
 RECORDS_DIR = "results/records"
 RECORD_FILE = RECORDS_DIR + "/{protocol}/{dataset}/{model}/{job}.parquet"

@@ -13,7 +13,8 @@ One row is one training run:
 - ``protocol``: the protocol that trained it (``benchmarking-gnns``, ``pitfalls``, ``fair-comparison``)
 - ``dataset``, ``model``: the dataset and the suite's model label
 - ``architecture``: the model family (config key ``model``); ``variant`` which paper's layers (may be null)
-- ``stage``: ``run`` (a scored run), ``inner`` (a model-selection run), ``final`` (a final run)
+- ``stage``: ``run`` (a scored run), ``inner`` (a model-selection run), ``final`` (a final run), ``trial`` (a
+  trial of a hyper-parameter search: :mod:`gnnbench.tuning.record`; never scored on test)
 - ``split``: the P1 fold, the P2 random split, the P3 outer fold
 - ``split_scheme``: how the dataset was split (:mod:`gnnbench.splits`: P1 ``given``, ``stratified_kfold``,
   ``published``; P2 ``random_per_class``, ``random_sizes``, ``given``; P3 ``stratified_kfold``, ``published``)
@@ -31,7 +32,9 @@ One row is one training run:
   ``versions`` JSON of packages
 - ``extra``: JSON of a protocol's own values (null where it has none): P1 ``seconds_per_epoch`` (seconds of the
   training epochs over their count, without setup and scoring) and, for multitask datasets, ``per_task`` (part ->
-  [[task, score], ...] in the metric's order)
+  [[task, score], ...] in the metric's order); a trial ``search``, ``round``, ``trial`` (its 0-based number in
+  the search), ``params`` (the sampled values) and ``pruned_epoch`` (0-based epoch after which it was pruned, or
+  null)
 
 Scores are as each protocol reports them: accuracies in percent for P2 and P3, the dataset's metric for P1
 (:mod:`gnnbench.training.metrics`).
@@ -67,7 +70,7 @@ from gnnbench.errors import DataError, GnnbenchError
 from gnnbench.io import atomic_path, sha256_json
 from gnnbench.models.registry import resolve
 
-STAGES = ("run", "inner", "final")
+STAGES = ("run", "inner", "final", "trial")
 PARTS = ("train", "val", "test")
 SCHEMA = pa.schema([
     ("run_id", pa.string()), ("protocol", pa.string()), ("dataset", pa.string()), ("model", pa.string()),
@@ -225,7 +228,13 @@ def read_tables(files: list[str | os.PathLike], what: str = "run-record", schema
 def read_runs(source: str | os.PathLike | list[str | os.PathLike]):
     """Every run record under a folder (e.g. ``results/records``: all of them), or of the given record files in
     their order, as one DataFrame with the :data:`SCHEMA` columns."""
-    return read_tables(_files(source, skip=HISTORY_SUFFIX), "run-record", SCHEMA)
+    return read_tables(record_files(source), "run-record", SCHEMA)
+
+
+def record_files(source: str | os.PathLike | list[str | os.PathLike]) -> list[Path]:
+    """The run-record files :func:`read_runs` reads: those under a folder (sorted; no history files), or the given
+    file(s)."""
+    return [Path(p) for p in _files(source, skip=HISTORY_SUFFIX)]
 
 
 def read_histories(source: str | os.PathLike | list[str | os.PathLike]):

@@ -32,8 +32,8 @@ from gnnbench.errors import ConfigError
 
 # rule -> the suite's `resources` stage that sizes it (the key named in errors)
 RULE_STAGES = {"train": "train", "train_inits": "train", "fc_inner": "train", "fc_final": "train",
-               "dataset": "dataset", "dataset_from_shards": "dataset", "label_shard": "label_shard",
-               "laplacian_pe": "features"}
+               "tune_round": "train", "dataset": "dataset", "dataset_from_shards": "dataset",
+               "label_shard": "label_shard", "laplacian_pe": "features"}
 # squeue pending reasons that no amount of waiting clears: the request exceeds a partition / QOS / association
 # limit on one job, or names something that does not exist
 NEVER_STARTS = ("PartitionConfig", "PartitionTimeLimit", "PartitionNodeLimit", "BadConstraints", "InvalidAccount",

@@ -157,6 +157,14 @@ class Suite:
         """The run records every job writes (``results/records/...``, :mod:`gnnbench.records`)."""
         return [f for b in self.benchmarks.values() for f in b.record_files()]
 
+    def tuning_files(self) -> list[str]:
+        """Every search's round records and selection (``docs/tuning.md``; none without ``tuning``)."""
+        return [f for b in self.benchmarks.values() for f in b.tuning_files()]
+
+    def tuned_benchmarks(self) -> list[str]:
+        """The benchmarks that tune some model."""
+        return [name for name, b in self.benchmarks.items() if b.tuning]
+
     def metrics_files(self, dataset: str) -> list[str]:
         """A benchmark's own training outputs (benchmarking-gnns: every run's ``metrics.json``): caches of its jobs;
         the tables read the run records (:meth:`record_files`)."""

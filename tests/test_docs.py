@@ -35,7 +35,8 @@ MODULE_DOCS = ["gnnbench.models.plugins", "gnnbench.models.adapters", "gnnbench.
                "gnnbench.models.registry", "gnnbench.models.build", "gnnbench.protocols", "gnnbench.protocols.registry",
                "gnnbench.protocols.base", "gnnbench.protocols.benchmarking_gnns",
                "gnnbench.protocols.pitfalls", "gnnbench.protocols.fair_comparison", "gnnbench.data.store",
-               "gnnbench.cli", "gnnbench.training.engine", "gnnbench.records"]
+               "gnnbench.cli", "gnnbench.training.engine", "gnnbench.records", "gnnbench.tuning.space",
+               "gnnbench.tuning.sampler", "gnnbench.tuning.pruning", "gnnbench.tuning.select", "gnnbench.tuning.record"]
 
 
 def scanned_files() -> list[Path]:

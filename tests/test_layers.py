@@ -24,7 +24,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("models", ("gnnbench.models",)),
     ("run configs", ("gnnbench.config",)),
     ("training", ("gnnbench.training",)),
-    ("records and reports", ("gnnbench.records", "gnnbench.reporting")),
+    ("records and reports", ("gnnbench.records", "gnnbench.reporting", "gnnbench.tuning")),
     ("protocols", ("gnnbench.protocols",)),
     ("suite and stages", ("gnnbench.suite", "gnnbench.pipeline", "gnnbench.baselines", "gnnbench.report_jobs")),
     ("entry points", ("gnnbench.cli", "gnnbench.script_job")),
@@ -61,6 +61,8 @@ WITHOUT_TORCH = ("gnnbench.cli", "gnnbench.suite", "gnnbench.pipeline", "gnnbenc
                  "gnnbench.data.generators", "gnnbench.records", "gnnbench.protocols.registry",
                  "gnnbench.protocols.benchmarking_gnns.tables", "gnnbench.protocols.fair_comparison.tables",
                  "gnnbench.protocols.pitfalls.tables", "gnnbench.protocols.fair_comparison.select",
+                 "gnnbench.protocols.tuning",
+                 "gnnbench.tuning.space", "gnnbench.tuning.sampler", "gnnbench.tuning.select", "gnnbench.tuning.record",
                  *(f"gnnbench.reporting.{p.stem}" for p in sorted((PACKAGE / "reporting").glob("*.py"))
                    if p.stem != "__init__"))
 

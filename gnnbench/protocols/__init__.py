@@ -27,3 +27,10 @@ def tables_module(name: str):
     unknown name is a ConfigError (:func:`gnnbench.papers.protocol_paper`)."""
     protocol_paper(name)
     return importlib.import_module(f"gnnbench.protocols.{name.replace('-', '_')}.tables")
+
+
+def tune_module(name: str):
+    """The tuning module of protocol ``name`` (``gnnbench.protocols.<package>.tune``: ``train_trials``, one round's
+    trials trained where the protocol tunes; ``docs/tuning.md``), imported when a round job runs (it loads torch)."""
+    protocol_paper(name)
+    return importlib.import_module(f"gnnbench.protocols.{name.replace('-', '_')}.tune")

@@ -13,8 +13,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from gnnbench import paths
 from gnnbench.errors import ConfigError, GnnbenchError
 from gnnbench.models.plugins import located
+from gnnbench.protocols import tune_module
+from gnnbench.protocols.tuning import MAIN_SEARCH, Search
 from gnnbench.records import read_runs
 from gnnbench.reporting.significance import unit_scores
 
@@ -36,6 +39,9 @@ class Benchmark(ABC):
     dataset: str
     protocol: str
     models: dict[str, ModelSpec] = field(default_factory=dict)
+    # tuned models (gnnbench.protocols.tuning; docs/tuning.md): label -> its search; each also has its scored runs
+    # in ``models`` under ``<label>-tuned``
+    tuning: dict[str, Search] = field(default_factory=dict)
 
     @abstractmethod
     def run_files(self) -> list[str]:
@@ -63,6 +69,69 @@ class Benchmark(ABC):
     def plot_kinds(self) -> list[str]:
         """Figures of the report beside the tables (kinds of :data:`gnnbench.paths.PLOT_FILE`; none by default)."""
         return []
+
+    # ------------------------------------------------------------------------------------ tuning (docs/tuning.md)
+
+    def add_tuned(self, label: str, tuned: str) -> None:
+        """Plan the scored runs of model ``label``'s selected configuration under the label ``tuned``: by default
+        those of a model with ``label``'s config (the selection's values replace the tuned ones when its jobs run),
+        and no preset (a tuned row is not the paper's configuration)."""
+        self.models[tuned] = ModelSpec(tuned, None, dict(self.models[label].config))
+
+    def searches(self, model: str) -> list[str]:
+        """The searches of a tuned model (the ``{search}`` of :data:`gnnbench.paths.TUNING_DIR`): one, ``main``, by
+        default; fair-comparison searches once per outer fold."""
+        return [MAIN_SEARCH]
+
+    def tuning_scope(self, model: str, search: str) -> dict:
+        """What the trials of a search train on besides their configs (the protocol's ``tune`` module reads it):
+        the fold, the splits, the seed. A ConfigError by default: the protocol does not tune."""
+        raise ConfigError(f"benchmarks.{self.dataset}.tuning: protocol {self.protocol} does not tune models")
+
+    def tuning_config(self, model: str) -> dict:
+        """The config a search of ``model`` puts its sampled values in: the model's resolved config by default."""
+        return self.models[model].config
+
+    def tuning_job(self, model: str, search: str, round_: int) -> dict:
+        """Everything a round job of a search is told (JSON): the protocol, dataset, model label, search and round,
+        the first trial's number and how many it asks, the search's settings, the config the trials start from
+        (:meth:`tuning_config`) and the protocol's scope (:meth:`tuning_scope`). Not the budget: a larger one adds
+        rounds and leaves the earlier rounds' jobs as they are."""
+        s = self.tuning[model]
+        return {"protocol": self.protocol, "dataset": self.dataset, "model": model, "search": search,
+                "round": round_, "first": round_ * s.per_round, "size": s.round_size(round_), "sampler": s.sampler,
+                "seed": s.seed, "pruner": s.pruner, "min_epochs": s.min_epochs, "space": s.space,
+                "config": self.tuning_config(model), "scope": self.tuning_scope(model, search)}
+
+    def trial_record_file(self, model: str, search: str, round_: int) -> str:
+        """The run-record file of one round of a search (its trials, stage ``trial``)."""
+        return paths.RECORD_FILE.format(protocol=self.protocol, dataset=self.dataset, model=model,
+                                        job=paths.TRIAL_RECORD_JOB.format(search=search, round=round_))
+
+    def trial_record_files(self, model: str, search: str, rounds: int | None = None) -> list[str]:
+        """The run-record files of the first ``rounds`` rounds of a search (None: all): what the next round and
+        the selection read."""
+        rounds = self.tuning[model].rounds if rounds is None else rounds
+        return [self.trial_record_file(model, search, r) for r in range(rounds)]
+
+    def tuning_selection(self, model: str, search: str) -> str:
+        """The selection file of a search (:data:`gnnbench.paths.TUNING_SELECTION`)."""
+        return paths.TUNING_SELECTION.format(protocol=self.protocol, dataset=self.dataset, model=model,
+                                             search=search)
+
+    def tuned_selection(self, tuned: str) -> str | None:
+        """The selection a scored run of model label ``tuned`` reads (None: a published configuration); the
+        protocols that search once per model read the one search's."""
+        for label, search in self.tuning.items():
+            if search.tuned_label == tuned:
+                return self.tuning_selection(label, MAIN_SEARCH)
+        return None
+
+    def tuning_files(self) -> list[str]:
+        """Every round's trial records and every search's selection: targets of the workflow's ``all`` rule (the
+        tuned runs read the selections; the report's tuning tables read the records)."""
+        return [f for label in self.tuning for search in self.searches(label)
+                for f in [*self.trial_record_files(label, search), self.tuning_selection(label, search)]]
 
 
 def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
@@ -186,6 +255,18 @@ class Protocol(ABC):
         workflow."""
         raise ConfigError(f"aggregate: protocol {self.name} makes its tables in the workflow (snakemake); "
                           "`gnnbench aggregate` has none for it")
+
+    # ------------------------------------------------------------------------------------ tuning
+
+    def tuning_direction(self, meta) -> str:
+        """``maximize`` or ``minimize``: the direction of the validation score a search optimises on a dataset
+        (``meta``), as the ``direction`` of the protocol's ``tune`` module says (imported when a round job runs)."""
+        return tune_module(self.name).direction(meta)
+
+    def train_trials(self, **job) -> list[dict]:
+        """Train one round's trials (the ``train_trials`` of the protocol's package's ``tune`` module, imported
+        only when a round runs: it loads torch): one result per trial (:mod:`gnnbench.protocols.tuning_jobs`)."""
+        return tune_module(self.name).train_trials(**job)
 
     # ------------------------------------------------------------------------------------ reports
 

@@ -57,7 +57,9 @@ def folds_from_records(records: pd.DataFrame) -> list[dict]:
     validation accuracy in the fold's model-selection (``inner``) records, the number of candidates and of diverged
     ones there, the configuration's depth (the final record's ``extra`` ``layers``: none in records written before
     it was kept), and the final runs' scores (a diverged run has none; the fold's test and train accuracy are the mean
-    over the others). A fold whose final configuration is not among its model-selection records is a DataError."""
+    over the others). A tuned model's fold (the final records' ``extra.tuning``) takes its candidates, failed ones
+    and validation accuracy from its search. A fold whose final configuration is not among its model-selection
+    records is a DataError."""
     finals = records[records["stage"] == "final"]
     inner = records[records["stage"] == "inner"]
     if finals.empty:
@@ -68,18 +70,22 @@ def folds_from_records(records: pd.DataFrame) -> list[dict]:
         chosen_id = runs["config_id"].iloc[0]
         candidates = inner[(inner["model"] == label) & (inner["split"] == fold)]
         chosen = candidates[candidates["config_id"] == chosen_id]
-        if chosen.empty:
+        tuning = extras(runs.iloc[:1])[0].get("tuning")
+        if tuning is not None:  # a tuned model: its fold's search chose on the inner hold-out (docs/tuning.md)
+            counts = (tuning["trials"], tuning["failed"], tuning["val_score"])
+        elif chosen.empty:
             raise DataError(f"the final runs of {label} on outer fold {fold} trained configuration {chosen_id}, which "
                             f"is not among the fold's {len(candidates)} model-selection records; rerun snakemake for "
                             "that fold's model selection and final runs")
+        else:
+            counts = (len(candidates), int(candidates["status"].eq("diverged").sum()),
+                      float(chosen["val_score"].iloc[-1]))
         config = json.loads(runs["config"].iloc[0])
         scored = runs[runs["status"].ne("diverged")]  # a diverged final run has no score
         test = runs["test_score"].astype(float)
         folds.append({"model": label, "architecture": runs["architecture"].iloc[0], "fold": int(fold),
-                      "config_id": chosen_id, "candidates": len(candidates),
-                      "diverged_candidates": int(candidates["status"].eq("diverged").sum()),
-                      "layers": extras(runs.iloc[:1])[0].get("layers"),
-                      "val_accuracy": float(chosen["val_score"].iloc[-1]),
+                      "config_id": chosen_id, "candidates": counts[0], "diverged_candidates": counts[1],
+                      "layers": extras(runs.iloc[:1])[0].get("layers"), "val_accuracy": float(counts[2]),
                       "test_accuracy": float(np.mean(scored["test_score"].to_numpy(float))) if len(scored) else np.nan,
                       "train_accuracy": (float(np.mean(scored["train_score"].to_numpy(float))) if len(scored)
                                          else np.nan),

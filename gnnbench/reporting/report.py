@@ -35,7 +35,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-size: 12px; }
 h2, h3 { margin: 0.8em 0 0.3em 0; }
 """
-_SKIP_FIELDS = ("dataset", "protocol", "models", "grids")  # benchmark fields not listed as settings
+_SKIP_FIELDS = ("dataset", "protocol", "models", "grids", "tuning")  # benchmark fields not listed as settings
 
 
 def _plain(value):
@@ -56,9 +56,13 @@ def suite_description(suite, config: dict) -> dict:
                     if f.name not in _SKIP_FIELDS and getattr(benchmark, f.name) not in (None, {}, [])}
         if entry.get("set"):
             settings["set"] = entry["set"]
+        if entry.get("tuning"):
+            settings["tuning"] = entry["tuning"]
+        tuned = {search.tuned_label: label for label, search in benchmark.tuning.items()}
         models = {}
         for label, spec in benchmark.models.items():
-            raw = entry["models"][label]
+            raw = entry["models"][label] if label not in tuned else {
+                "tuned": tuned[label], "trials": benchmark.tuning[tuned[label]].trials}
             raw = {"preset": raw} if isinstance(raw, str) else raw
             model = {"preset": spec.preset, "architecture": spec.config.get("model")}
             model.update({k: v for k, v in raw.items() if k not in ("preset", "model")})

@@ -54,6 +54,7 @@ import math
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -125,16 +126,17 @@ def p1_rules(schedule: PlateauSchedule, cfg: dict, time_limit_s: float) -> list:
 
 def p1_fit(guard: StopOnSignal, out_dir: Path, key: str, model: torch.nn.Module, optimizer, scheduler,
            shuffle: torch.Generator, monitor: str, cfg: dict, time_limit_s: float, train_epoch,
-           log_row) -> tuple[Run, SingleStep, list, Checkpoint]:
+           log_row, more_rules: Callable[[], list] = list) -> tuple[Run, SingleStep, list, Checkpoint]:
     """A benchmarking-gnns run trained to its end on the engine (:func:`~gnnbench.training.engine.fit_or_resume`):
     its checkpoint after every epoch (resumed when the key matches), the rules of :func:`p1_rules` with
-    ReduceLROnPlateau on ``monitor``; ``train_epoch(state)`` gives a row, ``log_row(row)`` logs it."""
+    ReduceLROnPlateau on ``monitor`` and ``more_rules()`` (a tuning round's pruner); ``train_epoch(state)`` gives a
+    row, ``log_row(row)`` logs it."""
     checkpoint = Checkpoint(out_dir / CHECKPOINT_FILE, key, guard)
 
     def make():
         schedule = PlateauSchedule(scheduler, monitor, cfg["min_lr"])
         return Run(1), SingleStep(train_epoch, {"model": model, "optimizer": optimizer}), [
-            PerMember([p1_rules(schedule, cfg, time_limit_s)])]
+            PerMember([p1_rules(schedule, cfg, time_limit_s)]), *more_rules()]
 
     run, step, rules = fit_or_resume(make, checkpoint, lambda step: shuffle,
                                      after_epoch=lambda run, members, rows: log_row(rows[0]))
@@ -271,12 +273,15 @@ def _train_run(guard: StopOnSignal, *, dataset_dir, splits_path, fold, config, o
 
 
 def train_one(guard: StopOnSignal, data: RunData, cfg: dict, out_dir: Path, label: str | None,
-              setup_start: float, order_seed: int | None = None, extra: dict | None = None) -> dict:
+              setup_start: float, order_seed: int | None = None, extra: dict | None = None,
+              more_rules: Callable[[], list] = list) -> dict:
     """Train the run of ``cfg`` (its seed) on ``data`` and write its outputs in ``out_dir``; returns its results.
 
     ``order_seed``: the seed of the mini-batch order (default: the run's own seed, as every separate run; another
     seed reproduces a member of a seed stack, :mod:`gnnbench.training.last_epoch_stack`). ``extra``: added to the
-    checkpoint key and to ``metrics.json`` (what job the run was trained in)."""
+    checkpoint key and to ``metrics.json`` (what job the run was trained in). ``more_rules()``: rules beside the
+    protocol's (a tuning trial's pruner). Data without a test loader (a tuning trial's) is scored on train and
+    validation only."""
     meta, loaders, loss_fn, dev = data.meta, dict(data.loaders), data.loss_fn, data.dev
     model, optimizer, scheduler, shuffle = data.build(cfg)
     if order_seed is not None:
@@ -300,12 +305,13 @@ def train_one(guard: StopOnSignal, data: RunData, cfg: dict, out_dir: Path, labe
         val_loss = val_score = test_loss = test_score = math.nan  # diverged: not evaluated (the run stops)
         if math.isfinite(train_loss):
             val_loss, val_score = evaluate(model, loaders["val"], loss_fn, metric, dev)
-            test_loss, test_score = evaluate(model, loaders["test"], loss_fn, metric, dev)
+            if "test" in loaders:
+                test_loss, test_score = evaluate(model, loaders["test"], loss_fn, metric, dev)
         return {"epoch": state.epoch, "lr": lr, "train_loss": train_loss, "train_metric": train_score,
                 "val_loss": val_loss, "val_metric": val_score, "test_loss": test_loss, "test_metric": test_score}
 
     run, fitted, rules, checkpoint = p1_fit(guard, out_dir, key, model, optimizer, scheduler, shuffle, "val_loss",
-                                            cfg, time_limit_s, step, log_epoch)
+                                            cfg, time_limit_s, step, log_epoch, more_rules)
     state = run.states[0]
     results = final_results(data, cfg, model, metric, state, label, num_params, setup_s, extra)
     write_outputs(guard, checkpoint, payload(run, fitted, rules, shuffle), out_dir, results, state.history,
@@ -328,7 +334,7 @@ def final_results(data: RunData, cfg: dict, model: torch.nn.Module, metric, stat
     final_start = time.perf_counter()
     final, per_task = {}, {}
     for part, loader in (("train", "train_eval"), ("val", "val"), ("test", "test")):
-        if state.diverged:  # no score: the weights are not finite (module docstring)
+        if state.diverged or loader not in data.loaders:  # diverged: the weights are not finite (module docstring)
             final[part], per_task[part] = (None, None), {}
             continue
         final[part] = evaluate(model, data.loaders[loader], data.loss_fn, metric, dev)

@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -204,7 +204,8 @@ class SeedStackStep(Step):
         return [PerMember([p1_rules(m.schedule, m.cfg, time_limit_s) for m in self.seed_runs])]
 
     def epoch(self, run: Run, members: list[int]) -> list[dict]:
-        """One epoch of the stack: each member's learning rate, then training, validation and test passes."""
+        """One epoch of the stack: each member's learning rate, then training, validation and test passes (no test
+        pass for data without a test loader: tuning trials)."""
         data = self.data
         lrs = [self.seed_runs[m].schedule.lr for m in members]
         self.optimizer.lr.copy_(torch.tensor(lrs, dtype=self.optimizer.lr.dtype, device=self.optimizer.lr.device))
@@ -214,8 +215,10 @@ class SeedStackStep(Step):
                                                       loss_fn, metrics, data.dev)
         val_loss, val_score = evaluate_members(self.stack, self.split, count, data.loaders["val"], loss_fn, metrics,
                                                data.dev)
-        test_loss, test_score = evaluate_members(self.stack, self.split, count, data.loaders["test"], loss_fn,
-                                                 metrics, data.dev)
+        test_loss, test_score = [math.nan] * count, [math.nan] * count
+        if "test" in data.loaders:
+            test_loss, test_score = evaluate_members(self.stack, self.split, count, data.loaders["test"], loss_fn,
+                                                     metrics, data.dev)
         rows = []
         for i, m in enumerate(members):
             row = {"epoch": run.states[m].epoch, "lr": lrs[i], "train_loss": float(train_loss[i]),
@@ -272,19 +275,23 @@ class SeedStackStep(Step):
 
 
 def train_stack(guard: StopOnSignal, data: RunData, cfgs: list[dict], out_dirs: list[Path], label: str | None,
-                setup_start: float) -> list[dict]:
+                setup_start: float, more_rules: Callable[[], list] = list) -> list[dict]:
     """The seeds' runs as one wide stack on the engine, resumed from the stack's checkpoint (in the first seed's run
     folder) where it is this stack's; a member that had finished before a stop has its outputs rewritten (Snakemake
-    removes a failed job's outputs). Their results in seed order."""
+    removes a failed job's outputs). Their results in seed order. ``cfgs`` may differ in their learning rate, weight
+    decay and dropout (a tuning round's trials of one shape); ``more_rules()``: rules beside the runs' own (the
+    round's pruner)."""
     def make():
         step = SeedStackStep(guard, data, cfgs, out_dirs, label, time.perf_counter() - setup_start)
         run = Run(len(cfgs))
         step.bind(run)
-        return run, step, step.rules(data.time_limit_s)
+        return run, step, [*step.rules(data.time_limit_s), *more_rules()]
 
     seeds = [c["seed"] for c in cfgs]
-    checkpoint = Checkpoint(out_dirs[0] / STACK_CHECKPOINT, data.key(cfgs[0], seeds=seeds, stack=True), guard,
-                            label=f"the seed stack {seeds}")
+    # members of other configs (a tuning round's trials) are part of what the stack is
+    others = {"members": cfgs} if any({**c, "seed": 0} != {**cfgs[0], "seed": 0} for c in cfgs) else {}
+    checkpoint = Checkpoint(out_dirs[0] / STACK_CHECKPOINT, data.key(cfgs[0], seeds=seeds, stack=True, **others),
+                            guard, label=f"the seed stack {seeds}")
 
     def log_rows(run: Run, members: list[int], rows) -> None:
         for m, row in zip(members, rows, strict=True):

@@ -63,6 +63,16 @@ def run_inputs(wildcards):
     return files
 
 
+def tuning_round_inputs(wildcards):
+    """Dataset, split file, what the protocol's trials need (a positional-encoding file) and the records of every
+    earlier round of the search."""
+    benchmark = benchmark_of(wildcards)
+    files = {**dataset_files(wildcards.dataset), "splits": paths.SPLITS_FILE.format(dataset=wildcards.dataset),
+             "previous": benchmark.trial_record_files(wildcards.model, wildcards.search, int(wildcards["round"]))}
+    pe = benchmark.tuning_scope(wildcards.model, wildcards.search).get("pe")
+    return {**files, "pe": pe} if pe else files
+
+
 def model_presets(dataset):
     """Label -> the preset the suite builds it from (None: none): the tables check the paper's settings against it."""
     return {label: spec.preset for label, spec in SUITE.benchmarks[dataset].models.items()}

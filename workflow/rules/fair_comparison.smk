@@ -58,7 +58,8 @@ rule fc_select:
 rule fc_final:
     input:
         unpack(run_inputs),
-        selection=paths.SELECTION_FILE,
+        # the grid search's selection, or a tuned model's search of the fold (docs/tuning.md)
+        selection=lambda wc: benchmark_of(wc).final_selection(wc.model, int(wc.fold)),
     output:
         runs=paths.FINAL_FILE,
         history=paths.FINAL_HISTORY_FILE,

@@ -6,6 +6,7 @@ from gnnbench.script_job import job
 
 with job(snakemake):
     from gnnbench.protocols.fair_comparison.train import run_final
+    from gnnbench.protocols.tuning import selection_extra
 
     run_final(
         dataset_dir=Path(snakemake.input.meta).parent, splits_path=snakemake.input.splits,
@@ -13,4 +14,4 @@ with job(snakemake):
         holdout=snakemake.params.holdout, seed=snakemake.params.seed, out=snakemake.output.runs,
         history_out=snakemake.output.history, device=snakemake.params.device, threads=snakemake.threads,
         label=snakemake.wildcards.model, records_out=snakemake.output.records,
-        stack=bool(snakemake.params.get("stack", False)))
+        stack=bool(snakemake.params.get("stack", False)), record_extra=selection_extra(snakemake.input.selection))

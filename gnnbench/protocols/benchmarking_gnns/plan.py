@@ -23,6 +23,7 @@ from gnnbench.protocols.benchmarking_gnns import (
     TABLE_FORMATS,
 )
 from gnnbench.protocols.benchmarking_gnns.tables import aggregate_tables
+from gnnbench.protocols.tuning import plan_tuning
 from gnnbench.reporting.plots import pe_pairs
 from gnnbench.splits import GRAPH_SCHEMES
 
@@ -71,9 +72,25 @@ class BenchmarkingGNNsBenchmark(Benchmark):
                                          job=RECORD_JOB.format(**run)) for run in self.runs()]
 
     def job_inputs(self, model: str) -> dict[str, str]:
-        """The Laplacian positional-encoding file (``pe``) when the model's config asks for one, else nothing."""
+        """The Laplacian positional-encoding file (``pe``) when the model's config asks for one, and a tuned
+        model's selection (``tuning``), else nothing."""
         k = self.pe_dim(model)
-        return {"pe": paths.PE_FILE.format(dataset=self.dataset, k=k)} if k else {}
+        files = {"pe": paths.PE_FILE.format(dataset=self.dataset, k=k)} if k else {}
+        selection = self.tuned_selection(model)
+        return {**files, "tuning": selection} if selection else files
+
+    def add_tuned(self, label: str, tuned: str) -> None:
+        """The tuned model's runs: the seeds and folds of ``label``'s."""
+        super().add_tuned(label, tuned)
+        if label in self.model_seeds:
+            self.model_seeds[tuned] = list(self.model_seeds[label])
+
+    def tuning_scope(self, model: str, search: str) -> dict:
+        """The trials train on the benchmark's first fold with the model's first seed and are scored on its
+        validation part at the last epoch; ``pe``: the positional-encoding file where the config uses one; ``stack``:
+        trials of one shape as one wide stack where the benchmark stacks its seeds (None: on CUDA), else False."""
+        return {"fold": self.folds[0], "seed": int(self.model_seeds.get(model, self.seeds)[0]),
+                "pe": self.job_inputs(model).get("pe"), "stack": None if self.stack else False}
 
     def pe_pairs(self) -> list[tuple[str, str, str]]:
         """(architecture, label without PE, label with PE) of the models whose configs differ by Laplacian
@@ -209,6 +226,9 @@ class BenchmarkingGNNs(Protocol):
                 config = run_config(preset, own, where=model_where, protocol=self.name)
             check_buildable(config, dataset.meta, model_where, DWIVEDI2020)
             benchmark.models[label] = ModelSpec(label, preset, config)
+        if dataset.meta.task == "link_prediction" and "tuning" in entry:
+            raise ConfigError(f"{where}.tuning: tuning does not train link-prediction runs ({dataset.name}); drop it")
+        plan_tuning(benchmark, entry, where)
         return benchmark
 
 

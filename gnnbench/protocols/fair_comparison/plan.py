@@ -27,6 +27,7 @@ from gnnbench.protocols.fair_comparison import (
     INNER_FILE,
     INNER_RECORD_JOB,
     NAME,
+    SELECTION_FILE,
     TABLE_FILE,
     TABLE_FORMATS,
     TRAINING_DEFAULTS,
@@ -35,6 +36,7 @@ from gnnbench.protocols.fair_comparison import (
 )
 from gnnbench.protocols.fair_comparison.grid import expand_grid, stack_groups
 from gnnbench.protocols.fair_comparison.select import select
+from gnnbench.protocols.tuning import plan_tuning
 
 
 @dataclass
@@ -104,6 +106,39 @@ class FairComparisonBenchmark(Benchmark):
     def plot_kinds(self) -> list[str]:
         """Score bars: outer-fold test accuracy beside the selected configurations' validation accuracy."""
         return ["bars"]
+
+    # tuning (docs/tuning.md): Errica's model selection inside each outer fold, by a search instead of the grid
+
+    def add_tuned(self, label: str, tuned: str) -> None:
+        """The tuned model has no grid (no model-selection jobs): its final runs read its search's selection."""
+        self.models[tuned] = ModelSpec(tuned, None, dict(self.models[label].config))
+        self.grids[tuned] = []
+
+    def tuning_config(self, model: str) -> dict:
+        """The first configuration of the model's grid (grid order): a search puts its values in it, so that every
+        key the grid sets has a value."""
+        return self.grids[model][0]
+
+    def searches(self, model: str) -> list[str]:
+        """One search per outer fold (``fold{f}``)."""
+        return [f"fold{f}" for f in self.folds]
+
+    def tuning_scope(self, model: str, search: str) -> dict:
+        """The trials of outer fold f train on its inner-training graphs, early-stopping on its inner hold-out
+        (seeded as grid points), scored by the validation accuracy at the early-stopping epoch."""
+        return {"fold": int(search.removeprefix("fold")), "seed": self.seed}
+
+    def final_selection(self, model: str, fold: int) -> str:
+        """The selection the final runs of ``model`` on outer fold ``fold`` read: the grid search's
+        (:data:`SELECTION_FILE`), or a tuned model's search of that fold."""
+        for label, search in self.tuning.items():
+            if search.tuned_label == model:
+                return self.tuning_selection(label, f"fold{fold}")
+        return SELECTION_FILE.format(dataset=self.dataset, model=model, fold=fold)
+
+    def tuned_selection(self, tuned: str) -> str | None:
+        """None: the final runs of a fold read its own search's selection (:meth:`final_selection`)."""
+        return None
 
 
 class FairComparison(Protocol):
@@ -223,6 +258,7 @@ class FairComparison(Protocol):
             check_configs(configs, dataset.meta, model_where)
             benchmark.models[label] = ModelSpec(label, model.get("preset"), base)
             benchmark.grids[label] = configs
+        plan_tuning(benchmark, entry, where)
         return benchmark
 
 

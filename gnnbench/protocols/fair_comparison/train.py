@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,7 @@ from gnnbench.splits import read_splits
 from gnnbench.training.best_epoch import holdout_fit, holdout_results
 from gnnbench.training.best_epoch_stack import HoldoutStack
 from gnnbench.training.checkpoint import read_checkpoint
-from gnnbench.training.engine import Checkpoint, Job, stoppable
+from gnnbench.training.engine import Checkpoint, Job, Rule, stoppable
 from gnnbench.training.environment import device_name, package_versions, resolve_device
 from gnnbench.training.wide import NotWidenable
 
@@ -102,8 +103,9 @@ def _parts_key(parts: dict[str, np.ndarray]) -> dict[str, str]:
 
 
 def _train_alone(job: Job, data: _Data, config: dict, parts: dict[str, np.ndarray], seed: int, what: dict,
-                 device) -> dict:
-    """One training run (module docstring), a unit of ``job`` whose key is the run's (config, data, parts, seed)."""
+                 device, more_rules: Callable[[], list[Rule]] = list) -> dict:
+    """One training run (module docstring), a unit of ``job`` whose key is the run's (config, data, parts, seed);
+    ``more_rules()``: rules added to the fit's own (a tuning round's pruner)."""
     key = sha256_json({"config": config, "data": data.key, "seed": seed, "parts": _parts_key(parts)})
     cfg = coerce_all(config, "config", protocol_types(ERRICA2020, config))
     tensors = {p: torch.from_numpy(v) for p, v in parts.items()}
@@ -113,7 +115,8 @@ def _train_alone(job: Job, data: _Data, config: dict, parts: dict[str, np.ndarra
     def make():
         torch.manual_seed(seed)
         built[:] = [build_model(cfg, model_data, default_variant=ERRICA2020).to(device)]
-        return holdout_fit(built[0], data.store, tensors, cfg, device=device)
+        run, step, rules = holdout_fit(built[0], data.store, tensors, cfg, device=device)
+        return run, step, [*rules, *more_rules()]
 
     def finish(run, step):
         out = holdout_results(run)[0]
@@ -244,9 +247,11 @@ def final_parts(data: _Data, fold: int, run: int, holdout: str, seed: int) -> di
 def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int, holdout: str, seed: int,
               out: str | os.PathLike, history_out: str | os.PathLike, device: str = "auto",
               threads: int | None = None, label: str | None = None,
-              records_out: str | os.PathLike | None = None, stack: bool = False) -> None:
-    """The final trainings of the configuration chosen for ``fold`` (read from its selection file); with
-    ``records_out`` also their run records (:mod:`gnnbench.records`; ``label``: the suite's model label).
+              records_out: str | os.PathLike | None = None, stack: bool = False,
+              record_extra: dict | None = None) -> None:
+    """The final trainings of the configuration chosen for ``fold`` (read from its selection file: the grid
+    search's or a tuned model's, ``docs/tuning.md``); with ``records_out`` also their run records
+    (:mod:`gnnbench.records`; ``label``: the suite's model label; ``record_extra``: added to their ``extra``).
 
     ``stack``: where the runs hold out the same graphs (``final_holdout: selection``) they train as one wide stack
     (:func:`_train_stack`) where the model widens, else one after another (exactly as without ``stack``; one log
@@ -291,7 +296,7 @@ def run_final(*, dataset_dir, splits_path, fold: int, selection_path, runs: int,
             if records_out is not None:
                 _write_records(records_out, "final", data, fold, label or selection["model"],
                                [chosen["config"]] * len(rows), rows, weights, dev,
-                               [[h for h in history if h["run"] == r] for r in range(len(rows))])
+                               [[h for h in history if h["run"] == r] for r in range(len(rows))], record_extra)
             units.save(finished=True)
 
     _stoppable(job, out)
@@ -302,7 +307,8 @@ def _same_parts(parts: list[dict[str, np.ndarray]]) -> bool:
 
 
 def _train_stack(job: Job, data: _Data, configs: list[dict], parts: list[dict[str, np.ndarray]], seeds: list[int],
-                 whats: list[dict], device, kind: str, observers: list[list[dict]] | None = None) -> list[dict] | None:
+                 whats: list[dict], device, kind: str, observers: list[list[dict]] | None = None,
+                 more_rules: Callable[[], list[Rule]] = list) -> list[dict] | None:
     """Runs of one shape (configuration r with ``seeds[r]``, all on the same ``parts``) trained as one wide stack
     (:class:`gnnbench.training.best_epoch_stack.HoldoutStack`), a unit of ``job``; None where the model does not
     widen (one log line per model and reason says why) and the caller trains them one by one.
@@ -314,7 +320,8 @@ def _train_stack(job: Job, data: _Data, configs: list[dict], parts: list[dict[st
     ``observers[r]``: the configurations that member r's trajectory serves (they differ from ``configs[r]`` only in
     :data:`OBSERVER_KEYS`; :func:`_train_observed`); then ``whats`` and the results are one per observing
     configuration, members in order, and a result's id is also from the trajectory's id (the member's configuration
-    without the observer keys) and its stopping settings."""
+    without the observer keys) and its stopping settings. ``more_rules()``: rules added to the stack's own (a tuning
+    round's pruner)."""
     name = configs[0].get("model", "model")
     part_keys = _parts_key(parts[0])
     if observers is None:
@@ -348,7 +355,7 @@ def _train_stack(job: Job, data: _Data, configs: list[dict], parts: list[dict[st
         step = HoldoutStack(builds, seeds, cfgs, data.store, tensors, device=device, frozen=[set(f) for _, f in built],
                             observers=observed)
         run, rules = step.fit_parts()
-        return run, step, rules
+        return run, step, [*rules, *more_rules()]
 
     def finish(run, step):
         return [_outcome(key, what, config, s, out, out["num_params"], stack=stack_key)
@@ -375,7 +382,7 @@ def _explain(name: str, reason: str, kind: str = "final runs",
 
 
 def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, configs: list[dict], rows: list[dict],
-                   weights: list[int], dev, histories: list[list[dict]]) -> None:
+                   weights: list[int], dev, histories: list[list[dict]], extra: dict | None = None) -> None:
     """The run records (:mod:`gnnbench.records`) of a job's inner (model-selection) or final runs and their history
     record (``histories``: each run's epochs): the early-stopping epoch is the scored one; inner runs have no test
     part; a final run's ``init`` is its index; ``weights``: each run's trainable parameters; ``extra`` holds the
@@ -395,6 +402,7 @@ def _write_records(path, stage: str, data: _Data, fold: int, label: str | None, 
                for what, key in (("score", "accuracy"), ("loss", "loss"))},
             epochs=r["epochs"], scored_epoch=None if diverged else r["best_epoch"], stop_reason=r["stop_reason"],
             status=r["status"], diverged_epoch=r.get("diverged_epoch"), seconds=r["seconds"],
-            num_params=num_params, device=device, versions=versions, extra={"layers": num_layers(config)}))
+            num_params=num_params, device=device, versions=versions,
+            extra={"layers": num_layers(config), **(extra or {})}))
     write_records(path, records, history=[history_frame(h, rec["run_id"], score="accuracy")
                                           for h, rec in zip(histories, records, strict=True)])

@@ -29,6 +29,7 @@ from gnnbench.protocols.pitfalls import (
     TRAINING_DEFAULTS,
 )
 from gnnbench.protocols.pitfalls.tables import dataset_report
+from gnnbench.protocols.tuning import plan_tuning
 from gnnbench.splits import NODE_SCHEMES
 
 
@@ -71,6 +72,16 @@ class PitfallsBenchmark(Benchmark):
         """The dataset's table (CSV, Markdown, Parquet) and its box plot (PNG, SVG)."""
         return ([TABLE_FILE.format(dataset=self.dataset, ext=ext) for ext in TABLE_FORMATS]
                 + [PLOT_FILE.format(dataset=self.dataset, ext=ext) for ext in PLOT_FORMATS])
+
+    def job_inputs(self, model: str) -> dict[str, str]:
+        """A tuned model's selection (``tuning``), else nothing."""
+        selection = self.tuned_selection(model)
+        return {"tuning": selection} if selection else {}
+
+    def tuning_scope(self, model: str, search: str) -> dict:
+        """The trials train one initialisation each on the first ``tuning.splits`` random splits (seeded as the
+        benchmark's runs) and are scored by their mean validation accuracy at the early-stopping epoch."""
+        return {"splits": list(range(self.tuning[model].splits)), "seed": self.seed}
 
     def record_files(self) -> list[str]:
         """One run-record file per job (job name ``chunk{c}``), holding a record per split × initialisation."""
@@ -163,6 +174,7 @@ class Pitfalls(Protocol):
                                                         protocol=self.name)}
             check_model(config, dataset.meta, model_where)
             benchmark.models[label] = ModelSpec(label, model.get("preset"), config)
+        plan_tuning(benchmark, entry, where, num_splits=benchmark.num_splits)
         return benchmark
 
     def check_suite(self, benchmarks: list[Benchmark], all_benchmarks: dict[str, Benchmark]) -> None:

@@ -134,9 +134,10 @@ def make_trainer(config: dict, graph, labels: torch.Tensor, parts: dict[str, tor
 def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, splits: list[int], config: dict,
               inits: int, seed: int, out_dir: str | os.PathLike, device: str = "auto", threads: int | None = None,
               label: str | None = None, init_ids: list[int] | None = None,
-              records_out: str | os.PathLike | None = None) -> dict:
+              records_out: str | os.PathLike | None = None, record_extra: dict | None = None) -> dict:
     """Train every initialisation of ``config`` on the given splits and write the job's outputs (module docstring);
-    with ``records_out`` also the job's run records (:mod:`gnnbench.records`).
+    with ``records_out`` also the job's run records (:mod:`gnnbench.records`; ``record_extra``: their ``extra``, a
+    tuned model's ``tuning``).
 
     ``init_ids`` selects initialisations (default ``range(inits)``; one-run-per-process comparisons run one).
     Raises :class:`~gnnbench.training.preemption.Preempted` on SIGTERM, naming the checkpoint a rerun resumes from.
@@ -146,7 +147,7 @@ def run_chunk(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
                              threads, label, init_ids)
         if records_out is not None:
             with guard.deferred(raise_after=False):
-                records = chunk_records(read_tables([Path(out_dir) / "runs.parquet"], "runs"), metrics)
+                records = chunk_records(read_tables([Path(out_dir) / "runs.parquet"], "runs"), metrics, record_extra)
                 history = chunk_history(records, pd.read_parquet(Path(out_dir) / "history.parquet"), metrics["config"])
                 write_records(records_out, records, history=history)
         return metrics
@@ -232,10 +233,10 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
     return metrics
 
 
-def chunk_records(runs, metrics: dict) -> list[dict]:
+def chunk_records(runs, metrics: dict, extra: dict | None = None) -> list[dict]:
     """The run records (:mod:`gnnbench.records`) of one job: its ``runs.parquet`` rows (a DataFrame) with the
-    job's config, parameter count, device and versions from its ``metrics.json`` content; the best validation
-    epoch is the scored one."""
+    job's config, parameter count, device and versions from its ``metrics.json`` content (and ``extra``); the best
+    validation epoch is the scored one."""
     out = []
     for r in runs.to_dict("records"):
         diverged = r.get("status") == "diverged"
@@ -249,7 +250,7 @@ def chunk_records(runs, metrics: dict) -> list[dict]:
             epochs=r["epochs"], scored_epoch=None if diverged else r.get("best_epoch"), stop_reason=r["stop_reason"],
             status=r["status"], diverged_epoch=_or_none(r.get("diverged_epoch")),
             num_params=metrics["num_params"], seconds=r["seconds"], device=metrics["device"],
-            versions=metrics["versions"]))
+            versions=metrics["versions"], extra=extra))
     return out
 
 
