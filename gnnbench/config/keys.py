@@ -92,7 +92,7 @@ CHOICES = {"dense_schedule": ("minibatch", "original"),
 _POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel", "hidden_size",
              "num_kernels", "r", "agg_transform_size", "num_epochs", "early_stopping_tolerance", "num_training_runs",
              "patience", "num_layers", "dim_embedding", "embedding_dim", "dense_dim", "gnn_dim_hidden",
-             "dim_embedding_MLP", "scheduler_step_size", "in_channels", "edge_dim", "num_heads"}
+             "dim_embedding_MLP", "scheduler_step_size", "in_channels", "edge_dim"}
 # A plugin's constructor arguments are the model's to check, except these common sizes (PyTorch Geometric's names and
 # the zoos'): at 0 a model has no width, heads or layers, yet builds, trains and scores chance level without an error.
 PLUGIN_SIZES = {"hidden_channels", "out_channels", "num_layers", "heads", "num_heads", "n_heads", "hidden_dim",

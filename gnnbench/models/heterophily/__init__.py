@@ -7,5 +7,5 @@ They are the ``platonov2023`` variants of the model registry (:mod:`gnnbench.mod
 Every one is the released ``Model``: an input layer (:mod:`.inputs`: a Linear on the chosen inputs) → dropout →
 GELU, then ``num_layers`` residual blocks x ← x + module(norm(x)) (:mod:`.network`), a final normalisation and an
 output Linear. What the blocks are, per family, is in each file; where gnnbench departs from the released code:
-docs/models.md#platonov2023.
+docs/models.md#the-heterophily-zoo-platonov2023.
 """

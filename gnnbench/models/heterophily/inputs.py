@@ -15,11 +15,11 @@ concatenated in that order (the released one, whatever order the config lists th
 (hidden, F·[original] + F·[sgc] + N·[identity] + N·[adjacency]) is the released one, initialised as
 ``nn.Linear`` initialises it (fan-in: the whole width).
 
-Where they are computed (docs/models.md#platonov2023): in the model, never as an N-wide tensor. The Linear of an
-identity row is a column of the weight; of an adjacency row, a sum of columns over the node's out-neighbours (a
-scatter over the edges, O(E·hidden) per step instead of the O(N²·hidden) dense product). SGC features are computed
-once per graph, on the first forward pass, and cached (not a buffer: a function of the graph, not saved in
-checkpoints; every member of a stack shares them).
+Where they are computed (docs/models.md#the-heterophily-zoo-platonov2023): in the model, never as an N-wide
+tensor. The Linear of an identity row is a column of the weight; of an adjacency row, a sum of columns over the
+node's out-neighbours (a scatter over the edges, O(E·hidden) per step instead of the O(N²·hidden) dense product).
+SGC features are computed once per graph, on the first forward pass, and cached (not a buffer: a function of the
+graph, not saved in checkpoints; every member of a stack shares them).
 """
 
 from __future__ import annotations

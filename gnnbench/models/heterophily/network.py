@@ -99,7 +99,9 @@ class ResidualNetwork(nn.Module):
         norm = normalization_class(normalization)
         if num_layers < 1 or hidden_dim < 1:
             raise ValueError(f"num_layers and hidden_dim must be at least 1, got {num_layers} and {hidden_dim}")
-        if self.attention and (num_heads < 1 or hidden_dim % num_heads):
+        if self.attention and num_heads < 1:
+            raise ValueError(f"num_heads must be at least 1, got {num_heads}")
+        if self.attention and hidden_dim % num_heads:
             raise ValueError(f"hidden_dim ({hidden_dim}) must be a multiple of num_heads ({num_heads})")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
