@@ -411,3 +411,28 @@ def test_fit_budget_fits_hidden_dim_of_the_zoos_models_at_the_given_depth():
     with pytest.raises(ConfigError, match="^fit-budget: GT \\(platonov2023\\) splits hidden_dim into num_heads heads"):
         fit_preset("toy", "GT", 200_000, 3, meta)
     assert fit_preset("toy", "GT", 200_000, 2, meta, overrides={"num_heads": 1}).config["num_layers"] == 2
+
+
+@pytest.mark.skipif(not (REAL / "chameleon_filtered.npz").exists(),
+                    reason="real heterophily files absent (../shared/data)")
+def test_inputs_on_the_real_chameleon_filtered_graph():
+    with np.load(REAL / "chameleon_filtered.npz") as data:
+        x = torch.from_numpy(data["node_features"])
+        edges = torch.from_numpy(data["edges"]).t()
+    n = x.shape[0]
+    edge_index = torch.cat([edges, edges.flip(0)], dim=1)  # stored once per undirected edge: both directions
+    a = dense(edge_index, n) + torch.eye(n)
+    degree = a.sum(0)
+    s = a / torch.sqrt(degree.unsqueeze(1) * degree.unsqueeze(0))
+    expected = x.double()
+    for _ in range(5):
+        expected = s.double() @ expected
+    assert torch.allclose(sgc_features(x, edge_index).double(), expected, rtol=1e-4, atol=1e-5)
+    meta = node_meta(x.shape[1], 5, nodes=n)
+    config = {"model": "GAT-sep", "variant": PLATONOV2023, "num_layers": 1, "hidden_dim": 16, "num_heads": 4,
+              "input_features": ["original", "sgc", "adjacency"]}
+    model = build_model(config, meta).eval()
+    assert model.input_linear.weight.shape == (16, 2 * 2325 + 890)
+    with torch.no_grad():
+        out = model(x, edge_index)
+    assert out.shape == (n, 5) and torch.isfinite(out).all()

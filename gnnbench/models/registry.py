@@ -170,8 +170,8 @@ _VARIANTS: list[Variant] = [
         ("ResNet", "heterophily.resnet:ResNet", None, False, "residual feed-forward blocks on the node inputs "
                                                              "(input_features [original, sgc]: ResNet+SGC, "
                                                              "[original, adjacency]: ResNet+adj)"),
-        ("GCN", "heterophily.gcn:GCN", None, False, "residual blocks FeedForward(D^-1/2 (A+I) D^-1/2 x) with "
-                                                    "LayerNorm, GELU; the released heterophily baseline"),
+        ("GCN", "heterophily.gcn:GCN", None, False, "residual blocks FeedForward(D^-1/2 (A+I) D^-1/2 norm(x)): "
+                                                    "no weight before the propagation, GELU feed-forward after"),
         ("SAGE", "heterophily.sage:SAGE", None, False, "residual blocks FeedForward([x ‖ mean of neighbours])"),
         ("GAT", "heterophily.gat:GAT", None, False, "residual blocks FeedForward(attention over A+I), num_heads "
                                                     "heads of hidden_dim/num_heads"),
