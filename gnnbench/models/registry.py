@@ -1,4 +1,4 @@
-"""One registry of every network of the three zoos and of a user's own classes: what a config's ``model`` names.
+"""One registry of every network of the papers' zoos and of a user's own classes: what a config's ``model`` names.
 
 A network is registered as a *family* (``model`` in a config: GCN, GraphSAGE, GIN, ...) and a *variant*: which
 paper's layer it is. One spelling per family across the zoos (the benchmark's ``GraphSage`` is ``GraphSAGE``).
