@@ -11,9 +11,11 @@ from __future__ import annotations
 from gnnbench.errors import ConfigError
 
 DWIVEDI2020, SHCHUR2018, ERRICA2020 = "dwivedi2020", "shchur2018", "errica2020"
+PLATONOV2023 = "platonov2023"
 ZOOS = {DWIVEDI2020: "Dwivedi et al. 2020, Benchmarking Graph Neural Networks",
         SHCHUR2018: "Shchur et al. 2018, Pitfalls of Graph Neural Network Evaluation",
-        ERRICA2020: "Errica et al. 2020, A Fair Comparison of Graph Neural Networks for Graph Classification"}
+        ERRICA2020: "Errica et al. 2020, A Fair Comparison of Graph Neural Networks for Graph Classification",
+        PLATONOV2023: "Platonov et al. 2023, A Critical Look at the Evaluation of GNNs under Heterophily"}
 # The protocol of each paper (a suite's ``protocol:``, :mod:`gnnbench.protocols`), and the protocol of a benchmark or
 # preset that names none: the benchmark's
 PROTOCOLS = {DWIVEDI2020: "benchmarking-gnns", SHCHUR2018: "pitfalls", ERRICA2020: "fair-comparison"}
@@ -43,8 +45,16 @@ ERRICA2020_KEYS: dict[str, type | tuple] = {
     "dense_dim": int, "gnn_dim_hidden": int, "dim_embedding_MLP": int, "dropout_final": float,
     "laplacian_threshold": float,
 }
+# platonov2023: the model arguments of yandex-research/heterophilous-graphs train.py; ``input_features`` (which
+# inputs the model reads: original, sgc, adjacency, identity) replaces its --use_*_features and
+# --do_not_use_original_features flags.
+PLATONOV2023_KEYS: dict[str, type | tuple] = {
+    "num_layers": int, "hidden_dim": int, "hidden_dim_multiplier": float, "num_heads": int, "normalization": str,
+    "dropout": float, "input_features": list[str],
+}
 ARCHITECTURE_KEYS: dict[str, dict[str, type | tuple]] = {
-    DWIVEDI2020: DWIVEDI2020_KEYS, SHCHUR2018: SHCHUR2018_KEYS, ERRICA2020: ERRICA2020_KEYS}
+    DWIVEDI2020: DWIVEDI2020_KEYS, SHCHUR2018: SHCHUR2018_KEYS, ERRICA2020: ERRICA2020_KEYS,
+    PLATONOV2023: PLATONOV2023_KEYS}
 MODEL_KEYS: dict[str, type] = {"model": str, "variant": str}  # every run config's
 
 # Training keys of each paper's protocol, with their types.

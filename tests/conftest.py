@@ -98,17 +98,23 @@ def labelled(columns: GraphColumns, task: str, num_outputs: int | None = None, s
     return columns
 
 
-def published_rows(*models: str) -> list[tuple[str, dict, int]]:
-    """(config, overrides, total) of tests/data/published_param_counts.csv, for the given models (default all)."""
+BENCHMARK_CODE = "graphdeeplearning/benchmarking-gnns"
+HETEROPHILY_CODE = "yandex-research/heterophilous-graphs@a431395"
+
+
+def published_rows(*models: str, source: str = BENCHMARK_CODE) -> list[tuple[str, dict, int]]:
+    """(config, overrides, total) of tests/data/published_param_counts.csv whose ``source`` (the released code) is
+    ``source``, for the given models (default all): a row's model is its ``model`` override, else its preset's."""
     from gnnbench.config.presets import all_presets
 
     path = Path(__file__).parent / "data" / "published_param_counts.csv"
     lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
-    presets = all_presets()
     rows = []
     for row in csv.DictReader(lines):
-        if not models or presets[row["config"]]["model"] in models:
-            overrides = dict(kv.split("=", 1) for kv in row["overrides"].split(";")) if row["overrides"] else {}
+        if row["source"] != source:
+            continue
+        overrides = dict(kv.split("=", 1) for kv in row["overrides"].split(";")) if row["overrides"] else {}
+        if not models or (overrides.get("model") or all_presets()[row["config"]]["model"]) in models:
             rows.append((row["config"], overrides, int(row["total_params"])))
     return rows
 

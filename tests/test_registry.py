@@ -41,6 +41,7 @@ EXPECTED = {
     "dwivedi2020": {"MLP", "GCN", "GraphSAGE", "GAT", "MoNet", "GIN", "GatedGCN", "RingGNN", "3WLGNN", "MF"},
     "shchur2018": {"GCN", "GAT", "MoNet", "GraphSAGE", "MLP", "LogReg", "LabelProp"},
     "errica2020": {"GIN", "GraphSAGE", "DGCNN", "DiffPool", "ECC", "MolecularFingerprint", "DeepMultisets"},
+    "platonov2023": {"ResNet", "GCN", "SAGE", "GAT", "GAT-sep", "GT", "GT-sep"},
 }
 
 

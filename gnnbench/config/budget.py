@@ -104,7 +104,9 @@ def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None 
     if layers is not None:
         if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
             raise ConfigError(f"fit-budget: layers (L) must be an integer of at least 1, got {layers!r}")
-        config = {**config, "L": layers}
+        # the benchmark's L; num_layers in a zoo that names its depth so (platonov2023)
+        depth = "L" if "L" in resolve(config).architecture_keys else "num_layers"
+        config = {**config, depth: layers}
     model = config["model"]
     cache: dict[int, int] = {}
 
@@ -133,7 +135,7 @@ def fit_budget(config: dict, meta: DatasetMeta, budget: int, layers: int | None 
         fitted, total = _refine_out_dim(fitted, meta, budget, total)
     # after the fit, so that a refused budget stays one line; says why loading a suite builds models
     log.info("fitted hidden_dim of %s (L=%s) to a budget of %d parameters: %d (%d parameters; %d models built)", model,
-             config.get("L"), budget, best, total, len(cache))
+             config.get("L", config.get("num_layers")), budget, best, total, len(cache))
     return Fit(best, fitted.get("out_dim"), total, fitted, budget)
 
 
@@ -294,6 +296,15 @@ def fit_preset(dataset: str, model: str, budget: int, layers: int | None, meta: 
                               "constructor argument (--set num_layers=4)")
         width = overrides.pop("width", None)
         return fit_width(run_config(None, {**overrides, "model": model}, where="--set"), meta, budget, width)
+    zoo = resolve({"model": model, **{k: v for k, v in (overrides or {}).items() if k == "variant"}})
+    if preset is None and zoo.variant != DEFAULT_VARIANT and "hidden_dim" in zoo.architecture_keys:
+        # a zoo without published configs of the benchmark (platonov2023): its defaults and overrides, hidden_dim fitted
+        config = run_config(None, {**(overrides or {}), "model": model}, where="--set")
+        if getattr(zoo.load(), "attention", False) and config.get("num_heads", 8) > 1:
+            raise ConfigError(f"fit-budget: {model} ({zoo.variant}) splits hidden_dim into num_heads heads, so only "
+                              "multiples of num_heads are widths; set hidden_dim yourself, or fit with --set "
+                              "num_heads=1")
+        return fit_budget(config, meta, budget, layers)
     name = preset or base_preset(dataset, model)
     config = run_config(name, overrides or {}, where="fit-budget")
     if config["model"] != model:

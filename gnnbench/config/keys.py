@@ -86,7 +86,8 @@ CHOICES = {"dense_schedule": ("minibatch", "original"),
            "aggregator": ("mean", "maxpool", "meanpool"),
            "prop_type": ("vanilla", "smoothed"), "early_stopping_criterion": ("gnnbench", "gat_tol"),
            "optimizer": ("Adam", "SGD"), "scheduler": ("none", "step", "ecc_milestones"),
-           "early_stopping": ("accuracy", "loss"), "aggregation": ("sum", "mean", "add", "max")}
+           "early_stopping": ("accuracy", "loss"), "aggregation": ("sum", "mean", "add", "max"),
+           "normalization": ("None", "LayerNorm", "BatchNorm")}
 
 _POSITIVE = {"hidden_dim", "out_dim", "epochs", "batch_size", "pos_enc_dim", "n_heads", "kernel", "hidden_size",
              "num_kernels", "r", "agg_transform_size", "num_epochs", "early_stopping_tolerance", "num_training_runs",
@@ -102,7 +103,7 @@ _FRACTION = {"in_feat_dropout", "dropout", "input_dropout_prob", "coefficient_dr
 # learning rates and time limits are positive; ReduceLROnPlateau's factor lies in (0, 1) (torch refuses >= 1,
 # and 0 would drop the rate to min_lr at once); a step decay multiplies by a gamma in (0, 1]; a patience counts
 # epochs (0: reduce after every epoch without improvement).
-_POSITIVE_REAL = {"init_lr", "learning_rate", "max_time", "time_limit_hours"}
+_POSITIVE_REAL = {"init_lr", "learning_rate", "max_time", "time_limit_hours", "hidden_dim_multiplier"}
 _OPEN_FRACTION = {"lr_reduce_factor"}
 _DECAY = {"scheduler_gamma"}
 _NON_NEGATIVE_INT = {"lr_schedule_patience"}
@@ -169,7 +170,7 @@ def coerce(key: str, value: Any, where: str, types: Mapping[str, type | tuple] |
         raise ConfigError(f"{where}: {key} must not be negative, got {value!r}; fix the value")
     if key == "seed":
         check_seed(value, where)
-    if isinstance(value, list) and not (value and all(v >= 1 for v in value)):
+    if isinstance(value, list) and expected != list[str] and not (value and all(v >= 1 for v in value)):
         raise ConfigError(f"{where}: {key} must be a non-empty list of positive integers, got {value!r}; fix the value")
     if isinstance(value, float) and value < 0:
         raise ConfigError(f"{where}: {key} must not be negative, got {value!r}; fix the value")
@@ -209,6 +210,12 @@ def _convert(expected: type, value: Any) -> Any:
         if isinstance(value, str):
             return float(value)
         raise TypeError
+    if expected == list[str]:  # names (platonov2023's input_features): [a, b] or a,b on the command line
+        if isinstance(value, str):
+            value = [v.strip() for v in value.strip().strip("[]").split(",")]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise TypeError
+        return list(value)
     if expected is list:
         if isinstance(value, str):
             value = [int(v) for v in value.strip("[]").split(",")]
@@ -223,6 +230,8 @@ def _convert(expected: type, value: Any) -> Any:
 def _describe(expected: type | tuple) -> str:
     if isinstance(expected, tuple):
         return " or ".join(_describe(e) for e in expected)
+    if expected == list[str]:
+        return "a list of names"
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
             list: "a list of integers"}[expected]
 

@@ -1,6 +1,6 @@
 """Model zoo: one architecture per module, composed with input encoders and a task head.
 
-Every network of the three papers' zoos, and a user's own class, is named in :mod:`gnnbench.models.registry` (family
+Every network of the papers' zoos, and a user's own class, is named in :mod:`gnnbench.models.registry` (family
 + variant, the key-ownership rules; no torch until a class is loaded) and built by
 :func:`gnnbench.models.build.build_model`, the single entry point (the model contract). Models from outside the
 package: :mod:`gnnbench.models.plugins` (naming, loading, keys) and :mod:`gnnbench.models.adapters` (behind the

@@ -31,6 +31,7 @@ from gnnbench.errors import ConfigError
 from gnnbench.models import adapters
 from gnnbench.models.encoders import EdgeEncoder, NodeEncoder
 from gnnbench.models.heads import make_head
+from gnnbench.models.heterophily.inputs import NODE_WIDE, input_features
 from gnnbench.models.labelprop import LabelPropagation
 from gnnbench.models.net import GraphNet
 from gnnbench.models.plugins import PluginError, cannot_do
@@ -39,6 +40,7 @@ from gnnbench.models.registry import (
     CLASSIFIER,
     COMPOSED,
     DEFAULT_VARIANT,
+    NODE_CLASSIFIER,
     PROPAGATION,
     STACKED,
     Variant,
@@ -116,6 +118,8 @@ def build_model(config: Mapping, data: ModelData | DatasetMeta, *, default_varia
         if data.store is not None:
             model.prepare(data.store)
         return model
+    if v.kind == NODE_CLASSIFIER:
+        return _build_node_classifier(dict(config), data, v)
     if v.kind == STACKED:
         graph = data.graph if data.graph is not None else node_graph(data)
         if seed is None:
@@ -197,6 +201,8 @@ def check_fits(config: Mapping, meta: DatasetMeta, *, default_variant: str = DEF
         size = f" ({nodes:,} nodes)" if isinstance(nodes, int) else ""
         raise ConfigError(f"{name} builds a dense n×n tensor per graph; dataset {meta.name} is one graph{size}, so "
                           "the tensor would span every node; pick a message-passing model")
+    if v.kind == NODE_CLASSIFIER:
+        _check_node_classifier(config, meta, name)
     if v.kind == CLASSIFIER and (meta.node_features is None or meta.node_features.kind != "continuous"):
         kind = meta.node_features.kind if meta.node_features else "none"
         raise ConfigError(f"{name} reads continuous node features, but dataset {meta.name} has {kind}; pick a "
@@ -280,6 +286,65 @@ def _build_composed(cfg: dict, meta: DatasetMeta, v: Variant):
     except ValueError as exc:
         raise ConfigError(f"model {name} on dataset {meta.name}: {exc}; change the config") from None
     return GraphNet(node_encoder, edge_encoder, architecture, head, cfg.get("in_feat_dropout", 0.0))
+
+
+# the released train.py's defaults of the platonov2023 architecture keys
+NODE_CLASSIFIER_DEFAULTS = {"num_layers": 5, "hidden_dim": 512, "hidden_dim_multiplier": 1.0, "num_heads": 8,
+                            "normalization": "LayerNorm", "dropout": 0.2, "input_features": ["original"]}
+CROSS_ENTROPY_LOSSES = ("cross_entropy", "weighted_cross_entropy")
+
+
+def _graph_nodes(data: ModelData) -> int | None:
+    """The node count of a one-graph dataset: from its store, its statistics, else its (stand-in) graph."""
+    if data.store is not None:
+        return int(data.store.num_nodes[0]) if data.store.num_graphs == 1 else None
+    statistics = data.meta.statistics if isinstance(data.meta.statistics, dict) else {}
+    nodes = (statistics.get("all") or {}).get("nodes") if isinstance(statistics.get("all"), dict) else None
+    if isinstance(nodes, int):
+        return nodes
+    return data.graph.num_nodes if data.graph is not None else None
+
+
+def _input_features(config: Mapping) -> tuple[str, ...]:
+    """A platonov2023 config's ``input_features`` in the released order; a one-line ConfigError for a bad list."""
+    try:
+        return input_features(config.get("input_features", NODE_CLASSIFIER_DEFAULTS["input_features"]))
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; e.g. [original] or [original, sgc]") from None
+
+
+def _check_node_classifier(config: Mapping, meta: DatasetMeta, name: str) -> None:
+    """What a platonov2023 node classifier needs of a dataset (:func:`check_fits`)."""
+    features = _input_features(config)
+    if any(f in ("original", "sgc") for f in features) and (meta.node_features is None
+                                                           or meta.node_features.kind != "continuous"):
+        kind = meta.node_features.kind if meta.node_features else "none"
+        raise ConfigError(f"input_features: {name} reads continuous node features (original, sgc), but dataset "
+                          f"{meta.name} has {kind}; set input_features: [identity] or [adjacency]")
+    wide = [f for f in features if f in NODE_WIDE]
+    if wide and not meta.transductive:
+        raise ConfigError(f"input_features: {', '.join(wide)} give one input per node of one graph, but dataset "
+                          f"{meta.name} has {meta.num_graphs} graphs; use original or sgc")
+    if meta.num_outputs == 2 and meta.loss in CROSS_ENTROPY_LOSSES:
+        raise ConfigError(f"{name} gives two classes one logit (binary cross-entropy, as released), but dataset "
+                          f"{meta.name} is trained with {meta.loss}; run it under protocol heterophily")
+
+
+def _build_node_classifier(cfg: dict, data: ModelData, v: Variant) -> nn.Module:
+    """A platonov2023 node classifier (its own input layer, residual blocks and output layer)."""
+    meta = data.meta
+    settings = {**NODE_CLASSIFIER_DEFAULTS, **{k: cfg[k] for k in NODE_CLASSIFIER_DEFAULTS if k in cfg}}
+    width = meta.node_features.size if meta.node_features is not None else 0
+    nodes = _graph_nodes(data)
+    wide = [f for f in _input_features(settings) if f in NODE_WIDE]
+    if wide and nodes is None:
+        raise ConfigError(f"input_features: {', '.join(wide)} give one input per node, but the node count of dataset "
+                          f"{meta.name} is unknown before it is built (its meta.json statistics all.nodes); build "
+                          "the dataset first, or use original or sgc")
+    try:
+        return v.load()(width, meta.num_outputs, num_nodes=nodes, **settings)
+    except ValueError as exc:
+        raise ConfigError(f"model {v.family} ({v.variant}) on dataset {meta.name}: {exc}; change the config") from None
 
 
 def _build_classifier(cfg: dict, meta: DatasetMeta, sizes: np.ndarray, v: Variant):

@@ -1,4 +1,4 @@
-"""One registry of every network of the three zoos and of a user's own classes: what a config's ``model`` names.
+"""One registry of every network of the papers' zoos and of a user's own classes: what a config's ``model`` names.
 
 A network is registered as a *family* (``model`` in a config: GCN, GraphSAGE, GIN, ...) and a *variant*: which
 paper's layer it is. One spelling per family across the zoos (the benchmark's ``GraphSage`` is ``GraphSAGE``).
@@ -12,6 +12,9 @@ paper's layer it is. One spelling per family across the zoos (the benchmark's ``
 - ``errica2020``: Errica et al., *A Fair Comparison of Graph Neural Networks for Graph Classification*: GIN
   GraphSAGE DGCNN DiffPool ECC MolecularFingerprint DeepMultisets — complete graph classifiers with their own
   readout.
+- ``platonov2023``: Platonov et al., *A Critical Look at the Evaluation of GNNs under Heterophily*: ResNet GCN SAGE
+  GAT GAT-sep GT GT-sep — complete node classifiers (input Linear → residual blocks with normalisation → output
+  Linear, :mod:`gnnbench.models.heterophily`) whose inputs (``input_features``) may be computed from the graph.
 
 A model from outside the package (a class named ``package.module:Class``, ``path/to/file.py:Class``, an entry point
 of group ``gnnbench.models``, or PyTorch Geometric's models by class path) resolves to variant ``plugin``, kind
@@ -59,6 +62,7 @@ from gnnbench.papers import (
     ARCHITECTURE_KEYS,
     DWIVEDI2020,
     ERRICA2020,
+    PLATONOV2023,
     PLUGIN,
     SHCHUR2018,
 )
@@ -66,6 +70,7 @@ from gnnbench.papers import (
 DEFAULT_VARIANT = DWIVEDI2020  # the default protocol's (benchmarking-gnns) zoo
 
 COMPOSED, STACKED, CLASSIFIER, PROPAGATION = "composed", "stacked", "classifier", "propagation"
+NODE_CLASSIFIER = "node_classifier"
 NODE_ONLY = ("node_classification",)
 GRAPH_CLASSIFICATION = ("graph_classification",)
 
@@ -75,7 +80,8 @@ class Variant:
     """One registered network: ``family`` + ``variant``; ``target`` the class ("module:Class" under
     ``gnnbench.models``), ``stacked`` the class of its stacked form (None: none), ``kind`` how it is built
     (``composed``: encoders → architecture → task head; ``stacked``: a two-layer node classifier of one graph, single
-    form = stacked with R = 1; ``classifier``: a complete graph classifier; ``propagation``: no weights),
+    form = stacked with R = 1; ``classifier``: a complete graph classifier; ``node_classifier``: a complete node
+    classifier; ``propagation``: no weights),
     ``dense``: builds an n×n tensor per graph (refused on a dataset of one graph), ``note``: how its layer differs
     from the family's other variants."""
 
@@ -159,6 +165,22 @@ _VARIANTS: list[Variant] = [
          "structure-agnostic baseline: MLP on summed node features"),
         ("DeepMultisets", "graph_classifiers.deep_multisets:DeepMultisets", None, False,
          "structure-agnostic baseline: DeepSets over the nodes"),
+    ]),
+    *_zoo(PLATONOV2023, NODE_CLASSIFIER, [
+        ("ResNet", "heterophily.resnet:ResNet", None, False, "residual feed-forward blocks on the node inputs "
+                                                             "(input_features [original, sgc]: ResNet+SGC, "
+                                                             "[original, adjacency]: ResNet+adj)"),
+        ("GCN", "heterophily.gcn:GCN", None, False, "residual blocks FeedForward(D^-1/2 (A+I) D^-1/2 norm(x)): "
+                                                    "no weight before the propagation, GELU feed-forward after"),
+        ("SAGE", "heterophily.sage:SAGE", None, False, "residual blocks FeedForward([x ‖ mean of neighbours])"),
+        ("GAT", "heterophily.gat:GAT", None, False, "residual blocks FeedForward(attention over A+I), num_heads "
+                                                    "heads of hidden_dim/num_heads"),
+        ("GAT-sep", "heterophily.gat:GATSep", None, False, "residual blocks FeedForward([z ‖ attention over the "
+                                                           "neighbours])"),
+        ("GT", "heterophily.transformer:GT", None, False, "dot-product attention over A+I and a feed-forward "
+                                                          "block, each residual"),
+        ("GT-sep", "heterophily.transformer:GTSep", None, False, "dot-product attention over the neighbours, the "
+                                                                 "ego kept apart, and a feed-forward block"),
     ]),
 ]
 REGISTRY: dict[tuple[str, str], Variant] = {(v.family, v.variant): v for v in _VARIANTS}
@@ -308,5 +330,5 @@ def model_info(config: Mapping, default_variant: str = DEFAULT_VARIANT) -> Model
                      v.own_readout, v.dense)
 
 
-__all__ = ["ARCHITECTURES", "DEFAULT_VARIANT", "FAMILIES", "REGISTRY", "ModelInfo", "PluginVariant", "Variant",
-           "families", "is_plugin", "model_info", "resolve", "resolve_plugin", "variants"]
+__all__ = ["ARCHITECTURES", "DEFAULT_VARIANT", "FAMILIES", "NODE_CLASSIFIER", "REGISTRY", "ModelInfo", "PluginVariant",
+           "Variant", "families", "is_plugin", "model_info", "resolve", "resolve_plugin", "variants"]
