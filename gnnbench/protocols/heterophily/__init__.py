@@ -11,8 +11,9 @@ evaluated after every step and the test score of its best validation step report
 Model selection, as the paper did: the number of layers is chosen per model among 1..5 (the released
 ``scripts/run_all_experiments.sh`` trains l1..l5; ``notebooks/results.ipynb`` keeps the count of the highest mean
 validation score over the ten splits and reports that count's test mean ± std). A benchmark block's ``num_layers``
-(default [1, 2, 3, 4, 5]) lists the candidates of every model whose config has the key ``num_layers``; a model
-without it (another zoo's, a user's) has one candidate, its config as it is (``layers0``).
+(default [1, 2, 3, 4, 5]) lists the candidates of every model that takes the key ``num_layers`` (the zoo's, a user's
+model with that argument) unless the model's ``set`` fixes it; any other model has one candidate, its config as it
+is (``layers0``).
 
 What one job is: one candidate — the ten splits of one model and layer count — as ONE stack (the same graph,
 per-split masks, per-split initialisations) through the engine's ``fit``, with one checkpoint and resume path
