@@ -138,7 +138,8 @@ def dataset_markdown(dataset: str, table: pd.DataFrame) -> str:
     header += ["paper", "vs paper"] if paper else []
     lines = [f"## {dataset}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for cell, (_, r) in zip(cells, table.iterrows(), strict=True):
-        row = [r["model"], str(r["layers"]) if r["layers"] else "as set", cell, mean_std(r["val_mean"], r["val_std"], DECIMALS),
+        row = [r["model"], str(r["layers"]) if r["layers"] else "as set", cell,
+               mean_std(r["val_mean"], r["val_std"], DECIMALS),
                f"{r['runs'] - r['diverged']}" + (f" ({r['diverged']} diverged)" if r["diverged"] else ""),
                r["val_by_layers"]]
         row += list(pub.markdown_cells(r, DECIMALS)) if paper else []

@@ -36,8 +36,8 @@ SETTINGS = ("models", "set", "protocol", "seed", "num_layers")
 @dataclass
 class HeterophilyBenchmark(Benchmark):
     """A heterophily benchmark: per model its candidate layer counts (``candidates``: label → counts; 0 = the
-    model's own config, for a model that takes no key ``num_layers`` or whose ``set`` fixes it), every split of the dataset's given split in each
-    candidate's one job, seeded from ``seed``."""
+    model's own config, for a model that takes no key ``num_layers`` or whose ``set`` fixes it), every split of the
+    dataset's given split in each candidate's one job, seeded from ``seed``."""
 
     seed: int = 0
     candidates: dict[str, list[int]] = field(default_factory=dict)
