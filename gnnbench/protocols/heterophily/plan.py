@@ -29,6 +29,7 @@ from gnnbench.protocols.heterophily import (
     TRAINING_DEFAULTS,
 )
 from gnnbench.protocols.heterophily.tables import dataset_tables
+from gnnbench.records import read_runs
 
 SETTINGS = ("models", "set", "protocol", "seed", "num_layers")
 
@@ -164,8 +165,6 @@ class Heterophily(Protocol):
     def aggregate_command(self, files: list[str], out: str) -> None:
         """The dataset table of the given run-record files (candidates and selected runs), without the paper's
         numbers."""
-        from gnnbench.records import read_runs
-
         records = read_runs(files)
         dataset = str(records["dataset"].iloc[0]) if len(records) else ""
         dataset_tables(dataset, records, {"table_csv": f"{out}.csv", "table_md": f"{out}.md",

@@ -180,7 +180,7 @@ def candidate_history(records: list[dict], histories: list[list[dict]]):
                 columns[f"{part}_score"].append(row[f"{part}_score"])
             columns["val_loss"].append(row["val_loss"])
             columns["test_loss"].append(row["test_loss"])
-    return history_frame(columns, run_ids)
+    return history_frame(columns, run_ids, score="score")
 
 
 def _percent(value: float | None) -> str:
