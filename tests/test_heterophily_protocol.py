@@ -94,6 +94,9 @@ def test_stack_of_ten_splits_equals_each_split_trained_alone(graphs, tmp_path):
         for part in ("train", "val", "test"):
             assert alone[f"{part}_score"].iloc[0] == pytest.approx(row[f"{part}_score"], abs=1e-9)
         assert alone["seed"].iloc[0] == row["seed"]
+    _, chunked, _ = train(graphs, tmp_path, splits_per_stack=4, job="chunks")  # stacks of 4, 4 and 2 splits
+    assert chunked["run_id"].tolist() == stacked["run_id"].tolist()
+    assert np.allclose(chunked["test_score"], stacked["test_score"]) and (chunked["epochs"] == 12).all()
     assert stacked["seed"].nunique() == 10  # every split its own initialisation
     assert stacked["val_score"].nunique() > 1
 
@@ -223,3 +226,20 @@ def test_tables_put_the_papers_number_beside_ours():
     assert out.loc[2, "setting"] == "reduced: hidden_dim 64 (paper 512), num_steps 100 (paper 1000)"
     other = report.with_paper(table.iloc[:1], meta, {"GCN": {**released, "variant": "shchur2018"}}, TRAINING_DEFAULTS)
     assert other["paper_mean"].isna().all()  # another zoo's GCN is not the paper's
+
+
+def test_the_datasets_run_under_protocol_pitfalls_on_their_ten_given_splits(graphs, tmp_path):
+    """Another protocol on a heterophilous graph: pitfalls trains its initialisations with early stopping on the
+    given splits (fold k = the release's split k)."""
+    from gnnbench.config.presets import run_config
+    from gnnbench.protocols.pitfalls.train import run_chunk
+    from gnnbench.splits import read_splits
+
+    dataset, splits = graphs["roman_empire"]
+    config = run_config("pitfalls_GCN", {"num_epochs": 5}, protocol="pitfalls")
+    metrics = run_chunk(dataset_dir=dataset, splits_path=splits, splits=[0, 9], config=config, inits=2, seed=0,
+                        out_dir=tmp_path / "chunk", records_out=tmp_path / "chunk.parquet")
+    runs = read_runs([tmp_path / "chunk.parquet"])
+    assert metrics["runs"] == 4 and sorted(runs["split"].unique()) == [0, 9]
+    assert runs["split_scheme"].eq("given").all() and runs["epochs"].le(5).all()
+    assert read_splits(splits).num_folds == 10

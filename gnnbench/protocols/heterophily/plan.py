@@ -31,7 +31,7 @@ from gnnbench.protocols.heterophily import (
 from gnnbench.protocols.heterophily.tables import dataset_tables
 from gnnbench.records import read_runs
 
-SETTINGS = ("models", "set", "protocol", "seed", "num_layers")
+SETTINGS = ("models", "set", "protocol", "seed", "num_layers", "splits_per_stack")
 
 
 @dataclass
@@ -42,6 +42,7 @@ class HeterophilyBenchmark(Benchmark):
 
     seed: int = 0
     candidates: dict[str, list[int]] = field(default_factory=dict)
+    splits_per_stack: int | None = None  # None: every split in one stack
 
     def candidate_config(self, model: str, layers: int) -> dict:
         """The run config of candidate ``layers`` of ``model``."""
@@ -136,7 +137,8 @@ class Heterophily(Protocol):
                               f"dataset of {meta.num_graphs} graphs; use protocol benchmarking-gnns")
 
     def benchmark(self, dataset, entry: dict, where: str) -> HeterophilyBenchmark:
-        """``seed`` and ``num_layers`` (the candidate layer counts, default 1..5) of the block; per model the config
+        """``seed``, ``num_layers`` (the candidate layer counts, default 1..5) and ``splits_per_stack`` (default:
+        all) of the block; per model the config
         (preset with ``set`` overrides) over the protocol's training defaults, each candidate checked to build on the
         dataset. A model that takes the key ``num_layers`` is trained at every count unless its ``set`` (or the
         block's) fixes it. Other settings are refused."""
@@ -150,7 +152,11 @@ class Heterophily(Protocol):
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in layers)):
             raise ConfigError(f"{where}.num_layers: expected a list of layer counts ≥ 1 (e.g. [1, 2, 3, 4, 5]), got "
                               f"{layers!r}")
-        benchmark = HeterophilyBenchmark(dataset.name, self.name, seed=entry.get("seed", 0))
+        per_stack = entry.get("splits_per_stack")
+        if per_stack is not None and (not isinstance(per_stack, int) or isinstance(per_stack, bool) or per_stack < 1):
+            raise ConfigError(f"{where}.splits_per_stack: expected a positive number of splits, got {per_stack!r}")
+        benchmark = HeterophilyBenchmark(dataset.name, self.name, seed=entry.get("seed", 0),
+                                         splits_per_stack=per_stack)
         for label, model, own, model_where in model_entries(entry, where, self.name,
                                                             "chooses the layer count among num_layers"):
             config = {**TRAINING_DEFAULTS, **run_config(model.get("preset"), own, where=model_where,

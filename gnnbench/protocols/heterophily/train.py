@@ -37,9 +37,10 @@ def split_seed(seed: int, split: int) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=(split,)).generate_state(1)[0])
 
 
-def dropout_seed(seed: int) -> int:
-    """The seed of the stack's dropout draws (one stream; every member draws its own masks from it)."""
-    return int(np.random.SeedSequence(seed).generate_state(1)[0])
+def dropout_seed(seed: int, first_split: int = 0) -> int:
+    """The seed of a stack's dropout draws (one stream, named by the stack's first split; every member draws its
+    own masks from it)."""
+    return int(np.random.SeedSequence(seed, spawn_key=(2**31, first_split)).generate_state(1)[0])
 
 
 def stack_inputs(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, split_ids: list[int] | None,
@@ -75,14 +76,16 @@ def stack_inputs(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
 def run_candidate(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, config: dict, seed: int,
                   out_dir: str | os.PathLike, device: str = "auto", threads: int | None = None,
                   label: str | None = None, layers: int = 0, split_ids: list[int] | None = None,
-                  records_out: str | os.PathLike | None = None) -> dict:
-    """Train the splits (default: every split of the split file) of one candidate configuration as one stack and
-    write ``metrics.json`` (and, with ``records_out``, its run records of stage ``inner`` and their history);
-    ``layers`` names the candidate in the records (0: the model's own config). Returns the metrics. Resumes from
-    ``out_dir/checkpoint.pt`` after a stop."""
+                  splits_per_stack: int | None = None, records_out: str | os.PathLike | None = None) -> dict:
+    """Train the splits (default: every split of the split file) of one candidate configuration as one stack — or,
+    with ``splits_per_stack``, as consecutive stacks of that many splits (a graph whose stack of ten does not fit in
+    memory), each a unit of the job's one checkpoint — and write ``metrics.json`` (and, with ``records_out``, its
+    run records of stage ``inner`` and their history); ``layers`` names the candidate in the records (0: the model's
+    own config). Returns the metrics. Resumes from ``out_dir/checkpoint.pt`` after a stop; a split's result does not
+    depend on the stack it trains in."""
     def job(guard) -> dict:
         return _run(guard, dataset_dir, splits_path, config, seed, Path(out_dir), device, threads, label, layers,
-                    split_ids, records_out)
+                    split_ids, splits_per_stack, records_out)
 
     path = Path(out_dir) / CHECKPOINT_FILE
     return stoppable(job, lambda: f"checkpoint {path} holds the steps done; run the same command again (Snakemake: "
@@ -90,7 +93,7 @@ def run_candidate(*, dataset_dir: str | os.PathLike, splits_path: str | os.PathL
 
 
 def _run(guard, dataset_dir, splits_path, config, seed, out_dir, device, threads, label, layers, split_ids,
-         records_out) -> dict:
+         splits_per_stack, records_out) -> dict:
     keep_freed_memory()
     start = time.perf_counter()
     cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", protocol_types(PAPER, config))}
@@ -99,21 +102,28 @@ def _run(guard, dataset_dir, splits_path, config, seed, out_dir, device, threads
     dev = resolve_device(device)
     meta, splits, build, batch, labels, masks, split_ids = stack_inputs(dataset_dir, splits_path, split_ids, dev)
     label = label or cfg["model"]
-    key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds),
-                       "split_ids": split_ids, "seed": seed})
-
-    def make():
-        step = SplitStackStep(lambda: build(cfg), batch, labels, masks, metric=meta.metric, lr=cfg["lr"],
-                              weight_decay=cfg["weight_decay"], warmup=warmup_steps(cfg),
-                              seeds=[split_seed(seed, k) for k in split_ids], dropout_seed=dropout_seed(seed),
-                              name=label)
-        return Run(len(split_ids)), step, split_rules(len(split_ids), cfg["num_steps"])
-
-    def finish(run, step) -> dict:
-        return {"results": member_results(run), "history": [list(s.history) for s in run.states]}
-
+    size = splits_per_stack or len(split_ids)
     job = Job(Checkpoint(out_dir / CHECKPOINT_FILE, NAME, guard, every_s=CHECKPOINT_SECONDS))
-    done = job.fit(key, make, finish, label=f"{label} layers {layers}")
+    done = {"results": [], "history": []}
+    for first in range(0, len(split_ids), size):
+        rows = list(range(first, min(first + size, len(split_ids))))
+        ids = [split_ids[r] for r in rows]
+        key = sha256_json({"config": cfg, "dataset": meta.checksum, "splits": sha256_json(splits.folds),
+                           "split_ids": ids, "seed": seed})
+
+        def make(rows=rows, ids=ids):
+            step = SplitStackStep(lambda: build(cfg), batch, labels, {p: m[rows] for p, m in masks.items()},
+                                  metric=meta.metric, lr=cfg["lr"], weight_decay=cfg["weight_decay"],
+                                  warmup=warmup_steps(cfg), seeds=[split_seed(seed, k) for k in ids],
+                                  dropout_seed=dropout_seed(seed, ids[0]), name=label)
+            return Run(len(ids)), step, split_rules(len(ids), cfg["num_steps"])
+
+        def finish(run, step) -> dict:
+            return {"results": member_results(run), "history": [list(s.history) for s in run.states]}
+
+        unit = job.fit(key, make, finish, label=f"{label} layers {layers} splits {ids[0]}..{ids[-1]}")
+        done["results"] += unit["results"]
+        done["history"] += unit["history"]
     results = done["results"]
     completed = [r for r in results if r["status"] != "diverged"]
     metrics = {
