@@ -243,3 +243,35 @@ def test_the_datasets_run_under_protocol_pitfalls_on_their_ten_given_splits(grap
     assert metrics["runs"] == 4 and sorted(runs["split"].unique()) == [0, 9]
     assert runs["split_scheme"].eq("given").all() and runs["epochs"].le(5).all()
     assert read_splits(splits).num_folds == 10
+
+
+def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(graphs, tmp_path, monkeypatch, caplog):
+    """Stopped in its second stack (splits_per_stack 5) after mid-stack checkpoints, the job resumes there: the
+    finished stack is not trained again and the records equal an uninterrupted job's."""
+    from gnnbench.training.preemption import Preempted
+    from gnnbench.training.split_stack import SplitStackStep
+
+    _, straight, straight_history = train(graphs, tmp_path, splits_per_stack=5, job="straight")
+    calls, original = {"n": 0}, SplitStackStep.epoch
+
+    def dying(self, run, members):
+        calls["n"] += 1
+        if calls["n"] == 12 + 7:  # step 7 of the second stack
+            raise Preempted(15)
+        return original(self, run, members)
+
+    monkeypatch.setattr("gnnbench.protocols.heterophily.train.CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr(SplitStackStep, "epoch", dying)
+    with pytest.raises(Preempted, match="checkpoint .* run the same command again"):
+        train(graphs, tmp_path, splits_per_stack=5, job="killed")
+    assert (tmp_path / "killed" / "checkpoint.pt").is_file() and not (tmp_path / "killed" / "metrics.json").exists()
+    monkeypatch.setattr(SplitStackStep, "epoch", original)
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        _, resumed, resumed_history = train(graphs, tmp_path, splits_per_stack=5, job="killed")
+    assert "resuming torch_geometric.nn.models.GCN layers 0 splits 5..9 from" in caplog.text
+    assert "at epoch 6" in caplog.text and "splits 0..4 from" not in caplog.text  # the first stack is not retrained
+    columns = [c for c in straight.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(resumed[columns], straight[columns])
+    keep = [c for c in straight_history.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(resumed_history[keep], straight_history[keep])
