@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -275,3 +276,26 @@ def test_a_killed_job_resumes_to_the_results_of_an_uninterrupted_one(graphs, tmp
     pd.testing.assert_frame_equal(resumed[columns], straight[columns])
     keep = [c for c in straight_history.columns if c != "seconds"]
     pd.testing.assert_frame_equal(resumed_history[keep], straight_history[keep])
+
+
+def _platonov_zoo() -> bool:
+    from gnnbench.models.registry import REGISTRY
+
+    return ("GCN", "platonov2023") in REGISTRY
+
+
+@pytest.mark.skipif(not _platonov_zoo(), reason="the platonov2023 zoo (ResNet, GCN, SAGE, GAT, GT, ...) is not "
+                                                "registered in this checkout")
+def test_the_paper_suite_and_the_example_plan_every_model_at_every_layer_count():
+    from gnnbench.suite import load_suite_file
+
+    root = Path(__file__).resolve().parents[1] / "config" / "suites"
+    paper = load_suite_file(root / "heterophily.yaml")
+    assert len(paper.benchmarks) == 9
+    candidates = [c for b in paper.benchmarks.values() for m in b.models for c in b.candidates[m]]
+    assert len(candidates) == 405 and set(candidates) == {1, 2, 3, 4, 5}
+    config = paper.benchmarks["tolokers"].models["ResNet+SGC"].config
+    assert config["input_features"] == ["original", "sgc"] and config["lr"] == 3e-5 and config["num_steps"] == 1000
+    example = load_suite_file(root / "heterophily-example.yaml")
+    assert {c for b in example.benchmarks.values() for m in b.models for c in b.candidates[m]} == {1, 2}
+    assert example.benchmarks["chameleon"].models["GCN"].config["hidden_dim"] == 64
