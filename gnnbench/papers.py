@@ -15,7 +15,7 @@ PLATONOV2023 = "platonov2023"
 ZOOS = {DWIVEDI2020: "Dwivedi et al. 2020, Benchmarking Graph Neural Networks",
         SHCHUR2018: "Shchur et al. 2018, Pitfalls of Graph Neural Network Evaluation",
         ERRICA2020: "Errica et al. 2020, A Fair Comparison of Graph Neural Networks for Graph Classification",
-        PLATONOV2023: "Platonov et al. 2023, A critical look at the evaluation of GNNs under heterophily"}
+        PLATONOV2023: "Platonov et al. 2023, A Critical Look at the Evaluation of GNNs under Heterophily"}
 # The protocol of each paper (a suite's ``protocol:``, :mod:`gnnbench.protocols`), and the protocol of a benchmark or
 # preset that names none: the benchmark's
 PROTOCOLS = {DWIVEDI2020: "benchmarking-gnns", SHCHUR2018: "pitfalls", ERRICA2020: "fair-comparison",
