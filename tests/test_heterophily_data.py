@@ -210,8 +210,10 @@ def test_names_and_metric():
         resolve_params(gen, {"name": "roman-empire"}, "datasets.r.params")
     assert "datasets.r.params.name: 'roman-empire'" in str(info.value) and "use _ where" in str(info.value)
     assert len(heterophily.NAMES) == 18
-    binary = [n for n in heterophily.NAMES if gen.describe(n, {"name": n, "mirror": ""}, 0).metric == "roc_auc"]
+    metas = {n: gen.describe(n, {"name": n, "mirror": ""}, 0) for n in heterophily.NAMES}
+    binary = [n for n, m in metas.items() if (m.metric, m.loss) == ("roc_auc", "binary_cross_entropy")]
     assert binary == ["minesweeper", "tolokers", "questions"]
+    assert {(m.metric, m.loss) for n, m in metas.items() if n not in binary} == {("accuracy", "cross_entropy")}
     pinned = [n for n, sha in heterophily.PINNED_SHA256.items() if sha is None]
     assert pinned == ["roman_empire", "amazon_ratings", "questions"]
 
@@ -227,6 +229,21 @@ def test_homophily_measures():
     assert h == {"edge_homophily": 0.0, "adjusted_homophily": -1.0}
     assert homophily(np.array([0]), np.array([0]), np.array([0])) == {"edge_homophily": None,
                                                                      "adjusted_homophily": None}
+
+
+def test_binary_loss_takes_one_logit_or_two():
+    import torch
+
+    from gnnbench.training.losses import get_loss
+
+    loss = get_loss("binary_cross_entropy")
+    y = torch.tensor([0, 1, 1, 0])
+    one = torch.tensor([[0.3], [-1.2], [2.0], [0.1]])
+    batch = types.SimpleNamespace(y=y)
+    assert float(loss(one, batch)) == pytest.approx(float(torch.nn.functional.binary_cross_entropy_with_logits(
+        one[:, 0], y.float())))
+    two = torch.cat([torch.zeros_like(one), one], 1)  # softmax of (0, s) is the sigmoid of s: the same loss
+    assert float(loss(two, batch)) == pytest.approx(float(loss(one, batch)))
 
 
 def test_roc_auc_matches_sklearn():

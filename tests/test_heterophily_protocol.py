@@ -148,6 +148,15 @@ def test_each_member_is_scored_on_its_own_nodes():
             mask = masks[part][member].numpy()
             diff = (logits[member, :, 1] - logits[member, :, 0]).numpy()
             assert scores[part][i] == pytest.approx(100 * roc_auc_score(labels.numpy()[mask], diff[mask]))
+    # one logit (the zoo's binary output): binary cross-entropy with logits over the member's nodes, as released
+    one = logits[[0, 2], :, 1:]
+    losses = step._losses(one)
+    for i, member in enumerate((0, 2)):
+        mask = masks["test"][member]
+        expected = torch.nn.functional.binary_cross_entropy_with_logits(one[i, mask, 0], labels[mask].double())
+        assert float(losses["test"][i]) == pytest.approx(float(expected))
+    assert step._scores(one)["val"][1] == pytest.approx(
+        100 * roc_auc_score(labels.numpy()[masks["val"][2].numpy()], one[1, :, 0].numpy()[masks["val"][2].numpy()]))
     step.metric = "accuracy"
     scores = step._scores(logits[[0, 2]])
     right = (logits.argmax(-1) == labels).numpy()

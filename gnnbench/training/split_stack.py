@@ -10,7 +10,8 @@ new dim 0 (``torch.func.stack_module_state``) and one vmapped forward pass compu
         lr_s      = lr · ((s + 1) / (W + 1) if s < W else 1)     the released get_lr_scheduler_with_warmup, W warmup
                                                                   steps (num_warmup_steps, else
                                                                   int(num_steps · warmup_proportion))
-        loss_r    = mean cross-entropy over r's training nodes    (train mode: dropout)
+        loss_r    = mean cross-entropy over r's training nodes    (train mode: dropout; one output column:
+                                                                  binary cross-entropy with logits, as released)
         θ_r       ← AdamW(θ_r, ∇ loss_r, lr_s)                    weight decay only on weights, not on biases and
                                                                   normalisation parameters (get_parameter_groups)
         score_r   = metric on r's train / val / test nodes        (eval mode), after every step
@@ -157,9 +158,14 @@ class SplitStackStep(Step):
     # ------------------------------------------------------------------------------------------ one step
 
     def _losses(self, logits: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Per member and part: the mean cross-entropy over the member's nodes of that part, (R',) each."""
+        """Per member and part: the mean cross-entropy (one logit: binary cross-entropy) over the member's nodes of that
+        part, (R',) each."""
         r, n, c = logits.shape
-        nll = F.cross_entropy(logits.reshape(r * n, c), self.labels.repeat(r), reduction="none").reshape(r, n)
+        if c == 1:  # one logit of a binary task: the released binary_cross_entropy_with_logits
+            target = self.labels.to(logits.dtype).expand(r, n)
+            nll = F.binary_cross_entropy_with_logits(logits[..., 0], target, reduction="none")
+        else:
+            nll = F.cross_entropy(logits.reshape(r * n, c), self.labels.repeat(r), reduction="none").reshape(r, n)
         out = {}
         for part in PARTS:
             mask = self.masks[part][self.rows].to(nll.dtype)

@@ -24,8 +24,9 @@ What is stored, as the released ``datasets.py`` builds its graph:
   model's business (the zoo's layers), not the dataset's;
 * features as stored (float32; the bag-of-words features of chameleon, squirrel, actor and the WebKB graphs, under
   6% nonzero, as the sparse node column ``x``, the others dense);
-* labels as stored; the binary datasets (minesweeper, tolokers, questions) are scored by ROC AUC (``metric:
-  roc_auc``, on the score of class 1), the others by accuracy, as the released code does;
+* labels as stored; the binary datasets (minesweeper, tolokers, questions) are trained with a binary cross-entropy
+  (``loss: binary_cross_entropy``: on the one logit of the released models) and scored by ROC AUC (``metric:
+  roc_auc``, on the score of class 1), the others with cross-entropy and by accuracy, as the released code does;
 * the ten splits as the node column ``split`` (int8, (N, 10)): column k is split k (0 train, 1 val, 2 test, −1
   none); the split scheme ``given`` makes one fold per column.
 
@@ -199,7 +200,8 @@ def describe(name: str, params: dict, seed: int) -> DatasetMeta:
     if dataset in published_statistics():
         source["published_statistics"] = published_statistics()[dataset]
     binary = base_name(dataset) in BINARY
-    return DatasetMeta(name=name, task="node_classification", loss="cross_entropy",
+    return DatasetMeta(name=name, task="node_classification",
+                       loss="binary_cross_entropy" if binary else "cross_entropy",
                        metric="roc_auc" if binary else "accuracy", num_outputs=classes, num_graphs=1,
                        node_features=FeatureSpec("continuous", width, sparse=base_name(dataset) in BAG_OF_WORDS),
                        edge_features=None, pe_usage="add", split_sizes=None, source=source, given_splits=SPLITS)
