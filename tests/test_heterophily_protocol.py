@@ -307,4 +307,4 @@ def test_the_paper_suite_and_the_example_plan_every_model_at_every_layer_count()
     assert config["input_features"] == ["original", "sgc"] and config["lr"] == 3e-5 and config["num_steps"] == 1000
     example = load_suite_file(root / "heterophily-example.yaml")
     assert {c for b in example.benchmarks.values() for m in b.models for c in b.candidates[m]} == {1, 2}
-    assert example.benchmarks["chameleon"].models["GCN"].config["hidden_dim"] == 64
+    assert example.benchmarks["chameleon"].models["GCN"].config["hidden_dim"] == 32
