@@ -1,4 +1,4 @@
-"""The three papers whose zoos and protocols gnnbench reproduces, by key, and what each defines as data: the name of
+"""The papers whose zoos and protocols gnnbench reproduces, by key, and what each defines as data: the name of
 its protocol, its zoo's architecture keys, its protocol's training keys and the training that protocol gives a run.
 
 A leaf: every layer names a paper by these keys (a model's ``variant``, a split file's ``source``, a protocol's zoo)
@@ -18,7 +18,8 @@ ZOOS = {DWIVEDI2020: "Dwivedi et al. 2020, Benchmarking Graph Neural Networks",
         PLATONOV2023: "Platonov et al. 2023, A Critical Look at the Evaluation of GNNs under Heterophily"}
 # The protocol of each paper (a suite's ``protocol:``, :mod:`gnnbench.protocols`), and the protocol of a benchmark or
 # preset that names none: the benchmark's
-PROTOCOLS = {DWIVEDI2020: "benchmarking-gnns", SHCHUR2018: "pitfalls", ERRICA2020: "fair-comparison"}
+PROTOCOLS = {DWIVEDI2020: "benchmarking-gnns", SHCHUR2018: "pitfalls", ERRICA2020: "fair-comparison",
+             PLATONOV2023: "heterophily"}
 DEFAULT_PROTOCOL = PROTOCOLS[DWIVEDI2020]
 
 # Architecture keys of each zoo, with their types (the original configs' keys).
@@ -73,6 +74,10 @@ TRAINING_KEYS: dict[str, dict[str, type]] = {
     ERRICA2020: {"batch_size": int, "learning_rate": float, "l2": float, "optimizer": str, "scheduler": str,
                  "scheduler_step_size": int, "scheduler_gamma": float, "gradient_clipping": float, "epochs": int,
                  "early_stopping": str, "patience": int, "time_limit_hours": float},
+    # platonov2023 (heterophily): the released train.py's optimisation arguments (num_warmup_steps unset: the
+    # warmup is warmup_proportion of num_steps)
+    PLATONOV2023: {"lr": float, "weight_decay": float, "num_steps": int, "num_warmup_steps": int,
+                   "warmup_proportion": float},
 }
 # The training every run of a protocol starts from. shchur2018: config/train.conf.yaml of gnn-benchmark, the
 # procedure shared by every model; errica2020: the training keys every run needs (the rest are the model's own,
@@ -82,6 +87,9 @@ TRAINING_DEFAULTS: dict[str, dict] = {
                  "improvement_tolerance": 0.0},
     ERRICA2020: {"optimizer": "Adam", "scheduler": "none", "l2": 0.0, "gradient_clipping": 0.0, "patience": 500,
                  "early_stopping": "accuracy", "time_limit_hours": 72.0},
+    # platonov2023: train.py's defaults, which every experiment of the paper used (scripts/run_all_experiments.sh
+    # sets none of them): AdamW at 3e-5 without weight decay for 1,000 steps, no warmup
+    PLATONOV2023: {"lr": 3.0e-5, "weight_decay": 0.0, "num_steps": 1000, "warmup_proportion": 0.0},
 }
 # The training of a model of another paper's zoo, whose preset gives only the architecture.
 FOREIGN_TRAINING_DEFAULTS: dict[str, dict] = {
@@ -96,6 +104,8 @@ FOREIGN_TRAINING_DEFAULTS: dict[str, dict] = {
     # the protocol's defaults with the values most of Errica's configs share (batch size 32, 1000 epochs) and
     # learning rate 1e-3 (in the GraphSAGE and DiffPool grids); a suite's `grid` searches more
     ERRICA2020: {**TRAINING_DEFAULTS[ERRICA2020], "batch_size": 32, "learning_rate": 0.001, "epochs": 1000},
+    # the one procedure of the paper, which it applied to every model alike
+    PLATONOV2023: dict(TRAINING_DEFAULTS[PLATONOV2023]),
 }
 SELECTS_MODELS = (ERRICA2020,)  # protocols that search a preset's grid; the others train one configuration
 

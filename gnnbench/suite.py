@@ -656,7 +656,8 @@ def _dataset(name: str, entry: dict, protocol, base_dir: str | os.PathLike | Non
     if spec.split["scheme"] == "published" and published_split(spec) is None:
         raise ConfigError(f"{where}.split.scheme: no {spec.split['source']} split was published for dataset {name} "
                           f"(generator {generator.name}); use stratified_kfold")
-    if spec.split["scheme"] == "given" and not meta.split_sizes:
+    # a dataset comes with a split when its description gives the sizes, or several splits (their sizes vary)
+    if spec.split["scheme"] == "given" and not meta.split_sizes and meta.given_splits < 2:
         raise ConfigError(f"{where}.split.scheme: dataset {name} comes without a split; use "
                           f"{'random_per_class' if meta.transductive else 'stratified_kfold'}")
     return spec

@@ -301,7 +301,7 @@ def test_the_layers_below_the_protocols_read_what_the_protocol_objects_say():
     assert types == protocol_types(REGISTRY["pitfalls"], {"model": "GCN"})
     assert types["num_epochs"] is int and types["hidden_size"] is int and "init_lr" not in types
     with pytest.raises(ConfigError, match="^preset X.protocol: unknown protocol 'pitfall'; choose one of "
-                                          "benchmarking-gnns, pitfalls, fair-comparison$"):
+                                          "benchmarking-gnns, pitfalls, fair-comparison, heterophily$"):
         protocol_paper("pitfall", "preset X.protocol")
 
 

@@ -51,6 +51,8 @@ IN_FUNCTION: dict[tuple[str, str], str] = {
         "torch: the protocol object loads its jobs only when asked to train (gnnbench train)",
     ("gnnbench.protocols.pitfalls.plan", "gnnbench.protocols.pitfalls.train"):
         "torch: the protocol object loads its jobs only when asked to train (gnnbench train)",
+    ("gnnbench.protocols.heterophily.plan", "gnnbench.protocols.heterophily.train"):
+        "torch: the protocol object loads its jobs only when asked to train (gnnbench train)",
 }
 MAX_IN_FUNCTION = 20
 
@@ -63,6 +65,7 @@ WITHOUT_TORCH = ("gnnbench.cli", "gnnbench.suite", "gnnbench.pipeline", "gnnbenc
                  "gnnbench.protocols.pitfalls.tables", "gnnbench.protocols.fair_comparison.select",
                  "gnnbench.protocols.tuning",
                  "gnnbench.tuning.space", "gnnbench.tuning.sampler", "gnnbench.tuning.select", "gnnbench.tuning.record",
+                 "gnnbench.protocols.heterophily.tables", "gnnbench.protocols.heterophily.select",
                  *(f"gnnbench.reporting.{p.stem}" for p in sorted((PACKAGE / "reporting").glob("*.py"))
                    if p.stem != "__init__"))
 

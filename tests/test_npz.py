@@ -299,7 +299,10 @@ def test_transductive_statistics_and_refined_meta(tmp_path):
     assert written.split_sizes == {"train": 2, "val": 1, "test": 2}
     stats = read_meta(tmp_path / "t").statistics
     assert stats["all"] == {"nodes": 6, "edges": 3, "self_loops": 2, "isolated_nodes": 2, "features": 4,
-                            "feature_nonzeros": 5, "classes": 3, "class_sizes": [2, 1, 2], "unlabelled_nodes": 1}
+                            "feature_nonzeros": 5, "classes": 3, "class_sizes": [2, 1, 2], "unlabelled_nodes": 1,
+                            # labelled pairs {0,1} (classes 0, 1) and {0,5} (0, 0): h_edge 1/2; class degree sums
+                            # D_0 = 3, D_1 = 1 of 2|E| = 4: h_adj = (1/2 - 10/16) / (1 - 10/16) = -1/3
+                            "edge_homophily": 0.5, "adjusted_homophily": pytest.approx(-1 / 3)}
     assert stats["train"] == {"nodes": 2, "class_sizes": [1, 1, 0], "unlabelled_nodes": 0}
     assert stats["val"] == {"nodes": 1, "class_sizes": [0, 0, 0], "unlabelled_nodes": 1}
     assert stats["test"] == {"nodes": 2, "class_sizes": [1, 0, 1], "unlabelled_nodes": 0}

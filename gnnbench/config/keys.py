@@ -82,7 +82,8 @@ def protocol_types(protocol, config: Mapping | None = None) -> dict[str, type | 
 
 
 CHOICES = {"dense_schedule": ("minibatch", "original"),
-           "loss": ("cross_entropy", "weighted_cross_entropy", "l1", "link_bce", "multitask_mse"),
+           "loss": ("cross_entropy", "weighted_cross_entropy", "binary_cross_entropy", "l1", "link_bce",
+                    "multitask_mse"),
            "aggregator": ("mean", "maxpool", "meanpool"),
            "prop_type": ("vanilla", "smoothed"), "early_stopping_criterion": ("gnnbench", "gat_tol"),
            "optimizer": ("Adam", "SGD"), "scheduler": ("none", "step", "ecc_milestones"),

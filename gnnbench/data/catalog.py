@@ -20,6 +20,10 @@ after the protocol's preprocessing, with the feature and class counts of its Tab
 3,703 / 6, PubMed 500 / 3, CORA-Full 8,710 / 67, Coauthor-CS 6,805 / 15, Coauthor-Physics 8,415 / 5,
 Amazon-Computers 767 / 10, Amazon-Photo 745 / 8.
 
+Platonov et al.'s heterophilous graphs under the names the paper prints (``roman-empire``, ``tolokers``,
+``chameleon-filtered``, ...): the description of generator ``heterophily`` (feature width and classes of the
+released files).
+
 TU edges: the original TU loader gives every edge an all-ones feature as wide as the node features, which
 GatedGCN projects with ``Linear(in_dim, hidden)``; the datasets have no edge features and say so by the net
 convention ``edge_ones_node_width`` (the constant edge input is as wide as the node features), which the ``tu``
@@ -28,7 +32,7 @@ generator's ``variant: dwivedi2020`` sets too.
 
 from __future__ import annotations
 
-from gnnbench.data.generators import get_generator
+from gnnbench.data.generators import get_generator, heterophily
 from gnnbench.data.generators.released import BENCHMARK_NAMES
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
 from gnnbench.errors import ConfigError
@@ -89,6 +93,11 @@ _PITFALLS = {name: _meta(name, "node_classification", classes, _cont(features), 
                  ("Coauthor-CS", 6805, 15), ("Coauthor-Physics", 8415, 5), ("Amazon-Computers", 767, 10),
                  ("Amazon-Photo", 745, 8))}
 _EXTERNAL.update(_PITFALLS)
+# Platonov et al.'s graphs by the names the paper prints (roman-empire, chameleon-filtered, ...): their generator's
+# description (feature width and classes of the released files)
+_HETEROPHILY = {name.replace("_", "-"): heterophily.describe(name.replace("_", "-"), {"name": name, "mirror": ""}, 0)
+                for name in heterophily.NAMES}
+_EXTERNAL.update(_HETEROPHILY)
 
 
 def describe_dataset(name: str) -> DatasetMeta:

@@ -207,7 +207,7 @@ def recorded_sha256(target: str | os.PathLike) -> str | None:
 
 def _write_sha256(target: Path, sha256: str) -> None:
     sidecar = _sidecar(target)
-    tmp = sidecar.with_name(sidecar.name + ".part")
+    tmp = sidecar.with_name(f"{sidecar.name}.{os.getpid()}.part")  # per process: two jobs may check one file at once
     tmp.write_text(f"{sha256}  {target.name}\n")
     os.replace(tmp, sidecar)
 

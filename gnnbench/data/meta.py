@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gnnbench.data.homophily import homophily
 from gnnbench.data.leakage import dataset_duplicates, dataset_labels
 from gnnbench.data.link_pairs import PAIRS_FILE, LinkPairs, link_statistics, write_pairs
 from gnnbench.data.store import SPLIT_CODES, GraphColumns, read_graph_columns, read_parquet, write_graph_store
@@ -347,7 +348,8 @@ def transductive_statistics(columns: GraphColumns, meta: DatasetMeta,
     each counted once (Table 3's "edges"); ``self_loops`` = nodes with an edge to themselves; ``isolated_nodes`` =
     nodes without an edge to another node (a self loop alone leaves a node isolated); ``features`` = feature width
     and ``feature_nonzeros`` = stored nonzeros of ``x``; ``classes`` = ``meta.num_outputs``; ``class_sizes`` =
-    labelled nodes per class; ``unlabelled_nodes`` = nodes with ``y`` = -1.
+    labelled nodes per class; ``unlabelled_nodes`` = nodes with ``y`` = -1; ``edge_homophily`` and
+    ``adjusted_homophily`` of those undirected pairs (:mod:`gnnbench.data.homophily`, Platonov et al.'s Table 1).
     ``parts`` (part name → node indices, e.g. train/val/test) adds, per part: ``nodes``, ``class_sizes`` and
     ``unlabelled_nodes``.
     """
@@ -373,7 +375,7 @@ def transductive_statistics(columns: GraphColumns, meta: DatasetMeta,
         "nodes": n, "edges": int(pairs.size), "self_loops": int(np.unique(src[loop]).size),
         "isolated_nodes": int(n - np.count_nonzero(touched)), "features": width, "feature_nonzeros": nonzeros,
         "classes": int(meta.num_outputs), "class_sizes": everything["class_sizes"],
-        "unlabelled_nodes": everything["unlabelled_nodes"],
+        "unlabelled_nodes": everything["unlabelled_nodes"], **homophily(src, dst, y),
     }}
     for part, nodes in (parts or {}).items():
         stats[part] = counts(np.asarray(nodes, dtype=np.int64))

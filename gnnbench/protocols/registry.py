@@ -6,14 +6,16 @@ from gnnbench.errors import ConfigError
 from gnnbench.protocols.base import Protocol
 from gnnbench.protocols.benchmarking_gnns.plan import BenchmarkingGNNs
 from gnnbench.protocols.fair_comparison.plan import FairComparison
+from gnnbench.protocols.heterophily.plan import Heterophily
 from gnnbench.protocols.pitfalls.plan import Pitfalls
 
 PLANNED: dict[str, str] = {}  # protocols announced but not yet available: name -> why
-REGISTRY: dict[str, Protocol] = {p.name: p for p in (BenchmarkingGNNs(), Pitfalls(), FairComparison())}
+REGISTRY: dict[str, Protocol] = {p.name: p for p in (BenchmarkingGNNs(), Pitfalls(), FairComparison(), Heterophily())}
 
 
 def protocol_names() -> list[str]:
-    """The names of the available protocols (``benchmarking-gnns``, ``pitfalls``, ``fair-comparison``)."""
+    """The names of the available protocols (``benchmarking-gnns``, ``pitfalls``, ``fair-comparison``,
+    ``heterophily``)."""
     return list(REGISTRY)
 
 

@@ -43,6 +43,15 @@ def cross_entropy(scores: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
     return F.cross_entropy(scores, batch.y)
 
 
+def binary_cross_entropy(scores: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
+    """Mean loss of a binary task (Platonov et al.'s minesweeper, tolokers, questions): binary cross-entropy with
+    logits on one output column, as the released code trains its one-logit models; a model with two output
+    columns (another zoo's) gets the cross-entropy of its two logits, the same loss of their difference."""
+    if scores.shape[-1] == 2:
+        return F.cross_entropy(scores, batch.y)
+    return F.binary_cross_entropy_with_logits(scores.reshape(-1), batch.y.to(scores.dtype).reshape(-1))
+
+
 def l1(scores: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
     """Mean absolute error against ``batch.y`` (ZINC, AQSOL)."""
     return F.l1_loss(scores, batch.y)
@@ -79,6 +88,7 @@ def multitask_mse(scores: tuple[torch.Tensor, torch.Tensor], batch: GraphBatch, 
 LOSSES: dict[str, Callable] = {
     "weighted_cross_entropy": weighted_cross_entropy,
     "cross_entropy": cross_entropy,
+    "binary_cross_entropy": binary_cross_entropy,
     "l1": l1,
     "link_bce": link_bce,
     "multitask_mse": multitask_mse,

@@ -18,6 +18,9 @@ evaluation batch size exactly as in the paper:
 * ``log10_mse`` (GraphTheoryProp): log10 of the epoch mean of the multitask loss (mean of its six values).
   ``per_task()`` gives log10 of each task's epoch mean, by task name (reported in ``metrics.json``
   and the tables).
+* ``roc_auc`` (the binary datasets of Platonov et al.: minesweeper, tolokers, questions; %, global): 100 · the area
+  under the ROC curve of the score of class 1 (``scores[:, 1] − scores[:, 0]`` for two logits, or the one
+  column), ties given their mean rank, as sklearn's ``roc_auc_score`` (:func:`roc_auc`).
 * ``hits@50`` (COLLAB): fraction of positive pairs scored above the 50th highest negative score (OGB's
   Hits@K), over the whole evaluation set.
 
@@ -47,6 +50,30 @@ def sbm_weighted_accuracy(scores: torch.Tensor, targets: torch.Tensor) -> torch.
     count = count_by_label[:nb].double()  # #(targets == r)
     recall = torch.where(count > 0, diag / count.clamp(min=1), torch.zeros_like(diag))
     return 100.0 * recall.sum() / nb
+
+
+def positive_score(scores: torch.Tensor) -> torch.Tensor:
+    """The score of class 1 of a binary task: the logit difference of two columns, or the one column."""
+    return scores[..., 1] - scores[..., 0] if scores.shape[-1] == 2 else scores[..., 0]
+
+
+def roc_auc(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Area under the ROC curve (a fraction, 0-d float64) of ``scores`` (N,) for binary ``targets`` (N,): the
+    Mann–Whitney statistic with tied scores given their mean rank (sklearn's ``roc_auc_score``); NaN when only
+    one class occurs."""
+    scores, targets = scores.detach().double().reshape(-1), targets.reshape(-1).bool()
+    order = torch.argsort(scores)
+    sorted_scores = scores[order]
+    _, inverse, counts = torch.unique_consecutive(sorted_scores, return_inverse=True, return_counts=True)
+    ends = torch.cumsum(counts, 0).double()  # 1-based rank of the last member of each tie group
+    mean_rank = ends - (counts.double() - 1) / 2
+    ranks = torch.empty_like(scores)
+    ranks[order] = mean_rank[inverse]
+    positives = int(targets.sum())
+    negatives = targets.numel() - positives
+    if positives == 0 or negatives == 0:
+        return torch.tensor(float("nan"), dtype=torch.float64)
+    return (ranks[targets].sum() - positives * (positives + 1) / 2) / (positives * negatives)
 
 
 class Metric(ABC):
@@ -191,7 +218,30 @@ def hits_at_k(pos: torch.Tensor, neg: torch.Tensor, k: int) -> float:
     return float((pos > threshold).double().mean())
 
 
-METRICS: dict[str, type[Metric]] = {m.name: m for m in (WeightedAccuracy, Accuracy, MAE, F1, Log10MSE, HitsAtK)}
+class RocAuc(Metric):
+    """ROC AUC (%) of the score of class 1 over all nodes of the pass (:func:`roc_auc`)."""
+
+    name, higher_is_better = "roc_auc", True
+
+    def reset(self) -> None:
+        """Forget every batch."""
+        self._scores: list[torch.Tensor] = []
+        self._targets: list[torch.Tensor] = []
+
+    def update(self, scores: torch.Tensor, batch: GraphBatch) -> None:
+        """Keep one batch's scores of class 1 and its targets (the AUC is global, not a mean over batches)."""
+        self._scores.append(positive_score(scores).detach().double().cpu())
+        self._targets.append(batch.y.detach().cpu())
+
+    def compute(self) -> float:
+        """100 · the AUC over every batch since :meth:`reset`."""
+        if not self._scores:
+            return float("nan")
+        return 100.0 * float(roc_auc(torch.cat(self._scores), torch.cat(self._targets)))
+
+
+METRICS: dict[str, type[Metric]] = {m.name: m for m in (WeightedAccuracy, Accuracy, MAE, F1, Log10MSE, HitsAtK,
+                                                         RocAuc)}
 
 
 def get_metric(name: str, config: dict | None = None) -> Metric:

@@ -5,7 +5,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from gnnbench import paths
-from gnnbench.protocols import benchmarking_gnns, fair_comparison, pitfalls
+from gnnbench.protocols import benchmarking_gnns, fair_comparison, heterophily, pitfalls
 from gnnbench.protocols.registry import get_protocol
 from gnnbench.records import history_path
 from gnnbench.report_jobs import dataset_outputs, suite_outputs
@@ -20,6 +20,7 @@ def _alternatives(names):
 P1_DATASETS = SUITE.protocol_datasets(benchmarking_gnns.NAME)
 PITFALLS_DATASETS = SUITE.protocol_datasets(pitfalls.NAME)
 FAIR_DATASETS = SUITE.protocol_datasets(fair_comparison.NAME)
+HETEROPHILY_DATASETS = SUITE.protocol_datasets(heterophily.NAME)
 # benchmarking-gnns benchmarks whose jobs train several seeds of a model × fold (seeds_per_job, stack)
 P1_STACKED = [d for d in P1_DATASETS if SUITE.benchmarks[d].seed_stacks()]
 
@@ -31,6 +32,7 @@ wildcard_constraints:
     fold=r"\d+",
     chunk=r"\d+",
     part=r"\d+",
+    layers=r"\d+",
     k=r"\d+",
 
 

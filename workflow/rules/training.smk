@@ -106,3 +106,49 @@ rule train_inits:
         "../envs/gnnbench.yaml"
     script:
         "../scripts/train_inits.py"
+
+
+# heterophily: one job = the splits of one model at one layer count, trained as one stack
+rule train_layers:
+    input:
+        unpack(run_inputs),
+    output:
+        metrics=paths.LAYERS_METRICS,
+        records=record_file(heterophily.NAME, heterophily.CANDIDATE_JOB),
+        histories=history_file(heterophily.NAME, heterophily.CANDIDATE_JOB),
+    wildcard_constraints:
+        dataset=_alternatives(HETEROPHILY_DATASETS),
+    params:
+        config=lambda wc: benchmark_of(wc).candidate_config(wc.model, int(wc.layers)),
+        seed=lambda wc: benchmark_of(wc).seed,
+        splits_per_stack=lambda wc: benchmark_of(wc).splits_per_stack,
+        device=SUITE.device,
+    threads: SUITE.resources["train"]["cpus"]
+    resources:
+        **SUITE.rule_resources("train"),
+    log:
+        paths.log_file("train", "{dataset}/{model}/layers{layers}"),
+    conda:
+        "../envs/gnnbench.yaml"
+    script:
+        "../scripts/train_layers.py"
+
+
+# heterophily: the layer count of a model chosen on the mean validation score (run records only, no torch)
+rule select_layers:
+    input:
+        records=lambda wc: benchmark_of(wc).candidate_records(wc.model),
+        histories=lambda wc: [str(history_path(f)) for f in benchmark_of(wc).candidate_records(wc.model)],
+    output:
+        selection=paths.LAYERS_SELECTION,
+        records=record_file(heterophily.NAME, heterophily.SELECTED_JOB),
+        histories=history_file(heterophily.NAME, heterophily.SELECTED_JOB),
+    wildcard_constraints:
+        dataset=_alternatives(HETEROPHILY_DATASETS),
+    localrule: True
+    log:
+        paths.log_file("select", "{dataset}/{model}/layers"),
+    conda:
+        "../envs/gnnbench.yaml"
+    script:
+        "../scripts/select_layers.py"

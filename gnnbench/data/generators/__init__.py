@@ -20,6 +20,7 @@ from gnnbench.data.generators import (
     graph_families,
     graph_file,
     graph_theory_prop,
+    heterophily,
     molecules,
     npz,
     ogbl_collab,
@@ -43,7 +44,7 @@ GENERATORS: dict[str, Generator] = {g.name: g for g in (
     superpixels.SUPERPIXELS_MNIST, superpixels.SUPERPIXELS_CIFAR10, superpixels.SUPERPIXELS_DIGITS,
     cycles_release.CYCLES_RELEASE, planetoid.PLANETOID, npz.NPZ, csbm.CSBM, tu.TU, graph_families.GRAPH_FAMILIES,
     wikics.WIKICS, released.RELEASED, molecules.ZINC, molecules.AQSOL, ogbl_collab.OGBL_COLLAB, pyg.PYG,
-    graph_file.GRAPH_FILE)}
+    graph_file.GRAPH_FILE, heterophily.HETEROPHILY)}
 
 
 def generator_names() -> list[str]:
