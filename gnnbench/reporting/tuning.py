@@ -131,6 +131,7 @@ def tuning_curves_figure(runs: pd.DataFrame, title: str):
                       linestyle=styles[i % len(styles)], marker="o", markersize=2.5,
                       label=_search_label(row, several_splits, several_searches))
     axes.set_xlabel("trial")
+    axes.xaxis.get_major_locator().set_params(integer=True)  # trials are counted, never halved
     metric = runs.loc[runs["stage"] == TRIAL_STAGE, "metric"].dropna()
     axes.set_ylabel(f"best validation {metric_label(metric.iloc[0]) if len(metric) else 'score'} so far")
     axes.set_title(title, fontsize=10)
