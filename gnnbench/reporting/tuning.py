@@ -35,6 +35,7 @@ from gnnbench.errors import DataError
 from gnnbench.records import extras
 from gnnbench.reporting import significance
 from gnnbench.reporting.pitfalls import write_table
+from gnnbench.reporting.plots import _colours, _figure, metric_label, save_figure
 
 TRIAL_STAGE = "trial"
 TUNED_SUFFIX = "-tuned"
@@ -112,8 +113,6 @@ def tuning_curves_figure(runs: pd.DataFrame, title: str):
     """The tuning curves of ``runs``' trials (:func:`curves`): best validation score so far against the trial
     number (1-based), one line per search, labelled with its model (and its search key and fold where a model has
     several), " — not converged" where :func:`searches` says so."""
-    from gnnbench.reporting.plots import _colours, _figure, metric_label
-
     table, summary = curves(runs), searches(runs)
     if table.empty:
         raise DataError("no tuning trials (stage 'trial') among the run records; check the benchmark's tuning")
@@ -141,8 +140,6 @@ def tuning_curves_figure(runs: pd.DataFrame, title: str):
 
 def tuning_curves(runs: pd.DataFrame, title: str, png: str | os.PathLike, svg: str | os.PathLike) -> None:
     """Write :func:`tuning_curves_figure` of the run records ``runs`` (one benchmark's) as PNG and SVG."""
-    from gnnbench.reporting.plots import save_figure
-
     save_figure(tuning_curves_figure(runs, title), png, svg)
 
 
