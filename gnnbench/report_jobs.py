@@ -116,7 +116,8 @@ def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike]
     write_pages(outputs)
 
 
-def tuning_report(dataset: str, runs, trial_runs, outputs: dict[str, str], significance: dict) -> None:
+def tuning_report(dataset: str, runs: pd.DataFrame, trial_runs: pd.DataFrame, outputs: dict[str, str],
+                  significance: dict) -> None:
     """A benchmark's tuning report (``docs/tuning.md``): the published-versus-tuned table (role ``tuning``), the
     trial table (``trials``) and the tuning curves (figure ``tuning``) of its run records ``runs`` and its trial
     records ``trial_runs``."""
