@@ -425,6 +425,13 @@ def test_the_workflow_trains_each_protocols_tuned_runs_with_its_selection(tmp_pa
         assert {k: config[k] for k in extra["params"]} == extra["params"]  # trained with the selected values
     for table in ("CSL", "CSBM", "GF"):
         assert "-tuned" in (tmp_path / f"results/tables/{table}.md").read_text()
+    # every protocol's report job writes the tuning report: one model tuned with 2 trials (GF: its one outer fold's)
+    for table, model in (("CSL", "GCN"), ("CSBM", "GCN"), ("GF", "Baseline")):
+        versus = pd.read_parquet(tmp_path / f"results/tables/{table}_tuning.parquet")
+        assert versus[["model", "trials", "searches"]].values.tolist() == [[model, 2, 1]], table
+        assert versus[["published_mean", "tuned_mean"]].notna().all(axis=None), table
+        assert len(pd.read_parquet(tmp_path / f"results/tables/{table}_trials.parquet")) == 2, table
+        assert (tmp_path / f"results/plots/{table}_tuning.svg").is_file(), table
 
 
 def test_benchmarking_gnns_trials_of_one_shape_train_as_one_stack(data, tmp_path):
