@@ -63,10 +63,15 @@ TABLE_FORMATS = ("csv", "md", "parquet")
 DATASET_TABLE = "results/tables/{dataset}.{ext}"
 FOLDS_TABLE = "results/tables/{dataset}_folds.{ext}"
 SIGNIFICANCE_FILE = "results/tables/{dataset}_significance.{ext}"
+# a benchmark that tunes models (docs/tuning.md): published versus tuned with each model's budget, and every trial;
+# its tuning curves are the PLOT_FILE of kind TUNING_CURVES
+TUNING_TABLE = "results/tables/{dataset}_tuning.{ext}"
+TRIALS_TABLE = "results/tables/{dataset}_trials.{ext}"
+TUNING_CURVES = "tuning"
 # the comparison of a protocol's models over its benchmarks (average ranks, Friedman, CD diagram): a suite table
 CRITICAL_DIFFERENCE = "critical_difference_{protocol}"  # the table's name, and its figure's
 SUITE_PLOT = "results/plots/{name}.{ext}"  # a figure of the suite's report job
-PLOT_FILE = "results/plots/{dataset}_{kind}.{ext}"  # kind: curves, bars, pe
+PLOT_FILE = "results/plots/{dataset}_{kind}.{ext}"  # kind: curves, bars, pe, tuning
 BOX_PLOT = "results/plots/{dataset}.{ext}"  # pitfalls: test accuracy of every run
 PLOT_FORMATS = ("png", "svg")
 TABLE_PAGE = "results/report/tables/{table}.html"  # a Markdown table as an HTML page of the report

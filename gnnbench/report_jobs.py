@@ -3,7 +3,9 @@
 
 - One job per benchmark (:func:`dataset_job`; rules ``tables_<dataset>`` in ``workflow/rules/aggregate.smk``): its
   protocol's tables and figures (the protocol's tables module, :func:`gnnbench.protocols.tables_module`), its paired
-  tests (:mod:`gnnbench.reporting.significance`) and every table as an HTML page of the report.
+  tests (:mod:`gnnbench.reporting.significance`), where it tunes models its tuning report (published versus tuned,
+  the trial table and the tuning curves, :mod:`gnnbench.reporting.tuning`) and every table as an HTML page of the
+  report.
 - One job for the suite (:func:`suite_job`; rule ``suite_report``): the tables spanning several benchmarks, the
   comparison of each protocol's models over its datasets (:mod:`gnnbench.reporting.critical_difference`: average
   ranks, Friedman test, critical-difference diagram), their pages, and the suite's parameters
@@ -11,15 +13,18 @@
 
 A job's outputs are named by role (:func:`dataset_outputs`, :func:`suite_outputs`): a table's ``{role}_csv``,
 ``{role}_md``, ``{role}_parquet`` and its page ``{role}_html`` — roles ``table`` (the dataset table), ``folds``
-(fair-comparison's per-fold table), ``significance``, and a suite-wide table's name —, and a figure's ``{kind}_png``,
-``{kind}_svg`` — kinds ``box`` (pitfalls' box plot), those of :meth:`~gnnbench.protocols.base.Benchmark.plot_kinds`
-and, in the suite's job, a critical-difference comparison's table name.
+(fair-comparison's per-fold table), ``significance``, ``tuning`` and ``trials`` (the tuning report), and a suite-wide
+table's name —, and a figure's ``{kind}_png``, ``{kind}_svg`` — kinds ``box`` (pitfalls' box plot), those of
+:meth:`~gnnbench.protocols.base.Benchmark.plot_kinds`, ``tuning`` (the tuning curves) and, in the suite's job, a
+critical-difference comparison's table name.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import pandas as pd
 
 from gnnbench import paths
 from gnnbench.data.leakage import DEFAULT_THRESHOLD
@@ -30,9 +35,12 @@ from gnnbench.reporting.critical_difference import cd_report
 from gnnbench.reporting.leakage import append_note
 from gnnbench.reporting.report import table_html, write_suite
 from gnnbench.reporting.significance import significance_report, unit_scores
+from gnnbench.reporting.tuning import published_vs_tuned_report, trial_report, tuning_curves
 
-# a benchmark's tables by role (the protocol lists the ones it writes, Benchmark.table_files)
-TABLE_ROLES = {"table": paths.DATASET_TABLE, "folds": paths.FOLDS_TABLE, "significance": paths.SIGNIFICANCE_FILE}
+# a benchmark's tables by role (the protocol lists the ones it writes, Benchmark.table_files; the tuning report's,
+# Benchmark.tuning_report_files)
+TABLE_ROLES = {"table": paths.DATASET_TABLE, "folds": paths.FOLDS_TABLE, "significance": paths.SIGNIFICANCE_FILE,
+               "tuning": paths.TUNING_TABLE, "trials": paths.TRIALS_TABLE}
 
 
 def table_outputs(role: str, table: str) -> dict[str, str]:
@@ -43,10 +51,11 @@ def table_outputs(role: str, table: str) -> dict[str, str]:
 
 def dataset_outputs(benchmark, significance: bool) -> dict[str, str]:
     """The files of a benchmark's report job by role: the tables its protocol lists (:meth:`Benchmark.table_files`:
-    the dataset table, the per-fold table, the box plot), with ``significance`` the paired tests' table, an HTML page
-    per table, and the figures of :meth:`Benchmark.plot_kinds`. A listed file of no role here is a ValueError (a
-    protocol's new kind of table needs one)."""
-    dataset, listed = benchmark.dataset, benchmark.table_files()
+    the dataset table, the per-fold table, the box plot), with ``significance`` the paired tests' table, the tuning
+    report where the benchmark tunes models (:meth:`Benchmark.tuning_report_files`: the ``tuning`` and ``trials``
+    tables, the figure ``tuning``), an HTML page per table, and the figures of :meth:`Benchmark.plot_kinds`. A
+    listed file of no role here is a ValueError (a protocol's new kind of table needs one)."""
+    dataset, listed = benchmark.dataset, benchmark.table_files() + benchmark.tuning_report_files()
     out: dict[str, str] = {}
     for role, template in TABLE_ROLES.items():
         markdown = template.format(dataset=dataset, ext="md")
@@ -54,7 +63,8 @@ def dataset_outputs(benchmark, significance: bool) -> dict[str, str]:
             out.update(table_outputs(role, Path(markdown).stem))
     if paths.BOX_PLOT.format(dataset=dataset, ext="png") in listed:
         out.update({f"box_{ext}": paths.BOX_PLOT.format(dataset=dataset, ext=ext) for ext in paths.PLOT_FORMATS})
-    for kind in benchmark.plot_kinds():
+    curves = paths.PLOT_FILE.format(dataset=dataset, kind=paths.TUNING_CURVES, ext="png") in listed
+    for kind in benchmark.plot_kinds() + ([paths.TUNING_CURVES] if curves else []):
         out.update({f"{kind}_{ext}": paths.PLOT_FILE.format(dataset=dataset, kind=kind, ext=ext)
                     for ext in paths.PLOT_FORMATS})
     unknown = [f for f in listed if f not in out.values()]
@@ -77,14 +87,17 @@ def suite_outputs(tables: list[str], figures: list[str] = ()) -> dict[str, str]:
 def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike],
                 histories: list[str | os.PathLike], dataset_dir: str | os.PathLike, outputs: dict[str, str],
                 models: list[str], significance: dict | None = None, options: dict | None = None,
-                leakage: str | os.PathLike | None = None, leakage_threshold: float = DEFAULT_THRESHOLD) -> None:
+                leakage: str | os.PathLike | None = None, leakage_threshold: float = DEFAULT_THRESHOLD,
+                trials: list[str | os.PathLike] = ()) -> None:
     """One benchmark's report: its protocol's ``dataset_tables`` on the run records of ``records`` (and the history
     records of ``histories``; ``options``: the protocol's own settings, e.g. the suite's presets), under the dataset
     table the note of the split's ``leakage`` file (warning and logging above ``leakage_threshold``,
     :mod:`gnnbench.reporting.leakage`), the paired tests of its ``models`` where ``outputs`` has a ``significance``
     table (``significance``: the protocol's ``units`` in words, ``unit_columns`` and ``stage``,
     :func:`gnnbench.reporting.significance.unit_scores`, and its equivalence ``margin``, None or absent: the metric's
-    default), then the HTML page of every table."""
+    default), where ``outputs`` has a ``tuning`` table the tuning report from the trial records of ``trials`` and
+    the run records (read apart, so that no trial enters the protocol's tables; the published-versus-tuned tests pair
+    over the same units as ``significance``), then the HTML page of every table."""
     runs = read_runs(records)
     tables_module(protocol).dataset_tables(dataset, runs, outputs,
                                            histories=read_histories(histories) if histories else None,
@@ -98,7 +111,22 @@ def dataset_job(*, protocol: str, dataset: str, records: list[str | os.PathLike]
                             units=significance["units"], csv=outputs["significance_csv"],
                             md=outputs["significance_md"], parquet=outputs["significance_parquet"],
                             margin=significance.get("margin"))
+    if "tuning_md" in outputs:
+        tuning_report(dataset, runs, read_runs(trials), outputs, significance)
     write_pages(outputs)
+
+
+def tuning_report(dataset: str, runs: pd.DataFrame, trial_runs: pd.DataFrame, outputs: dict[str, str],
+                  significance: dict) -> None:
+    """A benchmark's tuning report (``docs/tuning.md``): the published-versus-tuned table (role ``tuning``), the
+    trial table (``trials``) and the tuning curves (figure ``tuning``) of its run records ``runs`` and its trial
+    records ``trial_runs``."""
+    every = pd.concat([runs, trial_runs], ignore_index=True)
+    published_vs_tuned_report(every, dataset, *(outputs[f"tuning_{ext}"] for ext in paths.TABLE_FORMATS),
+                              units=significance["units"], unit_columns=tuple(significance["unit_columns"]),
+                              stage=significance["stage"], margin=significance.get("margin"))
+    trial_report(trial_runs, dataset, *(outputs[f"trials_{ext}"] for ext in paths.TABLE_FORMATS))
+    tuning_curves(trial_runs, dataset, *(outputs[f"{paths.TUNING_CURVES}_{ext}"] for ext in paths.PLOT_FORMATS))
 
 
 def suite_job(*, suite: dict, tables: dict[str, dict], outputs: dict[str, str],

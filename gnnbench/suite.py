@@ -249,9 +249,10 @@ class Suite:
         return get_protocol(protocol).suite_files(benchmarks) if benchmarks else []
 
     def table_files(self) -> list[str]:
-        """Everything a full run of the suite produces at the end: per-dataset tables (and plots), suite tables
-        (the protocols' and the critical-difference comparisons')."""
-        files = [f for b in self.benchmarks.values() for f in b.table_files()]
+        """Everything a full run of the suite produces at the end: per-dataset tables (and plots) with the tuning
+        reports of the benchmarks that tune models, suite tables (the protocols' and the critical-difference
+        comparisons')."""
+        files = [f for b in self.benchmarks.values() for f in b.table_files() + b.tuning_report_files()]
         for protocol in dict.fromkeys(b.protocol for b in self.benchmarks.values()):
             files += self.suite_files(protocol)
         return files + [f for c in self.critical_difference().values() for f in paths.table_files(c["table"])]

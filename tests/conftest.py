@@ -289,11 +289,9 @@ def job_script(argv: list[str]) -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def all_protocols_workflow(tmp_path_factory):
-    """``ALL_PROTOCOLS`` planned (``-n``) and run once, every Python process recording at its exit whether it had
-    imported torch: (workdir, dry-run result, run result, [{"argv", "torch"} per process])."""
-    workdir = tmp_path_factory.mktemp("all_protocols")
+def hooked_workflow(workdir: Path, config: dict):
+    """``config`` planned (``-n``) and run once in ``workdir``, every Python process recording at its exit whether it
+    had imported torch: (dry-run result, run result, [{"argv", "torch"} per process])."""
     hook = workdir / "_hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(IMPORTS_HOOK)
@@ -301,11 +299,19 @@ def all_protocols_workflow(tmp_path_factory):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), str(REPO_ROOT),
                                                                      os.environ.get("PYTHONPATH")])),
            "GNNBENCH_IMPORTS_LOG": str(log)}
-    dry = snakemake(workdir, "-n", config=ALL_PROTOCOLS, env=env)
+    dry = snakemake(workdir, "-n", config=config, env=env)
     log.unlink(missing_ok=True)  # the dry run's processes are not jobs
-    result = snakemake(workdir, config=ALL_PROTOCOLS, env=env)
+    result = snakemake(workdir, config=config, env=env)
     processes = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
-    return workdir, dry, result, processes
+    return dry, result, processes
+
+
+@pytest.fixture(scope="session")
+def all_protocols_workflow(tmp_path_factory):
+    """``ALL_PROTOCOLS`` planned (``-n``) and run once, every Python process recording at its exit whether it had
+    imported torch: (workdir, dry-run result, run result, [{"argv", "torch"} per process])."""
+    workdir = tmp_path_factory.mktemp("all_protocols")
+    return workdir, *hooked_workflow(workdir, ALL_PROTOCOLS)
 
 
 # ------------------------------------------------------------------------------------------------ parallel runs

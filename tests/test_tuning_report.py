@@ -129,8 +129,9 @@ def test_published_vs_tuned_rows_budget_and_paired_tests():
     assert gcn["tuned_mean"] == pytest.approx(np.mean(tuned["GCN"]))
     assert gcn["delta"] == pytest.approx(np.mean(tuned["GCN"]) - np.mean(published["GCN"]))
     assert (gcn["trials"], gcn["completed"], gcn["pruned"], gcn["not_converged"]) == (10, 8, 1, 0)
-    # CPU seconds: 10 trials × 2 s + 8 tuned runs × 4 s; GAT: 5 × 1.5 s + 32 s
-    assert (gcn["trial_seconds"], gcn["tuned_run_seconds"], gcn["cpu_seconds"]) == (20.0, 32.0, 52.0)
+    # seconds: 10 trials × 2 s + 8 tuned runs × 4 s; GAT: 5 × 1.5 s + 32 s; all on CPU (no CUDA device)
+    assert (gcn["trial_seconds"], gcn["tuned_run_seconds"], gcn["cpu_seconds"], gcn["gpu_seconds"]) == (
+        20.0, 32.0, 52.0, 0.0)
     assert rows.loc["GAT", "cpu_seconds"] == 39.5 and rows.loc["GAT", "not_converged"] == 1
     # tuned vs published: 8 pairs (Wilcoxon decides: all 8 in GCN-tuned's favour, p = 2/2^8), Holm over the models
     assert [tuple(p) for p in versus[["model_a", "model_b"]].to_numpy()] == [("GCN-tuned", "GCN"),
@@ -152,8 +153,20 @@ def test_published_vs_tuned_report_files_and_errors(tmp_path):
     md = files[1].read_text()
     p, t = np.array(published["GCN"]), np.array(tuned["GCN"])  # 70.5 ± 0.926, 73.375 ± 1.246
     assert (f"| GCN | {p.mean():.3f} ± {p.std(ddof=1):.3f} | {t.mean():.3f} ± {t.std(ddof=1):.3f} | "
-            f"+{t.mean() - p.mean():.3f} | 10 (8 / 1) | 52 (20 + 32) | 0 of 1 | 8 |") in md
+            f"+{t.mean() - p.mean():.3f} | 10 (8 / 1) | 52 (20 + 32) | 52 / 0 | 0 of 1 | 8 |") in md
     assert "| GAT | 68.500 ± 0.926 |" in md and "**1 of 1**" in md
     assert "## D, tuned models: is A better than B? Paired tests over random splits (mean over inits)" in md
     with pytest.raises(DataError, match="no tuned runs \\(model labels ending in '-tuned'\\)"):
         T.published_vs_tuned(runs[~runs["model"].str.endswith("-tuned")])
+
+
+def test_published_vs_tuned_splits_the_seconds_by_the_records_device():
+    """GPU seconds: the trials' and tuned runs' records whose device is CUDA; the published runs' never count."""
+    runs = versus_records()[0]
+    gpu = (runs["model"] == "GCN-tuned") & (runs["split"] < 3) | (runs["stage"] == "trial") & (runs["model"] == "GAT")
+    runs["device"] = np.where(gpu, "cuda (NVIDIA H200)", "cpu (x86_64)")
+    published = (runs["model"] == "GCN") & (runs["stage"] == "run")
+    runs.loc[published, "device"] = "cuda (NVIDIA H200)"  # the published runs: not the tuning's budget
+    rows = T.published_vs_tuned(runs)[0].set_index("model")
+    assert (rows.loc["GCN", "gpu_seconds"], rows.loc["GCN", "cpu_seconds"]) == (3 * 4.0, 20.0 + 5 * 4.0)
+    assert (rows.loc["GAT", "gpu_seconds"], rows.loc["GAT", "cpu_seconds"]) == (5 * 1.5, 32.0)

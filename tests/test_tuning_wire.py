@@ -153,6 +153,28 @@ def test_planned_rounds_selections_and_tuned_runs(suite):
     assert len(suite.tuning_files()) == 2 * 3 + 2 * 3 + 2 * 2 * 3
 
 
+def test_a_tuned_benchmarks_report_job_writes_the_tuning_report_from_every_searchs_trial_records(suite):
+    from gnnbench.report_jobs import dataset_outputs
+
+    gf = suite.benchmarks["GF"]
+    # the trial records of every round of every search (2 models x 2 outer folds x 2 rounds), none of the records
+    trials = gf.tuning_record_files()
+    assert trials == [f"results/records/fair-comparison/GF/{m}/tune_fold{f}_round{r}.parquet"
+                      for m in ("Baseline", "GIN") for f in (0, 1) for r in (0, 1)]
+    assert not set(trials) & set(gf.record_files())
+    outputs = dataset_outputs(gf, significance=True)
+    assert {role: outputs[role] for role in outputs if role.startswith(("tuning", "trials"))} == {
+        **{f"tuning_{e}": f"results/tables/GF_tuning.{e}" for e in ("csv", "md", "parquet")},
+        "tuning_html": "results/report/tables/GF_tuning.html",
+        **{f"trials_{e}": f"results/tables/GF_trials.{e}" for e in ("csv", "md", "parquet")},
+        "trials_html": "results/report/tables/GF_trials.html",
+        "tuning_png": "results/plots/GF_tuning.png", "tuning_svg": "results/plots/GF_tuning.svg"}
+    assert set(gf.tuning_report_files()) <= set(suite.table_files())
+    plain = load_suite(_suite(GF={"tuning": {"trials": 0}})).benchmarks["GF"]  # nothing tuned: no tuning report
+    assert plain.tuning_report_files() == [] and plain.tuning_record_files() == []
+    assert not [role for role in dataset_outputs(plain, significance=True) if role.startswith(("tuning", "trials"))]
+
+
 def test_a_model_may_set_its_own_budget_or_opt_out():
     config = _suite(CSL={"models": {"GCN": {"preset": "CSL_graph_classification_GCN_CSL_100k",
                                             "tuning": {"trials": 5}},
@@ -403,6 +425,13 @@ def test_the_workflow_trains_each_protocols_tuned_runs_with_its_selection(tmp_pa
         assert {k: config[k] for k in extra["params"]} == extra["params"]  # trained with the selected values
     for table in ("CSL", "CSBM", "GF"):
         assert "-tuned" in (tmp_path / f"results/tables/{table}.md").read_text()
+    # every protocol's report job writes the tuning report: one model tuned with 2 trials (GF: its one outer fold's)
+    for table, model in (("CSL", "GCN"), ("CSBM", "GCN"), ("GF", "Baseline")):
+        versus = pd.read_parquet(tmp_path / f"results/tables/{table}_tuning.parquet")
+        assert versus[["model", "trials", "searches"]].values.tolist() == [[model, 2, 1]], table
+        assert versus[["published_mean", "tuned_mean"]].notna().all(axis=None), table
+        assert len(pd.read_parquet(tmp_path / f"results/tables/{table}_trials.parquet")) == 2, table
+        assert (tmp_path / f"results/plots/{table}_tuning.svg").is_file(), table
 
 
 def test_benchmarking_gnns_trials_of_one_shape_train_as_one_stack(data, tmp_path):

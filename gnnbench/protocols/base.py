@@ -133,6 +133,24 @@ class Benchmark(ABC):
         return [f for label in self.tuning for search in self.searches(label)
                 for f in [*self.trial_record_files(label, search), self.tuning_selection(label, search)]]
 
+    def tuning_record_files(self) -> list[str]:
+        """The trial records of every search of every tuned model: what the report's tuning tables and curves read,
+        apart from the records of :meth:`record_files`."""
+        return [f for label in self.tuning for search in self.searches(label)
+                for f in self.trial_record_files(label, search)]
+
+    def tuning_report_files(self) -> list[str]:
+        """Where the benchmark tunes a model, its tuning report (``docs/tuning.md``): the published-versus-tuned
+        table and the trial table (CSV, Markdown, Parquet) and the tuning curves (PNG, SVG); else none. Targets of
+        the workflow's ``all`` rule beside :meth:`table_files`, made by the same report job."""
+        if not self.tuning:
+            return []
+        return ([template.format(dataset=self.dataset, ext=ext) for template in (paths.TUNING_TABLE,
+                                                                                 paths.TRIALS_TABLE)
+                 for ext in paths.TABLE_FORMATS]
+                + [paths.PLOT_FILE.format(dataset=self.dataset, kind=paths.TUNING_CURVES, ext=ext)
+                   for ext in paths.PLOT_FORMATS])
+
 
 def model_entries(entry: dict, where: str, protocol: str, why_no_budget: str):
     """For every model of a benchmark block: (label, its entry as a mapping, its config overrides — the block's

@@ -202,7 +202,6 @@ def cd_figure(result: dict, title: str):
     """The critical-difference diagram of a comparison (:func:`comparison`), after Demšar (2006), Figure 1: the
     rank axis (1, the best, on the left), every model at its average rank, a bar under each clique (models not
     significantly different by the Wilcoxon–Holm tests) and a segment of the Nemenyi CD's length."""
-
     ranks = result["ranks"]
     k = len(ranks)
     half = (k + 1) // 2
@@ -243,7 +242,6 @@ def cd_report(runs: pd.DataFrame, title: str, csv: str | os.PathLike, md: str | 
     (CSV, Parquet: one row per model with its average rank, then one per pair; Markdown: :func:`markdown`) and the
     CD diagram (PNG, SVG), each atomically. Fewer than 2 models scored on 2 datasets: the table says so and the
     figure is empty but for that line."""
-
     try:
         result = comparison(runs, stage, models, alpha)
     except DataError as exc:

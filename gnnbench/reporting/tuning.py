@@ -17,7 +17,8 @@ A *search* is one (dataset, model, search key, split): its trials in ``trial`` o
 - :func:`tuning_curves` (figure), :func:`trial_report` (table): per benchmark;
 - :func:`published_vs_tuned`, :func:`published_vs_tuned_report`: per model the published and the tuned row (mean ±
   std of the test scores over the protocol's paired units), Δ, the budget it received — trials completed and pruned,
-  the CPU seconds spent (the trials' seconds plus the tuned runs') — and the paired tests
+  the seconds spent (the trials' plus the tuned runs'), split into those on CPU and on GPU by the records' ``device``
+  — and the paired tests
   (:func:`gnnbench.reporting.significance.paired_tests`) of tuned versus published and among the tuned models.
 """
 
@@ -112,7 +113,6 @@ def tuning_curves_figure(runs: pd.DataFrame, title: str):
     """The tuning curves of ``runs``' trials (:func:`curves`): best validation score so far against the trial
     number (1-based), one line per search, labelled with its model (and its search key and fold where a model has
     several), " — not converged" where :func:`searches` says so."""
-
     table, summary = curves(runs), searches(runs)
     if table.empty:
         raise DataError("no tuning trials (stage 'trial') among the run records; check the benchmark's tuning")
@@ -130,6 +130,7 @@ def tuning_curves_figure(runs: pd.DataFrame, title: str):
                       linestyle=styles[i % len(styles)], marker="o", markersize=2.5,
                       label=_search_label(row, several_splits, several_searches))
     axes.set_xlabel("trial")
+    axes.xaxis.get_major_locator().set_params(integer=True)  # trials are counted, never halved
     metric = runs.loc[runs["stage"] == TRIAL_STAGE, "metric"].dropna()
     axes.set_ylabel(f"best validation {metric_label(metric.iloc[0]) if len(metric) else 'score'} so far")
     axes.set_title(title, fontsize=10)
@@ -139,7 +140,6 @@ def tuning_curves_figure(runs: pd.DataFrame, title: str):
 
 def tuning_curves(runs: pd.DataFrame, title: str, png: str | os.PathLike, svg: str | os.PathLike) -> None:
     """Write :func:`tuning_curves_figure` of the run records ``runs`` (one benchmark's) as PNG and SVG."""
-
     save_figure(tuning_curves_figure(runs, title), png, svg)
 
 
@@ -180,8 +180,8 @@ def trial_report(runs: pd.DataFrame, title: str, csv: str | os.PathLike, md: str
 
 VERSUS_COLUMNS = ("model", "published_mean", "published_std", "published_units", "tuned_mean", "tuned_std",
                   "tuned_units", "delta", "searches", "not_converged", "trials", "completed", "pruned",
-                  "trial_seconds", "tuned_run_seconds", "cpu_seconds", "pairs", "p_holm", "verdict_test", "mde",
-                  "margin", "tost_p", "verdict")
+                  "trial_seconds", "tuned_run_seconds", "cpu_seconds", "gpu_seconds", "pairs", "p_holm",
+                  "verdict_test", "mde", "margin", "tost_p", "verdict")
 
 
 def published_vs_tuned(runs: pd.DataFrame, unit_columns: tuple[str, ...] = ("split",), stage: str = "run", *,
@@ -193,9 +193,11 @@ def published_vs_tuned(runs: pd.DataFrame, unit_columns: tuple[str, ...] = ("spl
     A model is a label ``<m>`` whose runs of ``stage`` have a twin ``<m>-tuned``. Scores are the paired units' (the
     protocol's ``unit_columns`` and ``stage``, :func:`gnnbench.reporting.significance.unit_scores`): mean and sample
     std over them; Δ = tuned − published mean (the metric's units; its sign by ``higher_is_better``). The budget: the
-    trials of the model's searches (label ``<m>`` or ``<m>-tuned``), their seconds, and the seconds of every record
-    of ``<m>-tuned`` that is no trial. The tuned-vs-published tests are Holm-adjusted over the models, those among
-    the tuned models over their pairs (``margin``: the equivalence margin, None the metric's default)."""
+    trials of the model's searches (label ``<m>`` or ``<m>-tuned``), their seconds (``trial_seconds``), the seconds
+    of every record of ``<m>-tuned`` that is no trial (``tuned_run_seconds``), and the same seconds split by where
+    they ran: ``gpu_seconds`` those of records whose ``device`` is CUDA, ``cpu_seconds`` the rest. The
+    tuned-vs-published tests are Holm-adjusted over the models, those among the tuned models over their pairs
+    (``margin``: the equivalence margin, None the metric's default)."""
     scored = runs[runs["stage"] == stage]
     labels = list(dict.fromkeys(scored["model"]))
     tuned = [m for m in labels if m.endswith(TUNED_SUFFIX)]
@@ -219,13 +221,19 @@ def published_vs_tuned(runs: pd.DataFrame, unit_columns: tuple[str, ...] = ("spl
         published = scores.loc[scores["model"] == model, "score"].dropna()
         tuned_scores = scores.loc[scores["model"] == f"{model}{TUNED_SUFFIX}", "score"].dropna()
         trial_seconds = float(own["seconds"].sum())
+        labels = runs["model"].isin([model, f"{model}{TUNED_SUFFIX}"])
+        trial_records = runs[labels & (runs["stage"] == TRIAL_STAGE)]
         others = runs[(runs["model"] == f"{model}{TUNED_SUFFIX}") & (runs["stage"] != TRIAL_STAGE)]
         run_seconds = float(others["seconds"].astype(float).sum())
+        spent = pd.concat([trial_records, others])
+        on_gpu = spent["device"].fillna("").astype(str).str.startswith("cuda")
+        gpu_seconds = float(spent.loc[on_gpu, "seconds"].astype(float).sum())
         row = {"model": model, **_mean_std("published", published), **_mean_std("tuned", tuned_scores),
                "searches": len(own), "not_converged": int((own["converged"] == False).sum()),  # noqa: E712
                "trials": int(own["trials"].sum()), "completed": int(own["completed"].sum()),
                "pruned": int(own["pruned"].sum()), "trial_seconds": trial_seconds,
-               "tuned_run_seconds": run_seconds, "cpu_seconds": trial_seconds + run_seconds}
+               "tuned_run_seconds": run_seconds, "cpu_seconds": trial_seconds + run_seconds - gpu_seconds,
+               "gpu_seconds": gpu_seconds}
         row["delta"] = row["tuned_mean"] - row["published_mean"]
         if model in tests.index:
             test = tests.loc[model]
@@ -250,14 +258,16 @@ def published_vs_tuned_markdown(title: str, table: pd.DataFrame, among: pd.DataF
     Markdown; ``units``: what the scores are paired over (the protocol's words)."""
     metric, higher = table.attrs.get("metric", ""), table.attrs.get("higher_is_better", True)
     lines = [f"## {title}: published versus tuned configurations\n",
-             "| model | published | tuned | Δ (tuned − published) | trials (completed / pruned) | CPU seconds "
-             "(trials + tuned runs) | searches not converged | pairs | p (Holm) | MDE | δ | TOST p | verdict |",
-             "|" + "---|" * 13]
+             "| model | published | tuned | Δ (tuned − published) | trials (completed / pruned) | seconds "
+             "(trials + tuned runs) | CPU / GPU seconds | searches not converged | pairs | p (Holm) | MDE | δ | "
+             "TOST p | verdict |",
+             "|" + "---|" * 14]
     for _, r in table.iterrows():
         cells = [r["model"], _cell(r["published_mean"], r["published_std"]), _cell(r["tuned_mean"], r["tuned_std"]),
                  "–" if pd.isna(r["delta"]) else f"{r['delta']:+.3f}",
                  f"{r['trials']} ({r['completed']} / {r['pruned']})",
-                 f"{r['cpu_seconds']:.0f} ({r['trial_seconds']:.0f} + {r['tuned_run_seconds']:.0f})",
+                 f"{r['trial_seconds'] + r['tuned_run_seconds']:.0f} ({r['trial_seconds']:.0f} + "
+                 f"{r['tuned_run_seconds']:.0f})", f"{r['cpu_seconds']:.0f} / {r['gpu_seconds']:.0f}",
                  f"**{r['not_converged']} of {r['searches']}**" if r["not_converged"] else f"0 of {r['searches']}",
                  "–" if pd.isna(r["pairs"]) else str(int(r["pairs"])), significance._p(r["p_holm"]),
                  *("–" if pd.isna(r[c]) else f"{r[c]:.3g}" for c in ("mde", "margin")), significance._p(r["tost_p"]),
@@ -268,9 +278,9 @@ def published_vs_tuned_markdown(title: str, table: pd.DataFrame, among: pd.DataF
               f"tuned model (label `<model>{TUNED_SUFFIX}`) with its published configuration over those units; "
               "p: the verdict's test (Wilcoxon signed-rank, or the paired t-test with five units or fewer), "
               "Holm-adjusted over the models. Budget: the tuning trials the model received (pruned: stopped early "
-              "on their intermediate validation scores) and the CPU seconds spent, the trials' plus the tuned "
-              "runs'. A search is not converged when its best trial is in its last "
-              f"{LATE_FRACTION:.0%} of trials.", ""]
+              "on their intermediate validation scores) and the seconds spent, the trials' plus the tuned runs', of "
+              "them on CPU and on GPU (CUDA), by the records' device. A search is not converged when its best trial "
+              f"is in its last {LATE_FRACTION:.0%} of trials.", ""]
     text = "\n".join(lines)
     if len(among):
         text += "\n" + significance.markdown(f"{title}, tuned models", among, units, metric, higher, alpha)

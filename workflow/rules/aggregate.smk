@@ -22,10 +22,12 @@ rule baseline:
 
 
 # One report job per benchmark (rule tables_<dataset>): its protocol's tables and figures, its paired tests (is A
-# better than B? over the units the protocol pairs: seed/fold runs, random splits, outer folds) and every table as
-# an HTML page of `snakemake --report`, in one process that reads only the run records (and history records) of the
-# benchmark's jobs, the dataset's meta.json and its split's leakage.json (the note under the dataset table), and never
-# imports torch (gnnbench.report_jobs). One rule per
+# better than B? over the units the protocol pairs: seed/fold runs, random splits, outer folds), where it tunes models
+# its tuning report (published versus tuned, the trials, the tuning curves: docs/tuning.md) and every table as an HTML
+# page of `snakemake --report`, in one process that reads only the run records (and history records) of the
+# benchmark's jobs, the trial records of its searches (input `trials`, apart from the records: no trial is a row of
+# the protocol's tables), the dataset's meta.json and its split's leakage.json (the note under the dataset table), and
+# never imports torch (gnnbench.report_jobs). One rule per
 # benchmark: its outputs (Benchmark.table_files, Benchmark.plot_kinds) differ by protocol and models. Seconds of
 # reading and drawing: a local job, not worth a cluster job's queueing.
 for _name, _dataset in _tables_rules():

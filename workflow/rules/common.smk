@@ -85,7 +85,8 @@ def model_presets(dataset):
 # the paired tests' CSV), a figure's SVG
 FIGURES = {"curves": ("curves.rst", "learning curves"), "bars": ("bars.rst", "test score per model"),
            "pe": ("pe.rst", "positional encodings"), "box": ("boxplot.rst", "test accuracy of every run (box plot)"),
-           "critical_difference": ("critical_difference.rst", "critical-difference diagram")}
+           "critical_difference": ("critical_difference.rst", "critical-difference diagram"),
+           "tuning": ("tuning_curves.rst", "tuning curves")}
 
 
 def _caption_name(name):
@@ -132,11 +133,13 @@ def _tables_rules():
 
 
 def table_inputs(dataset):
-    """What a benchmark's report job reads: its jobs' run records (and its baselines'), the history records where it
-    draws learning curves, the dataset's meta.json and its split's leakage file."""
+    """What a benchmark's report job reads: its jobs' run records (and its baselines'), apart from them the trial
+    records of its tuned models (none without tuning), the history records where it draws learning curves, the
+    dataset's meta.json and its split's leakage file."""
     benchmark = SUITE.benchmarks[dataset]
     curves = "curves" in benchmark.plot_kinds()
     return {"records": benchmark.record_files() + SUITE.baseline_files(dataset),
+            "trials": benchmark.tuning_record_files(),
             "histories": [str(history_path(f)) for f in benchmark.record_files()] if curves else [],
             "meta": paths.DATASET_META.format(dataset=dataset),
             "leakage": paths.LEAKAGE_FILE.format(dataset=dataset)}
