@@ -414,13 +414,6 @@ class StackedModel(nn.Module):
         same = all(v == values[0] for v in values)
         setattr(self, key, float(values[0]) if same else torch.tensor(values, dtype=torch.float32, device=self.device))
 
-    def keep_members(self, keep: torch.Tensor) -> None:
-        """Keep the per-member values of the stack rows ``keep`` (the parameters are sliced by the trainer)."""
-        for key in self.member_keys:
-            value = getattr(self, key)
-            if isinstance(value, torch.Tensor):
-                setattr(self, key, value.index_select(0, keep))
-
     def l2_penalty(self) -> torch.Tensor:
         """(R,): Σ λ/2·‖w‖² over the tensors in ``l2_parameters`` (TF's ``l2_regularizer(λ)`` per tensor; λ a number
         or one per member)."""
