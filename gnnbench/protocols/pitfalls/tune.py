@@ -77,9 +77,7 @@ class EpochRows(Rule):
 
     def end(self, run: Run, members: list[int], rows) -> dict[int, str]:
         """The wrapped rule's decision on rows ``{val_accuracy, val_loss, train_loss}`` per member."""
-        return self.rule.end(run, members, [{"val_accuracy": float(rows.val_accuracy[i]),
-                                             "val_loss": float(rows.val_loss[i]),
-                                             "train_loss": float(rows.train_loss[i])} for i in range(len(members))])
+        return self.rule.end(run, members, [_row(rows, i) for i in range(len(members))])
 
     def state_dict(self) -> dict:
         """The wrapped rule's state."""
@@ -88,6 +86,12 @@ class EpochRows(Rule):
     def load_state_dict(self, state: dict) -> None:
         """Restore the wrapped rule's state."""
         self.rule.load_state_dict(state)
+
+
+def _row(losses, i: int) -> dict[str, float]:
+    """Member ``i``'s row of one epoch's :class:`~gnnbench.training.init_stack.EpochLosses`."""
+    return {"val_accuracy": float(losses.val_accuracy[i]), "val_loss": float(losses.val_loss[i]),
+            "train_loss": float(losses.train_loss[i])}
 
 
 class TrialPruning(Rule):
@@ -106,9 +110,7 @@ class TrialPruning(Rule):
         watch = [m for m in members if m in self.watched]
         if not watch:
             return {}
-        rows = [{"val_accuracy": float(losses.val_accuracy[where[m]]), "val_loss": float(losses.val_loss[where[m]]),
-                 "train_loss": float(losses.train_loss[where[m]])} for m in watch]
-        trials = {self.trial_of[m] for m in self.rule.end(run, watch, rows)}
+        trials = {self.trial_of[m] for m in self.rule.end(run, watch, [_row(losses, where[m]) for m in watch])}
         return {m: PRUNED for m in members if self.trial_of[m] in trials}
 
     def state_dict(self) -> dict:
