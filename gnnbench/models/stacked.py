@@ -254,8 +254,9 @@ class DroppedInput:
             keep = member_keep(p, blocks)
             if isinstance(rows, CSRPattern):
                 self.num_rows, self.dense = rows.num_rows, None
-                self.kept = (torch.rand(blocks, rows.nnz, device=rows.col.device) < keep.unsqueeze(1)).flatten()
-                self.scale = (1.0 / keep).repeat_interleave(rows.nnz)
+                draw = torch.rand(blocks, rows.nnz, device=rows.col.device)
+                self.kept = (draw < keep.to(torch.float32).unsqueeze(1)).flatten()
+                self.scale = (1.0 / keep).to(torch.float32).repeat_interleave(rows.nnz)
                 self.plan = MaskedPlan(rows.replicate(blocks), self.kept, self.scale)
                 self.weights = self.plan.weights
             else:
@@ -324,17 +325,19 @@ def dropout(x: torch.Tensor, p: float | torch.Tensor, training: bool) -> torch.T
 
 
 def member_keep(p: torch.Tensor, blocks: int) -> torch.Tensor:
-    """The keep rates (float32) of ``blocks`` blocks from the dropout rates ``p`` (R,) of R members, each member's
+    """The keep rates (float64) of ``blocks`` blocks from the dropout rates ``p`` (R,) of R members, each member's
     rate repeated over its blocks (its heads)."""
-    keep = 1.0 - p.to(torch.float32)
+    keep = 1.0 - p.to(torch.float64)
     return keep if blocks == keep.numel() else keep.repeat_interleave(blocks // keep.numel())
 
 
 def member_mask(shape: tuple[int, ...], keep: torch.Tensor) -> torch.Tensor:
-    """Inverted-dropout mask of ``shape`` (blocks first) with block b's keep rate ``keep[b]``: 1/keep with
-    probability keep (a uniform float32 draw below it, so a rate 0 keeps every element), else 0."""
+    """Inverted-dropout mask (float32) of ``shape`` (blocks first) with block b's keep rate ``keep[b]``: 1/keep
+    (rounded once, as the single rate's mask) with probability keep (a uniform float32 draw below it, so a rate 0
+    keeps every element), else 0."""
     view = keep.view(-1, *([1] * (len(shape) - 1)))
-    return (torch.rand(shape, device=keep.device) < view).to(torch.float32).div_(view)
+    kept = torch.rand(shape, device=keep.device) < view.to(torch.float32)
+    return kept.to(torch.float32).mul_((1.0 / view).to(torch.float32))
 
 
 def propagate(block: CSRPattern, x: torch.Tensor) -> torch.Tensor:
@@ -406,13 +409,13 @@ class StackedModel(nn.Module):
 
     def vary(self, key: str, values: list[float]) -> None:
         """Give the members their own values of ``key`` (one of :attr:`member_keys`; ``values`` in member order): an
-        (R,) float32 tensor on the model's device, or the number itself where every member has the same."""
+        (R,) float64 tensor on the model's device, or the number itself where every member has the same."""
         if key not in self.member_keys:
             raise ValueError(f"{type(self).__name__}: the members of a stack cannot differ in {key!r}")
         if len(values) != self.inits:
             raise ValueError(f"{key}: {len(values)} values for {self.inits} members")
         same = all(v == values[0] for v in values)
-        setattr(self, key, float(values[0]) if same else torch.tensor(values, dtype=torch.float32, device=self.device))
+        setattr(self, key, float(values[0]) if same else torch.tensor(values, dtype=torch.float64, device=self.device))
 
     def l2_penalty(self) -> torch.Tensor:
         """(R,): Σ λ/2·‖w‖² over the tensors in ``l2_parameters`` (TF's ``l2_regularizer(λ)`` per tensor; λ a number
@@ -423,7 +426,9 @@ class StackedModel(nn.Module):
             total = term if total is None else total + term
         if total is None:
             return next(self.parameters()).new_zeros(self.inits)
-        return total * (self.weight_decay / 2)
+        half = self.weight_decay / 2
+        # one λ/2 per member: rounded to the weights' dtype once, as a number is (the same products)
+        return total * (half.to(total.dtype) if isinstance(half, torch.Tensor) else half)
 
     @property
     def inits(self) -> int:
