@@ -20,6 +20,7 @@ from gnnbench.models.stacked import (
     NodeGraph,
     build_stacked_model,
     count_stacked_parameters,
+    dropout,
 )
 
 SEEDS = [11, 22, 33]
@@ -402,6 +403,36 @@ def test_sparse_input_dropout_statistics_and_gradient(p):
     torch.testing.assert_close(out, torch.bmm(xd, weight.detach()), rtol=1e-5, atol=1e-5)
     (grad,) = torch.autograd.grad((out * upstream).sum(), weight)
     torch.testing.assert_close(grad, torch.bmm(xd.transpose(1, 2), upstream), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_input_dropout_with_a_rate_per_member(sparse):
+    # tuning trials stacked (docs/tuning.md#cost): 3 members with rates 0, 0.5, 0.8, two heads each (6 blocks); a
+    # member of rate 0 keeps its input exactly, the others' kept entries are scaled by their own 1/(1 − p) and kept
+    # at their own rates; the backward (the mask's per-entry scales in column-major order) matches the dense product
+    graph = random_graph(n=80, features=40, seed=12)
+    x = graph.features.to_dense()
+    rows = CSRPattern.from_sparse(graph.features) if sparse else x
+    rates, blocks = torch.tensor([0.0, 0.5, 0.8], dtype=torch.float64), 6  # as the model holds them
+    torch.manual_seed(2)
+    drawn = DroppedInput(rows, blocks, rates)
+    xd = drawn.matmul(torch.eye(x.shape[1]).expand(blocks, -1, -1).contiguous())
+    assert torch.equal(xd[0], x) and torch.equal(xd[1], x)  # member 0's two heads
+    kept: dict[int, list[float]] = {1: [], 2: []}
+    for b in range(2, blocks):
+        p = float(rates[b // 2])
+        assert torch.all((xd[b] == 0) | torch.isclose(xd[b], x / (1 - p))) and torch.all(xd[b][x == 0] == 0)
+        kept[b // 2].append(float((xd[b] != 0).sum()) / float((x != 0).sum()))
+    assert abs(np.mean(kept[1]) - 0.5) < 0.1 and abs(np.mean(kept[2]) - 0.2) < 0.1
+    weight = torch.randn(blocks, x.shape[1], 5, requires_grad=True)
+    upstream = torch.randn(blocks, x.shape[0], 5)
+    (grad,) = torch.autograd.grad((drawn.matmul(weight) * upstream).sum(), weight)
+    torch.testing.assert_close(grad, torch.bmm(xd.transpose(1, 2), upstream), rtol=1e-5, atol=1e-5)
+    # the hidden layers' dropout: member 0 untouched, the others at their own scale
+    h = torch.ones(3, 50, 16)
+    out = dropout(h, rates, training=True)  # float64 rates: 1/(1 − p) rounded once, as a single rate's
+    assert torch.equal(out[0], h[0]) and set(out[1].unique().tolist()) <= {0.0, 2.0}
+    assert set(out[2].unique().tolist()) <= {0.0, 5.0} and torch.equal(dropout(h, rates, training=False), h)
 
 
 @pytest.mark.parametrize("p", [0.9, 0.4])

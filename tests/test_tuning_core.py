@@ -131,6 +131,8 @@ def test_default_space_of_the_pitfalls_and_fair_comparison_zoos():
     gat = run_config("pitfalls_GAT", protocol="pitfalls")
     assert default_space(gat, "pitfalls")["hidden_size"] == Dist("int", 2, 32, log=True)  # 8 heads of 8
     assert "num_heads" not in default_space(gat, "pitfalls")
+    # label propagation has no weights: no key to tune by default, not even the protocol's learning rate
+    assert default_space(run_config("pitfalls_LabelProp", protocol="pitfalls"), "pitfalls") == {}
     # a grid point of Errica's GraphSAGE: its grid keys are keys of the config
     sage = {**run_config("fair_GraphSAGE", protocol="fair-comparison"), "learning_rate": 0.01, "num_layers": 3,
             "dim_embedding": 32, "aggregation": "max", "early_stopping": "loss"}
@@ -148,6 +150,9 @@ def test_every_published_config_is_a_point_of_its_default_space():
         protocol = preset_protocol(entry)
         config = run_config(name, protocol=protocol)
         space = default_space(config, protocol)
+        if config["model"] == "LabelProp":  # no weights, nothing to search (test above)
+            assert space == {}, name
+            continue
         assert {"init_lr", "learning_rate"} & set(space), name  # every protocol's learning rate is searched
         _check_default(config, protocol, space)
         checked += 1
@@ -312,6 +317,23 @@ def test_asha_prunes_at_the_rungs_as_computed_by_hand():
     assert step.left == [[1, 2], [0]]
     _, step = _fit(CURVES, Pruner("none", HISTORY, min_epochs=1))
     assert step.left == [[0, 1, 2]]
+
+
+def test_asha_prunes_nobody_at_a_rung_with_fewer_than_eta_scores():
+    # eta 3, trials one after another reaching the rung after 1 epoch (no history): the first (0.6: n 1) and the
+    # second (0.45 < 0.6, n 2) go on, the rung holding fewer than 3 scores; the third (0.5, n 3: keep 3 // 3 = 1,
+    # the best is 0.6) is pruned; a fourth at 0.65 (n 4, keep 1, the best is now 0.65) goes on, a fifth at 0.62
+    # (n 5, keep 1) is pruned, a sixth at 0.62 (n 6, keep 2: the 2nd best is 0.62, ties go on) goes on
+    run = Run(6)
+    for state in run.states:
+        state.epoch = 1
+    pruner = Pruner("asha", [], min_epochs=1, eta=3)
+    decisions = [pruner.end(run, [m], [{"val_score": v}]) for m, v in enumerate([0.6, 0.45, 0.5, 0.65, 0.62, 0.62])]
+    assert decisions == [{}, {}, {2: "pruned"}, {}, {4: "pruned"}, {}]
+    # the earlier rounds' scores at the rung count towards the eta: with two of them the first trial can be pruned
+    history = [Trial(0, {}, 0.7, "complete", {0: 0.7}), Trial(1, {}, 0.8, "complete", {0: 0.8})]
+    assert Pruner("asha", history, min_epochs=1, eta=3).end(run, [0], [{"val_score": 0.6}]) == {0: "pruned"}
+    assert Pruner("asha", history[:1], min_epochs=1, eta=3).end(run, [0], [{"val_score": 0.6}]) == {}
 
 
 def test_median_rule_compares_with_complete_trials_at_the_same_epoch():

@@ -200,6 +200,9 @@ def test_a_model_may_set_its_own_budget_or_opt_out():
     ({"CSL": {"models": {"GCN": "CSL_graph_classification_GCN_CSL_100k",
                          "GCN-tuned": "CSL_graph_classification_GCN_CSL_100k"}}},
      "benchmarks.CSL.models.GCN-tuned: the label of model GCN's tuned runs is taken"),
+    # label propagation has no weights: its default space is empty (a learning rate would change nothing)
+    ({"CSBM": {"tuning": {"splits": 1}, "models": {"LP": "pitfalls_LabelProp"}}},
+     "benchmarks.CSBM.models.LP.tuning: model LabelProp has no key to tune by default"),
 ])
 def test_a_wrong_tuning_key_is_one_line_naming_it(change, message):
     with pytest.raises(ConfigError) as info:

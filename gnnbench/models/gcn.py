@@ -182,6 +182,7 @@ class StackedGCN(StackedModel):
     """
 
     l2_parameters = ("weight1",)
+    member_keys = ("weight_decay", "dropout_prob")
 
     def __init__(self, graph: NodeGraph, seeds: list[int], hidden: int, dropout_prob: float, weight_decay: float,
                  self_loops: bool = False) -> None:

@@ -388,6 +388,7 @@ class StackedGraphSage(StackedModel):
     """
 
     l2_parameters = ("agg_weight1", "self_weight1")
+    member_keys = ("weight_decay", "dropout_prob")
 
     def __init__(self, graph: NodeGraph, seeds: list[int], aggregator: str, hidden: int, transform: int | None,
                  dropout_prob: float, weight_decay: float, pads_with_node0: bool = True) -> None:

@@ -115,6 +115,7 @@ class StackedMLP(StackedModel):
     """
 
     l2_parameters = ("weight1", "weight2")
+    member_keys = ("weight_decay", "dropout_prob")
 
     def __init__(self, graph: NodeGraph, seeds: list[int], hidden: int, dropout_prob: float,
                  weight_decay: float) -> None:

@@ -309,6 +309,7 @@ class StackedMoNet(StackedModel):
     """
 
     l2_parameters = ("weight1",)
+    member_keys = ("weight_decay", "dropout_prob")
 
     def __init__(self, graph: NodeGraph, seeds: list[int], hidden: int, kernels: int, r: int, dropout_prob: float,
                  weight_decay: float) -> None:

@@ -247,9 +247,22 @@ class DroppedInput:
 
     KEPT_ONLY_BELOW = 0.25
 
-    def __init__(self, rows: CSRPattern | torch.Tensor, blocks: int, p: float) -> None:
+    def __init__(self, rows: CSRPattern | torch.Tensor, blocks: int, p: float | torch.Tensor) -> None:
         self.blocks, self.weights, self.rows, self.kept_only = blocks, None, rows, False
         self.kept: torch.Tensor | None = None
+        if isinstance(p, torch.Tensor):  # a rate per member (:func:`member_keep`): a mask over every entry
+            keep = member_keep(p, blocks)
+            if isinstance(rows, CSRPattern):
+                self.num_rows, self.dense = rows.num_rows, None
+                draw = torch.rand(blocks, rows.nnz, device=rows.col.device)
+                self.kept = (draw < keep.to(torch.float32).unsqueeze(1)).flatten()
+                self.scale = (1.0 / keep).to(torch.float32).repeat_interleave(rows.nnz)
+                self.plan = MaskedPlan(rows.replicate(blocks), self.kept, self.scale)
+                self.weights = self.plan.weights
+            else:
+                self.num_rows, self.plan = rows.shape[0], None
+                self.dense = rows * member_mask((blocks, *rows.shape), keep)
+            return
         self.scale = 1.0 / (1.0 - p)
         if isinstance(rows, CSRPattern):
             self.num_rows, self.dense = rows.num_rows, None
@@ -284,7 +297,8 @@ class DroppedInput:
         plan = subset.replicate(blocks)  # the subset's entries, with their part of the mask
         if self.kept is not None:
             entries = subset.replicated_parent_entries(blocks, self.kept.numel() // blocks)
-            plan = MaskedPlan(plan, self.kept.index_select(0, entries), self.scale)
+            scale = self.scale.index_select(0, entries) if isinstance(self.scale, torch.Tensor) else self.scale
+            plan = MaskedPlan(plan, self.kept.index_select(0, entries), scale)
         return bag_mm(plan, table).view(blocks, subset.num_rows, width)
 
 
@@ -300,11 +314,30 @@ def stacked_linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return torch.bmm(x, weight)
 
 
-def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """Inverted dropout with an independent mask per element (so per initialisation), from the global RNG."""
+def dropout(x: torch.Tensor, p: float | torch.Tensor, training: bool) -> torch.Tensor:
+    """Inverted dropout with an independent mask per element (so per initialisation), from the global RNG; ``p`` a
+    rate, or one rate per member (R,) (:func:`member_keep`)."""
+    if isinstance(p, torch.Tensor):
+        return x * member_mask(tuple(x.shape), member_keep(p, x.shape[0])) if training else x
     if not training or p <= 0:
         return x
     return x * dropout_mask(tuple(x.shape), p, x.device)
+
+
+def member_keep(p: torch.Tensor, blocks: int) -> torch.Tensor:
+    """The keep rates (float64) of ``blocks`` blocks from the dropout rates ``p`` (R,) of R members, each member's
+    rate repeated over its blocks (its heads)."""
+    keep = 1.0 - p.to(torch.float64)
+    return keep if blocks == keep.numel() else keep.repeat_interleave(blocks // keep.numel())
+
+
+def member_mask(shape: tuple[int, ...], keep: torch.Tensor) -> torch.Tensor:
+    """Inverted-dropout mask (float32) of ``shape`` (blocks first) with block b's keep rate ``keep[b]``: 1/keep
+    (rounded once, as the single rate's mask) with probability keep (a uniform float32 draw below it, so a rate 0
+    keeps every element), else 0."""
+    view = keep.view(-1, *([1] * (len(shape) - 1)))
+    kept = torch.rand(shape, device=keep.device) < view.to(torch.float32)
+    return kept.to(torch.float32).mul_((1.0 / view).to(torch.float32))
 
 
 def propagate(block: CSRPattern, x: torch.Tensor) -> torch.Tensor:
@@ -344,9 +377,14 @@ class StackedModel(nn.Module):
     Subclasses set ``l2_parameters`` (names of the parameters the L2 term covers, the released code's choice per
     model; docs/protocols/pitfalls.md#models-table-4), create their
     parameters with :func:`stacked_parameter` and fill initialisation r in :meth:`init_weights` from the
-    generator of ``seeds[r]``."""
+    generator of ``seeds[r]``.
+
+    ``member_keys``: the config keys whose values the members of one stack may each have their own of (tuning trials
+    stacked: :meth:`vary`); each is an attribute of the model, a number or an (R,) tensor. The weight decay is one of
+    every model; a dropout rate where the model draws its dropout through :func:`dropout` and :class:`DroppedInput`."""
 
     l2_parameters: tuple[str, ...] = ()
+    member_keys: tuple[str, ...] = ("weight_decay",)
 
     def __init__(self, graph: NodeGraph, weight_decay: float) -> None:
         super().__init__()
@@ -369,15 +407,28 @@ class StackedModel(nn.Module):
         """logits (R, M, C) at ``nodes`` (M,) int64 (None = all N nodes); dropout only when training."""
         raise NotImplementedError
 
+    def vary(self, key: str, values: list[float]) -> None:
+        """Give the members their own values of ``key`` (one of :attr:`member_keys`; ``values`` in member order): an
+        (R,) float64 tensor on the model's device, or the number itself where every member has the same."""
+        if key not in self.member_keys:
+            raise ValueError(f"{type(self).__name__}: the members of a stack cannot differ in {key!r}")
+        if len(values) != self.inits:
+            raise ValueError(f"{key}: {len(values)} values for {self.inits} members")
+        same = all(v == values[0] for v in values)
+        setattr(self, key, float(values[0]) if same else torch.tensor(values, dtype=torch.float64, device=self.device))
+
     def l2_penalty(self) -> torch.Tensor:
-        """(R,): Σ λ/2·‖w‖² over the tensors in ``l2_parameters`` (TF's ``l2_regularizer(λ)`` per tensor)."""
+        """(R,): Σ λ/2·‖w‖² over the tensors in ``l2_parameters`` (TF's ``l2_regularizer(λ)`` per tensor; λ a number
+        or one per member)."""
         total = None
         for name in self.l2_parameters:
             term = _SquaredNorms.apply(getattr(self, name))
             total = term if total is None else total + term
         if total is None:
             return next(self.parameters()).new_zeros(self.inits)
-        return total * (self.weight_decay / 2)
+        half = self.weight_decay / 2
+        # one λ/2 per member: rounded to the weights' dtype once, as a number is (the same products)
+        return total * (half.to(total.dtype) if isinstance(half, torch.Tensor) else half)
 
     @property
     def inits(self) -> int:
@@ -484,6 +535,12 @@ def build_stacked_model(config: dict, graph: NodeGraph, seeds: list[int]) -> Sta
     module, cls = STACKED_MODELS[name]
     model_cls: Callable[..., StackedModel] = getattr(importlib.import_module(f"gnnbench.models.{module}"), cls)
     return model_cls.from_config(ModelConfig(config), graph, [int(s) for s in seeds])
+
+
+def stacked_member_keys(config: dict) -> tuple[str, ...]:
+    """The :attr:`StackedModel.member_keys` of the stacked network of ``config["model"]`` (none is built)."""
+    module, cls = STACKED_MODELS[config["model"]]
+    return getattr(importlib.import_module(f"gnnbench.models.{module}"), cls).member_keys
 
 
 __all__ = ["NodeGraph", "StackedModel", "build_stacked_model", "count_stacked_parameters"]

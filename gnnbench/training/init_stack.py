@@ -38,6 +38,9 @@ same stopping rule on the total validation loss, the best weights restored and s
 history. Each initialisation draws its weights from its own seed and its dropout masks from the split's seed, as it
 would alone in a stack of one: ``init_ids=[i]`` of a stacked model and initialisation i here run the same procedure.
 
+Tuning trials (:mod:`gnnbench.protocols.pitfalls.tune`) stack differently: :class:`MemberStack` holds trials ×
+splits as members, each with its own nodes, learning rate, weight decay and dropout rates.
+
 The steps' state (weights, optimiser, best weights, history) with the rule's (bests, counters) and the engine's (run
 states, RNG) is one checkpoint, so a job can checkpoint between epochs and resume to the same results.
 """
@@ -53,6 +56,7 @@ import torch
 import torch.nn.functional as F
 
 from gnnbench.training.engine import Rule, Run, Step, fit, make_optimizer
+from gnnbench.training.stacked_adam import StackedAdam
 from gnnbench.training.stopping import EarlyStopping
 
 PARTS = ("train", "val", "test")
@@ -73,14 +77,15 @@ def run_status(diverged: bool, epoch: int) -> dict:
 
 
 def masked_scores(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-run mean cross-entropy (R,) and accuracy in percent (R,) of logits (R, M, C) for targets (M,).
+    """Per-run mean cross-entropy (R,) and accuracy in percent (R,) of logits (R, M, C) for targets (M,), or each
+    run's own targets (R, M).
 
     Both read one contiguous (R·M, C) view (a copy where the logits are strided, e.g. a stacked model's transposed
     last product): an argmax over the last dimension of strided logits is much slower than over their copy
     (docs/performance.md)."""
     runs, nodes, classes = logits.shape
     flat = logits.reshape(runs * nodes, classes).contiguous()
-    ce = F.cross_entropy(flat, targets.repeat(runs), reduction="none")
+    ce = F.cross_entropy(flat, targets.repeat(runs) if targets.dim() == 1 else targets.reshape(-1), reduction="none")
     accuracy = (flat.detach().argmax(dim=1).view(runs, nodes) == targets).double().mean(dim=1) * 100.0
     return ce.view(runs, nodes).mean(dim=1), accuracy
 
@@ -355,6 +360,93 @@ class StackedStep(StackMembers):
         for p, value in zip(self.params, state["params"], strict=True):
             p.data = value.clone()
         self._load_members_state(state)
+
+
+class MemberStack(StackedStep):
+    """Members with their own node sets and training values in one stacked model (tuning trials × their splits:
+    :mod:`gnnbench.protocols.pitfalls.tune`): the procedure of :class:`StackedStep` for every member, where
+    ``parts`` holds each member's nodes per part as an (R, M) tensor (every member has M nodes of a part; row r in
+    member r's order), ``learning_rates`` one learning rate per member and ``values`` the model's
+    :attr:`~gnnbench.models.stacked.StackedModel.member_keys` per member (weight decay, dropout rates).
+
+    An epoch computes the logits at the union of the active members' nodes of a part and each member's scores at its
+    own nodes (in its order, so its mean cross-entropy adds the same terms as it would alone): a member's logits,
+    losses and weights are those of the member trained alone with the same seeds, up to the rounding of products
+    over another number of rows, except for dropout. Dropout is one draw of the global RNG for the whole stack, as
+    for the initialisations of a split, so a member with dropout meets other masks than alone; a member with
+    dropout 0 is unaffected by its neighbours' rates. ``last`` holds the latest epoch's members and losses (what a
+    rule reading them after other rules stopped some members uses: :class:`~gnnbench.protocols.pitfalls.tune`)."""
+
+    def __init__(self, model: torch.nn.Module, labels: torch.Tensor, parts: dict[str, torch.Tensor], *,
+                 learning_rates: list[float], values: dict[str, list[float]], criterion: str, patience: int,
+                 max_epochs: int, tolerance: float = 0.0) -> None:
+        self.model, self.labels = model, labels
+        self.all_parts = {part: nodes for part, nodes in parts.items()}
+        self.values = dict(values)
+        self.params = list(model.parameters())
+        self.optimizer = StackedAdam(self.params, [float(lr) for lr in learning_rates])
+        self._start_members(list(range(model.inits)), criterion=criterion, patience=patience, max_epochs=max_epochs,
+                            tolerance=tolerance, device=labels.device)
+        self.last: tuple[list[int], EpochLosses] | None = None
+        self._sync()
+
+    def _sync(self) -> None:
+        """The parts, targets and per-member values of the active members (rows of the stack)."""
+        rows = self.active
+        self.parts = {part: nodes.index_select(0, rows) for part, nodes in self.all_parts.items()}
+        self.targets = {part: self.labels[nodes] for part, nodes in self.parts.items()}
+        self.union = {part: torch.unique(nodes, return_inverse=True) for part, nodes in self.parts.items()}
+        for key, values in self.values.items() if rows.numel() else ():
+            self.model.vary(key, [values[i] for i in rows.tolist()])
+
+    def _drop(self, keep: torch.Tensor) -> None:
+        super()._drop(keep)
+        self._sync()  # self.active already holds the members that stay
+
+    def _scores(self, part: str, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        nodes, inverse = self.union[part]
+        logits = self.model(nodes, training=training)  # (R', |union|, C)
+        picked = logits.gather(1, inverse.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))
+        return masked_scores(picked, self.targets[part])
+
+    def _losses(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A training step (dropout on), then the validation loss and accuracy (dropout off), every member on its
+        own nodes."""
+        model, opt = self.model, self.optimizer
+        opt.zero_grad()
+        train_ce, _ = self._scores("train", True)
+        penalty = model.l2_penalty()
+        (train_ce + penalty).sum().backward()
+        opt.step()
+        with torch.no_grad():
+            val_ce, val_acc = self._scores("val", False)
+            val_loss = val_ce + model.l2_penalty()
+        return train_ce + penalty, val_loss, val_acc
+
+    def epoch(self, run: Run, members: list[int]) -> EpochLosses:
+        """One epoch of the stack; its members and losses are kept in ``last``."""
+        rows = super().epoch(run, members)
+        self.last = (list(members), rows)
+        return rows
+
+    @torch.no_grad()
+    def results(self, run: Run) -> SplitResult:
+        """Restore every member's best weights, evaluate each on its own train / val / test nodes and collect the
+        records."""
+        self.active = torch.arange(len(self.init_ids), device=self.labels.device)
+        for i, p in enumerate(self.params):
+            p.data = self.final[str(i)].clone()
+        self._sync()
+        scores = {}
+        for part in PARTS:
+            ce, acc = self._scores(part, False)
+            scores[part] = ((ce + self.model.l2_penalty()).double().cpu(), acc.cpu())
+        return self.records(run, scores)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from a :meth:`state_dict`."""
+        super().load_state_dict(state)
+        self._sync()
 
 
 class PropagationStep(InitialisationStep):

@@ -12,6 +12,10 @@ Runs never interact: every element's update depends on its own gradient only, so
 exactly as R separate optimisers would. Finished runs are dropped with :meth:`select` (the same rows of every
 parameter and state tensor), which keeps the step count: all runs of a stack started together.
 
+Members with their own learning rates (tuning trials stacked: ``lr`` a list, one per run): the same kernel runs
+once per span of consecutive runs that share a rate, on those rows of every tensor; the kernel is elementwise, so a
+run's update is the one it would get alone.
+
 Implemented with torch's fused Adam kernel (one pass over every parameter and its state): TF's step equals torch's
 with the step-dependent ε_t = ε / √(1 − β₂ᵗ), since lr_t·m/(√v + ε) = lr/(1 − β₁ᵗ)·m/(√v/√(1 − β₂ᵗ) + ε_t).
 """
@@ -25,10 +29,10 @@ import torch
 
 class StackedAdam:
     """TensorFlow 1's Adam over parameters whose dim 0 indexes independent runs (module docstring); L2 belongs in the
-    loss (no ``weight_decay``)."""
+    loss (no ``weight_decay``). ``lr``: one learning rate, or one per run."""
 
-    def __init__(self, params: list[torch.nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
+    def __init__(self, params: list[torch.nn.Parameter], lr: float | list[float],
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
         self.params = list(params)
         self.lr, (self.beta1, self.beta2), self.eps = lr, betas, eps
         self.step_count = 0
@@ -51,21 +55,42 @@ class StackedAdam:
         self.step_count += 1
         steps = [self._steps[i].fill_(self.step_count) for i in index]  # the kernel reads t from these
         eps_t = self.eps / math.sqrt(1 - self.beta2 ** self.step_count)
-        torch._fused_adam_(params, [p.grad for p in params], [self.exp_avg[i] for i in index],
-                           [self.exp_avg_sq[i] for i in index], [], steps, lr=self.lr, beta1=self.beta1,
-                           beta2=self.beta2, weight_decay=0.0, eps=eps_t, amsgrad=False, maximize=False)
+        tensors = (params, [p.grad for p in params], [self.exp_avg[i] for i in index],
+                   [self.exp_avg_sq[i] for i in index])
+        for lr, rows in self._spans():
+            part = tensors if rows is None else [[t.narrow(0, *rows) for t in ts] for ts in tensors]
+            torch._fused_adam_(*part, [], steps, lr=lr, beta1=self.beta1, beta2=self.beta2, weight_decay=0.0,
+                               eps=eps_t, amsgrad=False, maximize=False)
+
+    def _spans(self) -> list[tuple[float, tuple[int, int] | None]]:
+        """(learning rate, (first row, rows)) per span of consecutive runs with one rate; (lr, None) for all."""
+        if not isinstance(self.lr, list):
+            return [(self.lr, None)]
+        spans: list[list] = []
+        for row, lr in enumerate(self.lr):
+            if spans and spans[-1][0] == lr:
+                spans[-1][2] += 1
+            else:
+                spans.append([lr, row, 1])
+        return [(lr, (first, n)) for lr, first, n in spans]
 
     @torch.no_grad()
     def select(self, keep: torch.Tensor) -> None:
         """Keep only the runs at positions ``keep`` in the optimiser state (the parameters are sliced by the caller)."""
         self.exp_avg = [s.index_select(0, keep) for s in self.exp_avg]
         self.exp_avg_sq = [s.index_select(0, keep) for s in self.exp_avg_sq]
+        if isinstance(self.lr, list):
+            self.lr = [self.lr[i] for i in keep.tolist()]
 
     def state_dict(self) -> dict:
-        """Step count and moment estimates, for a checkpoint."""
-        return {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
+        """Step count and moment estimates (and the runs' learning rates where they have their own), for a
+        checkpoint."""
+        state = {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq}
+        return {**state, "lr": list(self.lr)} if isinstance(self.lr, list) else state
 
     def load_state_dict(self, state: dict) -> None:
         """Restore the state :meth:`state_dict` returned."""
         self.step_count = state["step"]
         self.exp_avg, self.exp_avg_sq = list(state["exp_avg"]), list(state["exp_avg_sq"])
+        if "lr" in state:
+            self.lr = list(state["lr"])

@@ -12,8 +12,10 @@ the same number of epochs — the earlier rounds' trials (``history``: their ``i
   Tuning"; Optuna's ``SuccessiveHalvingPruner``). Rungs after n_i = ``min_epochs`` · ``eta``^i epochs (i = 0, 1,
   ...; or the given ``rungs``). A member reaching a rung joins the n scores recorded there (every earlier trial that
   trained that long, and this fit's members that reached it, itself included) and continues iff
-  s ≥ the k-th best of them, k = max(1, ⌊n / eta⌋): the top 1/eta go on (ties go on; with fewer than eta scores only
-  the best does — a trial cannot wait for more to arrive).
+  s ≥ the k-th best of them, k = ⌊n / eta⌋: the top 1/eta go on (ties go on). A rung prunes nobody until it holds
+  at least eta scores (n ≥ eta, so k ≥ 1): with fewer, "the top 1/eta" is the best alone, and the second trial of a
+  search would be stopped for being below the first — with small rounds nearly every trial after the first would
+  be. This is Optuna's ``bootstrap_count`` set to eta (trials a rung needs before it promotes anyone).
 - ``median``: the median stopping rule (Golovin et al. 2017, "Google Vizier"; Optuna's ``MedianPruner``): after
   n ≥ ``min_epochs`` epochs a member stops iff s < the median of the scores of the earlier *complete* trials after
   n epochs (no stop where none has one).
@@ -110,8 +112,9 @@ class Pruner(Rule):
             if self.kind == "asha" and self.is_rung(n):
                 self.recorded.setdefault(n, []).extend(scores[at].tolist())
                 competing = np.concatenate([self._earlier(n), np.array(self.recorded[n])])
-                keep = max(1, len(competing) // self.eta)
-                stop[at] = scores[at] < np.sort(competing)[::-1][keep - 1]
+                keep = len(competing) // self.eta
+                if keep >= 1:  # at least eta scores at the rung (module docstring)
+                    stop[at] = scores[at] < np.sort(competing)[::-1][keep - 1]
             elif self.kind == "median" and n >= self.min_epochs and len(earlier := self._earlier(n)):
                 stop[at] = scores[at] < np.median(earlier)
         stopped = [m for m, s in zip(members, stop.tolist(), strict=True) if s]

@@ -15,7 +15,8 @@ a model from outside the package, its constructor's arguments (:func:`check_spac
 
 The default space (:func:`default_space`) of a config under a protocol searches these keys where the config (or the
 constructor of a plugin) has them, every range widened to hold the config's value, so that the published config is
-a point of its own space:
+a point of its own space (a model without weights, label propagation, has none of them: its default space is
+empty):
 
 - learning rate (``init_lr``, ``learning_rate``, ``lr``): log-uniform [1e-4, 1e-1], three decades around the
   1e-3 .. 1e-2 of the zoos' published configs; every study of equal tuning tunes it (Tönshoff et al. 2023, "Where
@@ -56,7 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gnnbench.errors import ConfigError
-from gnnbench.models.registry import is_plugin, resolve
+from gnnbench.models.registry import PROPAGATION, is_plugin, model_info, resolve
 from gnnbench.papers import MODEL_KEYS, TRAINING_KEYS, protocol_paper
 
 KINDS = ("log_uniform", "uniform", "int", "categorical")
@@ -299,6 +300,8 @@ def default_space(config: Mapping, protocol: str, *, exclude: Iterable[str] = ()
     widths, layers and normalisation switches the config (a plugin: its constructor) has, with the ranges of the
     module docstring widened to hold the config's values; ``exclude``: keys to leave out (a width fitted to a
     parameter budget)."""
+    if config.get("model") is not None and model_info(config, protocol_paper(protocol)).kind == PROPAGATION:
+        return {}  # no weights: a learning rate or weight decay would change nothing (label propagation)
     training = protocol_training_keys(protocol)
     values = dict(config)
     plugin = _plugin_arguments(config, protocol)

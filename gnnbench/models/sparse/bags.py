@@ -66,10 +66,11 @@ class BagPlan:
 
 class MaskedPlan(BagPlan):
     """``plan`` with inverted dropout on its entries: entry e weighted ``scale`` (· its own weight) where ``kept[e]``
-    (bool, one per entry in plan order), else 0. The backward's column-major weights come from gathering ``kept`` as
-    bytes (4× less data than gathering float weights), on first use."""
+    (bool, one per entry in plan order), else 0; ``scale`` a number or one per entry (blocks of members with their
+    own dropout rates). The backward's column-major weights come from gathering ``kept`` as bytes (4× less data
+    than gathering float weights), on first use."""
 
-    def __init__(self, plan: BagPlan, kept: torch.Tensor, scale: float) -> None:
+    def __init__(self, plan: BagPlan, kept: torch.Tensor, scale: float | torch.Tensor) -> None:
         weights = kept.view(torch.uint8).to(torch.float32).mul_(scale)  # bool → float through uint8: vectorised
         if plan.weights is not None:
             weights.mul_(plan.weights)
@@ -81,7 +82,10 @@ class MaskedPlan(BagPlan):
         """The parent plan's grouping by table row, with the dropout-scaled weights in that order."""
         if self._transpose is None:
             order_t, bag_t, offsets_t, weights_t = self._parent.transpose
-            weights = self._kept.index_select(0, order_t).view(torch.uint8).to(torch.float32).mul_(self._scale)
+            scale = self._scale
+            if isinstance(scale, torch.Tensor):
+                scale = scale.index_select(0, order_t)
+            weights = self._kept.index_select(0, order_t).view(torch.uint8).to(torch.float32).mul_(scale)
             if weights_t is not None:
                 weights.mul_(weights_t)
             self._transpose = (order_t, bag_t, offsets_t, weights)
