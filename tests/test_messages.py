@@ -54,7 +54,7 @@ def test_output_folders_are_every_folder_the_workflow_writes_two_levels_deep():
     assert output_folders() == ["resources", "resources/raw", "results", "results/baselines", "results/datasets",
                                 "results/features", "results/histories", "results/logs", "results/plots",
                                 "results/records",
-                                "results/report", "results/runs", "results/splits", "results/tables"]
+                                "results/report", "results/runs", "results/splits", "results/tables", "results/tuning"]
 
 
 def test_file_in_the_way_names_the_first_file_on_the_path(tmp_path):

@@ -153,7 +153,7 @@ def test_every_published_config_is_a_point_of_its_default_space():
         if config["model"] == "LabelProp":  # no weights, nothing to search (test above)
             assert space == {}, name
             continue
-        assert {"init_lr", "learning_rate"} & set(space), name  # every protocol's learning rate is searched
+        assert {"init_lr", "learning_rate", "lr"} & set(space), name  # every protocol's learning rate is searched
         _check_default(config, protocol, space)
         checked += 1
     assert checked > 200
