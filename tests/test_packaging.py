@@ -38,7 +38,9 @@ def test_a_wheel_installed_elsewhere_finds_its_presets_and_schema_from_any_direc
     result = gnnbench("params", "--preset", "pitfalls_GCN")
     assert result.returncode == 0 and result.stdout.strip() == "92231", result.stderr
     listed = gnnbench("presets").stdout
-    assert "pitfalls_GAT\tpitfalls\tGAT\tCORA" in listed and len(listed.splitlines()) == 219
+    # 219 presets of the first three papers and the nine baselines of Platonov et al.'s heterophily protocol
+    assert "pitfalls_GAT\tpitfalls\tGAT\tCORA" in listed and len(listed.splitlines()) == 228
+    assert "heterophily_ResNet+SGC\theterophily\tResNet\troman-empire" in listed
     # GIN's grid: diningphil/gnn-comparison config_GIN.yml
     assert "fair_GIN\tfair-comparison\tGIN\tany\t\t128 configurations" in listed
     paper = subprocess.run([sys.executable, "-c", "from gnnbench.reporting.published import fair_comparison; "
