@@ -186,6 +186,16 @@ def check_buildable(config: dict, meta, where: str, default_variant: str, positi
         raise located(where, exc) from None
 
 
+def check_one_graph_node_task(protocol: str, dataset, where: str) -> None:
+    """Refuse, in one line naming ``where``, a dataset that is not node classification on one graph (the transductive
+    protocols: pitfalls, heterophily)."""
+    meta = dataset.meta
+    if not (meta.task == "node_classification" and meta.num_graphs == 1):
+        raise ConfigError(f"{where}.protocol: protocol {protocol} needs one graph with node labels "
+                          f"(transductive node classification), but dataset {dataset.name} is a {meta.task} "
+                          f"dataset of {meta.num_graphs} graphs; use protocol benchmarking-gnns")
+
+
 class Protocol(ABC):
     """An evaluation protocol: the one place that knows its name. The suite asks it to resolve a benchmark block
     (:meth:`benchmark`: the jobs to plan, their files); the command line asks it for the options of ``gnnbench train

@@ -13,7 +13,14 @@ from gnnbench.config.presets import run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError
 from gnnbench.papers import FOREIGN_TRAINING_DEFAULTS, TRAINING_KEYS
-from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, check_buildable, model_entries
+from gnnbench.protocols.base import (
+    Benchmark,
+    ModelSpec,
+    Protocol,
+    check_buildable,
+    check_one_graph_node_task,
+    model_entries,
+)
 from gnnbench.protocols.heterophily import (
     CANDIDATE_JOB,
     DEFAULT_LAYERS,
@@ -129,12 +136,8 @@ class Heterophily(Protocol):
         return {"scheme": "given"}
 
     def check_dataset(self, dataset, where: str) -> None:
-        """Refuse anything but node classification on one graph scored by accuracy or ROC AUC."""
-        meta = dataset.meta
-        if not (meta.task == "node_classification" and meta.num_graphs == 1):
-            raise ConfigError(f"{where}.protocol: protocol {self.name} needs one graph with node labels "
-                              f"(transductive node classification), but dataset {dataset.name} is a {meta.task} "
-                              f"dataset of {meta.num_graphs} graphs; use protocol benchmarking-gnns")
+        """Refuse anything but node classification on one graph."""
+        check_one_graph_node_task(self.name, dataset, where)
 
     def benchmark(self, dataset, entry: dict, where: str) -> HeterophilyBenchmark:
         """``seed``, ``num_layers`` (the candidate layer counts, default 1..5) and ``splits_per_stack`` (default:

@@ -11,7 +11,14 @@ from gnnbench.config.presets import run_config
 from gnnbench.data.meta import read_meta
 from gnnbench.errors import ConfigError
 from gnnbench.papers import FOREIGN_TRAINING_DEFAULTS, SHCHUR2018, TRAINING_KEYS
-from gnnbench.protocols.base import Benchmark, ModelSpec, Protocol, check_buildable, model_entries
+from gnnbench.protocols.base import (
+    Benchmark,
+    ModelSpec,
+    Protocol,
+    check_buildable,
+    check_one_graph_node_task,
+    model_entries,
+)
 from gnnbench.protocols.pitfalls import (
     DEFAULT_INITS,
     DEFAULT_SPLITS_PER_JOB,
@@ -150,11 +157,7 @@ class Pitfalls(Protocol):
 
     def check_dataset(self, dataset, where: str) -> None:
         """Refuse anything but node classification on one graph."""
-        meta = dataset.meta
-        if not (meta.task == "node_classification" and meta.num_graphs == 1):
-            raise ConfigError(f"{where}.protocol: protocol {self.name} needs one graph with node labels "
-                              f"(transductive node classification), but dataset {dataset.name} is a {meta.task} "
-                              f"dataset of {meta.num_graphs} graphs; use protocol benchmarking-gnns")
+        check_one_graph_node_task(self.name, dataset, where)
 
     def benchmark(self, dataset, entry: dict, where: str) -> PitfallsBenchmark:
         """``inits``, ``seed``, ``splits_per_job`` and ``compare_with`` of the block; every split of the dataset's
