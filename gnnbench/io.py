@@ -194,6 +194,18 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def read_checked_json(path: str | os.PathLike, what: str, key: str, redo: str) -> dict:
+    """A JSON file written with a ``checksum`` of the rest of its content (:func:`sha256_json`), verified: a hand edit
+    or damage (or a missing ``key``) is a one-line DataError naming ``what`` and what rerunning snakemake will
+    ``redo``. Returns the content without the checksum."""
+    data = read_json(path, what)
+    body = {k: v for k, v in data.items() if k != "checksum"} if isinstance(data, dict) else None
+    if body is None or data.get("checksum") != sha256_json(body) or key not in body:
+        raise DataError(f"{what} {path} was edited by hand or is corrupt (checksum mismatch); delete it and rerun "
+                        f"snakemake to {redo}")
+    return body
+
+
 def sha256_json(obj: Any) -> str:
     """Hex SHA-256 of the canonical (sorted, compact) JSON form of ``obj``."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

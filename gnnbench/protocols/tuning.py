@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 
 from gnnbench.errors import ConfigError, DataError
-from gnnbench.io import read_json, sha256_json, write_json
+from gnnbench.io import read_checked_json, read_json, sha256_json, write_json
 from gnnbench.records import config_id, read_runs
 from gnnbench.tuning.record import read_trials
 from gnnbench.tuning.select import select
@@ -150,12 +150,7 @@ def select_search(records: list[str | os.PathLike], out: str | os.PathLike, *, j
 def read_tuning_selection(path) -> dict:
     """A tuning selection file (:func:`select_search`), verified: its checksum must
     match its content (no hand edits)."""
-    data = read_json(path, "tuning selection file")
-    body = {k: v for k, v in data.items() if k != "checksum"} if isinstance(data, dict) else None
-    if body is None or data.get("checksum") != sha256_json(body) or "chosen" not in body:
-        raise DataError(f"tuning selection file {path} was edited by hand or is corrupt (checksum mismatch); delete "
-                        "it and rerun snakemake to select again from the trial records")
-    return body
+    return read_checked_json(path, "tuning selection file", "chosen", "select again from the trial records")
 
 
 def tuned_run(config: dict, selection: str | None) -> tuple[dict, dict | None]:

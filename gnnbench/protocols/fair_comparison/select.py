@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gnnbench.errors import DataError
-from gnnbench.io import read_json, sha256_json, write_json
+from gnnbench.io import read_checked_json, sha256_json, write_json
 from gnnbench.protocols.fair_comparison import SELECTION_FORMAT
 
 log = logging.getLogger(__name__)
@@ -54,9 +54,4 @@ def select(part_files: list[str | os.PathLike], out: str | os.PathLike, *, datas
 
 def read_selection(path: str | os.PathLike) -> dict:
     """A selection file, verified: its checksum must match its content (no hand edits)."""
-    data = read_json(path, "selection file")
-    body = {k: v for k, v in data.items() if k != "checksum"} if isinstance(data, dict) else None
-    if body is None or data.get("checksum") != sha256_json(body) or "chosen" not in body:
-        raise DataError(f"selection file {path} was edited by hand or is corrupt (checksum mismatch); delete it and "
-                        "rerun snakemake to redo the selection from the model-selection runs")
-    return body
+    return read_checked_json(path, "selection file", "chosen", "redo the selection from the model-selection runs")
