@@ -74,6 +74,20 @@ def num_parameters(config: dict, graph, meta=None) -> int:
     return count_stacked_parameters(build_stacked_model(config, graph, [0]))
 
 
+def job_data(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike, device: str | None, threads: int | None):
+    """What a pitfalls job (a chunk of splits, a tuning round) trains on: its device (``threads`` CPU threads set),
+    the dataset's meta, graph and labels on it, and the node splits; graph splits are a one-line DataError."""
+    if threads:
+        torch.set_num_threads(threads)
+    dev = resolve_device(device)
+    meta, graph, labels = load_node_graph(dataset_dir, dev)
+    splits = read_splits(splits_path, meta)
+    if splits.level != "node":
+        raise DataError(f"split file {splits_path} holds graph splits; protocol pitfalls needs node splits "
+                        "(schemes random_per_class, random_sizes, given)")
+    return dev, meta, graph, labels, splits
+
+
 def init_seed(seed: int, split: int, init: int) -> int:
     """Seed of initialisation ``init`` on split ``split`` (independent of how splits are grouped into jobs)."""
     return int(np.random.SeedSequence(seed, spawn_key=(split, init)).generate_state(1)[0])
@@ -162,14 +176,7 @@ def _run_chunk(guard, dataset_dir, splits_path, split_ids, config, inits, seed, 
     keep_freed_memory()  # a step's temporaries reuse the pages of the step before (no result changes)
     start = time.perf_counter()
     cfg = {**TRAINING_DEFAULTS, **coerce_all(config, "config", protocol_types(SHCHUR2018, config))}
-    if threads:
-        torch.set_num_threads(threads)
-    dev = resolve_device(device)
-    meta, graph, labels = load_node_graph(dataset_dir, dev)
-    splits = read_splits(splits_path, meta)
-    if splits.level != "node":
-        raise DataError(f"split file {splits_path} holds graph splits; protocol pitfalls needs node splits "
-                        "(schemes random_per_class, random_sizes, given)")
+    dev, meta, graph, labels, splits = job_data(dataset_dir, splits_path, device, threads)
     inits = cfg.get("num_training_runs", inits)
     init_ids = list(range(inits)) if init_ids is None else list(init_ids)
     if cfg["model"] in PROPAGATION_MODELS:

@@ -38,7 +38,6 @@ import numpy as np
 import torch
 
 from gnnbench.config.keys import coerce_all, protocol_types
-from gnnbench.errors import DataError
 from gnnbench.io import sha256_json
 from gnnbench.models.stacked import build_stacked_model, stacked_member_keys
 from gnnbench.papers import SHCHUR2018
@@ -48,14 +47,13 @@ from gnnbench.protocols.pitfalls.train import (
     dropout_seed,
     has_stacked_form,
     init_seed,
-    load_node_graph,
+    job_data,
     make_trainer,
     num_parameters,
     whole_graph,
 )
-from gnnbench.splits import read_splits
 from gnnbench.training.engine import Checkpoint, Job, Rule, Run, stoppable
-from gnnbench.training.environment import device_name, package_versions, resolve_device
+from gnnbench.training.environment import device_name, package_versions
 from gnnbench.training.init_stack import MemberStack
 from gnnbench.tuning.pruning import PRUNED
 from gnnbench.tuning.space import stacks
@@ -206,13 +204,7 @@ def train_trials(*, job: dict, configs: list[dict], dataset_dir, splits_path, ch
     stack = job["scope"].get("stack", True)
 
     def body(guard) -> list[dict]:
-        if threads:
-            torch.set_num_threads(threads)
-        dev = resolve_device(device)
-        meta, graph, labels = load_node_graph(dataset_dir, dev)
-        splits = read_splits(splits_path, meta)
-        if splits.level != "node":
-            raise DataError(f"split file {splits_path} holds graph splits; protocol pitfalls needs node splits")
+        dev, meta, graph, labels, splits = job_data(dataset_dir, splits_path, device, threads)
         units = Job(Checkpoint(checkpoint, checkpoint_key, guard, every_s=CHECKPOINT_SECONDS))
         whole = None
         cfgs = [{**TRAINING_DEFAULTS, **coerce_all(c, "config", protocol_types(SHCHUR2018, c))} for c in configs]
