@@ -3,8 +3,8 @@
     python benchmarks/heterophily_step.py [--file PATH/tolokers.npz] [--threads 2] [--steps 4]
 
 Reads a released ``.npz`` file (default: tolokers from ../shared/data/real/heterophily), doubles its edges as the
-released code does, and times ResNet and GCN (2 and 5 layers, hidden 512) on split 0: one AdamW step on the training
-nodes, then one forward pass in eval mode — what the protocol does per step for one member of its stack.
+released code does, and times ResNet, GCN, SAGE and GAT-sep (``--layers``, hidden 512) on split 0: one AdamW step on
+the training nodes, then one forward pass in eval mode — what the protocol does per step for one member of its stack.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gnnbench.models.heterophily.gat import GATSep
 from gnnbench.models.heterophily.gcn import GCN
 from gnnbench.models.heterophily.resnet import ResNet
+from gnnbench.models.heterophily.sage import SAGE
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "heterophily" / "tolokers.npz"
 
@@ -28,6 +30,7 @@ def main() -> None:
     parser.add_argument("--file", type=Path, default=DEFAULT)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--layers", type=int, nargs="+", default=[2, 5])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data = np.load(args.file, allow_pickle=False)
@@ -39,7 +42,7 @@ def main() -> None:
     classes = int(y.max()) + 1
     outputs = 1 if classes == 2 else classes
     print(f"{args.file.name}: {x.shape[0]} nodes, {edge_index.shape[1]} directed edges, {args.threads} threads")
-    for cls, layers in ((ResNet, 5), (GCN, 2), (GCN, 5)):
+    for cls, layers in ((cls, layers) for layers in args.layers for cls in (ResNet, GCN, SAGE, GATSep)):
         torch.manual_seed(0)
         model = cls(x.shape[1], outputs, num_layers=layers)
         optimiser = torch.optim.AdamW(model.parameters(), lr=3e-5)

@@ -16,8 +16,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gnnbench.models.blocks import cached_structure
 from gnnbench.models.heterophily.network import FeedForward, ResidualNetwork
-from gnnbench.models.sparse import scatter_sum, segment_softmax
+from gnnbench.models.heterophily.propagation import HeadPlan
+from gnnbench.models.sparse import segment_softmax
 
 
 class GATModule(nn.Module):
@@ -47,9 +49,10 @@ class GATModule(nn.Module):
         """(N, dim) from (N, dim)."""
         z = self.input_linear(x)
         alpha = self.attention(z, edge_index)
-        src, dst = edge_index
-        heads = z.view(-1, self.head_dim, self.num_heads).index_select(0, src)  # (E, d/H, H)
-        message = scatter_sum(heads * alpha.unsqueeze(1), dst, z.shape[0]).reshape(-1, self.dim)
+        num_nodes, heads = z.shape[0], self.num_heads
+        plan = cached_structure(self, edge_index, (num_nodes,), lambda: HeadPlan(edge_index, num_nodes, heads))
+        table = z.view(num_nodes, self.head_dim, heads).permute(2, 0, 1).reshape(heads * num_nodes, -1)
+        message = plan.aggregate(table, alpha).view(heads, num_nodes, -1).permute(1, 2, 0).reshape(num_nodes, -1)
         return self.feed_forward_module(torch.cat([z, message], dim=1) if self.separate else message)
 
 

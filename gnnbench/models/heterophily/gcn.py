@@ -13,9 +13,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gnnbench.models.heterophily.inputs import gcn_propagation
+from gnnbench.models.blocks import cached_structure
 from gnnbench.models.heterophily.network import FeedForward, ResidualNetwork
-from gnnbench.models.sparse import scatter_sum
+from gnnbench.models.heterophily.propagation import gcn_adjacency
 
 
 class GCNModule(nn.Module):
@@ -28,10 +28,10 @@ class GCNModule(nn.Module):
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """(N, dim) from (N, dim)."""
-        src, dst = edge_index
-        coefficient = gcn_propagation(edge_index, x.shape[0]).unsqueeze(-1).to(x.dtype)
-        message = scatter_sum(x.index_select(0, src) * coefficient, dst, x.shape[0])
-        return self.feed_forward_module(message)
+        num_nodes = x.shape[0]
+        adjacency = cached_structure(self, edge_index, (num_nodes, x.dtype),
+                                     lambda: gcn_adjacency(edge_index, num_nodes, x.dtype))
+        return self.feed_forward_module(adjacency.propagate(x))
 
 
 class GCN(ResidualNetwork):

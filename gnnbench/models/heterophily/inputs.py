@@ -17,7 +17,7 @@ concatenated in that order (the released one, whatever order the config lists th
 
 Where they are computed (docs/models.md#the-heterophily-zoo-platonov2023): in the model, never as an N-wide
 tensor. The Linear of an identity row is a column of the weight; of an adjacency row, a sum of columns over the
-node's out-neighbours (a scatter over the edges, O(E·hidden) per step instead of the O(N²·hidden) dense product).
+node's out-neighbours (a sparse product over the edges, O(E·hidden) per step instead of the O(N²·hidden) dense product).
 SGC features are computed once per graph, on the first forward pass, and cached (not a buffer: a function of the
 graph, not saved in checkpoints; every member of a stack shares them).
 """
@@ -30,7 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gnnbench.models.sparse import degree, scatter_sum
+from gnnbench.models.blocks import cached_structure
+from gnnbench.models.heterophily.propagation import gcn_adjacency
+from gnnbench.models.sparse import SparseAdjacency, unit_adjacency
 
 INPUT_FEATURES = ("original", "sgc", "identity", "adjacency")  # the released concatenation order
 NODE_WIDE = ("identity", "adjacency")  # one input column per node
@@ -48,14 +50,6 @@ def input_features(value: Sequence[str] | str | None) -> tuple[str, ...]:
     return tuple(n for n in INPUT_FEATURES if n in names)
 
 
-def gcn_propagation(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
-    """The coefficient of every edge u → v of the released GCN normalisation, 1 / √(d_u · d_v), d = out-degrees
-    of ``edge_index`` (as given: self loops are the caller's)."""
-    src, dst = edge_index
-    out_degree = degree(src, num_nodes)
-    return (out_degree.index_select(0, src) * out_degree.index_select(0, dst)).rsqrt()
-
-
 def sgc_features(x: torch.Tensor, edge_index: torch.Tensor, steps: int = SGC_PROPAGATIONS) -> torch.Tensor:
     """S^steps X with S = D^-1/2 (A + I) D^-1/2: the graph's self loops removed, then one added to every node,
     D its out-degrees (``compute_sgc_features`` of the released datasets.py)."""
@@ -64,10 +58,17 @@ def sgc_features(x: torch.Tensor, edge_index: torch.Tensor, steps: int = SGC_PRO
     keep = src != dst
     loops = torch.arange(num_nodes, device=x.device)
     src, dst = torch.cat([src[keep], loops]), torch.cat([dst[keep], loops])
-    coefficient = gcn_propagation(torch.stack([src, dst]), num_nodes).unsqueeze(-1).to(x.dtype)
+    adjacency = gcn_adjacency(torch.stack([src, dst]), num_nodes, x.dtype)
     for _ in range(steps):
-        x = scatter_sum(x.index_select(0, src) * coefficient, dst, num_nodes)
+        x = adjacency.propagate(x)
     return x
+
+
+def out_neighbours(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype) -> SparseAdjacency:
+    """M with (M @ y)_i = Σ_{j: i→j, j≠i} y_j: the adjacency rows without self loops (parallel edges counted)."""
+    src, dst = edge_index
+    keep = src != dst
+    return unit_adjacency(torch.stack([dst[keep], src[keep]]), num_nodes, dtype)
 
 
 def _graph_key(x: torch.Tensor, edge_index: torch.Tensor) -> tuple | None:
@@ -123,10 +124,9 @@ class InputLinear(nn.Linear):
         if "identity" in weights:
             out = out + weights["identity"].t()
         if "adjacency" in weights:
-            src, dst = edge_index
-            keep = src != dst
-            src, dst = src[keep], dst[keep]
-            out = out + scatter_sum(weights["adjacency"].t().index_select(0, dst), src, num_nodes)
+            out = out + cached_structure(self, edge_index, (num_nodes, out.dtype),
+                                         lambda: out_neighbours(edge_index, num_nodes, out.dtype)
+                                         ).propagate(weights["adjacency"].t())
         return out
 
     def extra_repr(self) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gnnbench.models.blocks import cached_structure
 from gnnbench.models.heterophily.network import FeedForward, ResidualNetwork
-from gnnbench.models.sparse import scatter_mean
+from gnnbench.models.heterophily.propagation import mean_adjacency
 
 
 class SAGEModule(nn.Module):
@@ -24,8 +25,10 @@ class SAGEModule(nn.Module):
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """(N, dim) from (N, dim)."""
-        src, dst = edge_index
-        message = scatter_mean(x.index_select(0, src), dst, x.shape[0])
+        num_nodes = x.shape[0]
+        adjacency = cached_structure(self, edge_index, (num_nodes, x.dtype),
+                                     lambda: mean_adjacency(edge_index, num_nodes, x.dtype))
+        message = adjacency.propagate(x)
         return self.feed_forward_module(torch.cat([x, message], dim=1))
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gnnbench.models.blocks import cached_structure
 from gnnbench.models.heterophily.network import FeedForward, ResidualNetwork
-from gnnbench.models.sparse import scatter_sum, segment_softmax
+from gnnbench.models.heterophily.propagation import HeadPlan
+from gnnbench.models.sparse import segment_softmax
 
 
 class TransformerAttentionModule(nn.Module):
@@ -46,9 +48,10 @@ class TransformerAttentionModule(nn.Module):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """(N, dim) from (N, dim)."""
         alpha = self.attention(x, edge_index)
-        src, dst = edge_index
-        values = self.attn_value(x).view(-1, self.num_heads, self.head_dim).index_select(0, src)
-        message = scatter_sum(values * alpha.unsqueeze(-1), dst, x.shape[0]).reshape(-1, self.dim)
+        num_nodes, heads = x.shape[0], self.num_heads
+        plan = cached_structure(self, edge_index, (num_nodes,), lambda: HeadPlan(edge_index, num_nodes, heads))
+        table = self.attn_value(x).view(num_nodes, heads, -1).transpose(0, 1).reshape(heads * num_nodes, -1)
+        message = plan.aggregate(table, alpha).view(heads, num_nodes, -1).transpose(0, 1).reshape(num_nodes, -1)
         return self.dropout(self.output_linear(torch.cat([x, message], dim=1) if self.separate else message))
 
 

@@ -119,10 +119,13 @@ class _BagMM(torch.autograd.Function):
     def vmap(info, in_dims: tuple, table: torch.Tensor, weights: torch.Tensor | None, plan: BagPlan):
         """Under ``torch.func.vmap`` (models stacked by :mod:`gnnbench.training.functional_stack`): a batched table
         with shared entry weights is one product whose columns hold every batch member's (one ``embedding_bag`` for
-        all). Per-member entry weights have no such form (the stacked trainer then trains members one by one)."""
+        all). Per-member entry weights (attention coefficients) have no such form: one product per member, each over
+        every entry (a loop of R large calls, not of small ones)."""
         table_dim, weights_dim, _ = in_dims
         if weights_dim is not None:
-            raise NotImplementedError("bag_mm under vmap with per-member entry weights")
+            weights = weights.movedim(weights_dim, 0)
+            tables = table.movedim(table_dim, 0) if table_dim is not None else [table] * weights.shape[0]
+            return torch.stack([_BagMM.apply(t, w, plan) for t, w in zip(tables, weights, strict=True)]), 0
         if table_dim is None:
             return _BagMM.apply(table, weights, plan), None
         columns = table.movedim(table_dim, 1)  # (rows, batch, D)
