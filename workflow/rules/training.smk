@@ -121,6 +121,7 @@ rule train_layers:
     params:
         config=lambda wc: benchmark_of(wc).candidate_config(wc.model, int(wc.layers)),
         seed=lambda wc: benchmark_of(wc).seed,
+        folds=lambda wc: benchmark_of(wc).folds,
         splits_per_stack=lambda wc: benchmark_of(wc).splits_per_stack,
         device=SUITE.device,
     threads: SUITE.resources["train"]["cpus"]

@@ -57,6 +57,10 @@ def stack_inputs(dataset_dir: str | os.PathLike, splits_path: str | os.PathLike,
     if splits.level != "node":
         raise DataError(f"split file {splits_path} holds graph splits; protocol {NAME} needs node splits")
     split_ids = list(range(splits.num_folds)) if split_ids is None else list(split_ids)
+    missing = [k for k in split_ids if not 0 <= k < splits.num_folds]
+    if missing:
+        raise ConfigError(f"splits {missing}: the split file {splits_path} has splits 0..{splits.num_folds - 1}; "
+                          "name those in the benchmark's `folds`")
     n = int(columns.num_nodes[0])
     masks = {part: torch.zeros(len(split_ids), n, dtype=torch.bool) for part in ("train", "val", "test")}
     for row, k in enumerate(split_ids):
