@@ -114,8 +114,8 @@ def test_a_model_added_to_one_benchmark_gets_its_baselines_seeds_too():
      "CYCLES_500, CYCLES_1000, CYCLES_5000"),
     ({"extends": "benchmarking-gnn"},
      "extends: no paper suite 'benchmarking-gnn'; known: benchmarking-gnns, benchmarking-gnns-500k, "
-     "benchmarking-gnns-pe, fair-comparison, heterophily, heterophily-example, pitfalls, tuning-showcase, "
-     "tuning-showcase-reduced (or give the path of a suite file, ending in .yaml)"),
+     "benchmarking-gnns-pe, fair-comparison, heterophily, heterophily-cpu, heterophily-example, pitfalls, "
+     "tuning-showcase, tuning-showcase-reduced (or give the path of a suite file, ending in .yaml)"),
     ({"extends": "pitfalls", "datasets": {"CORA": {}}},
      "datasets: expected a list of datasets of pitfalls (e.g. [CORA, CiteSeer]), got {'CORA': {}}"),
     ({"extends": "pitfalls", "datasets": ["CORA-Planetoid"]},
@@ -135,7 +135,8 @@ def test_a_model_added_to_one_benchmark_gets_its_baselines_seeds_too():
      "CORA-random-split, CiteSeer-random-split, PubMed-random-split"),
     ({"extends": ["pitfalls"]},
      "extends: expected a paper suite's name (benchmarking-gnns, benchmarking-gnns-500k, benchmarking-gnns-pe, "
-     "fair-comparison, heterophily, heterophily-example, pitfalls, tuning-showcase, tuning-showcase-reduced) or the "
+     "fair-comparison, heterophily, heterophily-cpu, heterophily-example, pitfalls, tuning-showcase, "
+     "tuning-showcase-reduced) or the "
      "path of a suite file, got ['pitfalls']"),
 ])
 def test_bad_extending_suites_are_one_line_errors(suite, message):

@@ -202,7 +202,7 @@ def test_transformer_attention_modules_are_the_released_attention(separate):
         assert not torch.allclose(module.attention(x, graph), coefficients)
 
 
-def dense_module(name: str, module: nn.Module, x: torch.Tensor, graph: torch.Tensor) -> torch.Tensor:
+def dense_module(name: str, module: torch.nn.Module, x: torch.Tensor, graph: torch.Tensor) -> torch.Tensor:
     """The module's output from its equation, computed densely (the functions above)."""
     if name == "GCN":
         a = dense(graph, 5)

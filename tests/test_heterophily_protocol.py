@@ -95,6 +95,8 @@ def test_stack_of_ten_splits_equals_each_split_trained_alone(graphs, tmp_path):
         for part in ("train", "val", "test"):
             assert alone[f"{part}_score"].iloc[0] == pytest.approx(row[f"{part}_score"], abs=1e-9)
         assert alone["seed"].iloc[0] == row["seed"]
+    with pytest.raises(ConfigError, match=r"splits \[10\]: the split file .* has splits 0..9"):
+        train(graphs, tmp_path, split_ids=[0, 10], job="missing")
     _, chunked, _ = train(graphs, tmp_path, splits_per_stack=4, job="chunks")  # stacks of 4, 4 and 2 splits
     assert chunked["run_id"].tolist() == stacked["run_id"].tolist()
     assert np.allclose(chunked["test_score"], stacked["test_score"]) and (chunked["epochs"] == 12).all()
@@ -208,8 +210,13 @@ def test_benchmark_block_checks_and_candidates(graphs):
     assert bench.candidates == {"A": [1, 2], "B": [0]}  # a count fixed by `set` is not searched
     assert bench.candidate_config("A", 2)["num_layers"] == 2 and bench.models["A"].config["lr"] == 3e-5
     assert bench.record_files()[-1].endswith("heterophily/roman-empire/B/selected.parquet")
+    assert bench.folds is None  # every split of the given split
+    reduced = protocol.benchmark(spec, {"folds": [2, 0], "models": {"A": {"set": free}}}, "b")
+    assert reduced.folds == [0, 2]
     for entry, expected in (({"inits": 20, "models": {"A": {"set": free}}}, "b.inits: not a setting of protocol"),
-                            ({"num_layers": [0], "models": {"A": {"set": free}}}, "b.num_layers: expected a list")):
+                            ({"num_layers": [0], "models": {"A": {"set": free}}}, "b.num_layers: expected a list"),
+                            ({"folds": [1, 1], "models": {"A": {"set": free}}}, "b.folds: expected a list"),
+                            ({"folds": [3, 10], "models": {"A": {"set": free}}}, "b.folds: split(s) [10] do not")):
         with pytest.raises(ConfigError) as info:
             protocol.benchmark(spec, entry, "b")
         assert expected in str(info.value) and "\n" not in str(info.value)
@@ -308,3 +315,12 @@ def test_the_paper_suite_and_the_example_plan_every_model_at_every_layer_count()
     example = load_suite_file(root / "heterophily-example.yaml")
     assert {c for b in example.benchmarks.values() for m in b.models for c in b.candidates[m]} == {1, 2}
     assert example.benchmarks["chameleon"].models["GCN"].config["hidden_dim"] == 32
+    cpu = load_suite_file(root / "heterophily-cpu.yaml")  # the reduced reproduction: the paper's models and width
+    tolokers = cpu.benchmarks["tolokers"]
+    assert tolokers.folds == [0, 1, 2] and set(tolokers.models) == {"ResNet", "GCN", "SAGE", "GAT-sep"}
+    assert cpu.benchmarks["chameleon"].folds == [0, 1, 2, 3, 4]
+    for benchmark in cpu.benchmarks.values():
+        for label in benchmark.models:
+            config = benchmark.models[label].config
+            assert benchmark.candidates[label] == [2] and config["hidden_dim"] == 512 and config["dropout"] == 0.2
+            assert (config["num_steps"], config["lr"]) == (200, 1.5e-4)

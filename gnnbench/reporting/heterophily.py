@@ -1,5 +1,5 @@
 """The tables of the heterophily protocol (Platonov et al.), from run records: the layer count chosen on validation,
-the per-dataset table (test mean ± std over the ten splits at that count, its validation score, every candidate's
+the per-dataset table (test mean ± std over the splits at that count, its validation score, every candidate's
 mean validation score) with the paper's number beside it, and the suite table (dataset × model, as the paper lays
 out its results). Imports no torch.
 
@@ -176,5 +176,6 @@ def suite_markdown(table: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> str:
     lines = ["| model | " + " | ".join(tables) + " |", "|---|" + "---|" * len(tables)]
     for i, model in enumerate(table["model"]):
         lines.append(f"| {model} | " + " | ".join(columns[d][i] for d in tables) + " |")
-    return ("Test accuracy or ROC AUC (%) at each model's selected layer count, mean ± std over the ten splits\n\n"
+    return ("Test accuracy or ROC AUC (%) at each model's selected layer count, mean ± std over the splits\n"
+            "trained (the paper: ten; a reduced run's counts in the dataset tables)\n\n"
             + "\n".join(lines) + "\n")
