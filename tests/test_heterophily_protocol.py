@@ -243,6 +243,13 @@ def test_tables_put_the_papers_number_beside_ours():
     assert out.loc[2, "setting"] == "reduced: hidden_dim 64 (paper 512), num_steps 100 (paper 1000)"
     other = report.with_paper(table.iloc[:1], meta, {"GCN": {**released, "variant": "shchur2018"}}, TRAINING_DEFAULTS)
     assert other["paper_mean"].isna().all()  # another zoo's GCN is not the paper's
+    # the filtered graphs have the graph models' numbers (Ribeiro et al.'s reprint); the original graphs and ResNet none
+    for name, expected in (("chameleon_filtered", [40.89, np.nan]), ("squirrel_filtered", [39.47, np.nan]),
+                           ("chameleon", [np.nan, np.nan])):
+        graph = SimpleNamespace(source={"generator": "heterophily", "params": {"name": name}})
+        pair = report.with_paper(table.iloc[:2], graph, {"GCN": released, "SGC": {**released, "model": "ResNet"}},
+                                 TRAINING_DEFAULTS)
+        assert np.allclose(pair["paper_mean"].astype(float), expected, equal_nan=True), name
 
 
 def test_the_datasets_run_under_protocol_pitfalls_on_their_ten_given_splits(graphs, tmp_path):
@@ -318,7 +325,8 @@ def test_the_paper_suite_and_the_example_plan_every_model_at_every_layer_count()
     cpu = load_suite_file(root / "heterophily-cpu.yaml")  # the reduced reproduction: the paper's models and width
     tolokers = cpu.benchmarks["tolokers"]
     assert tolokers.folds == [0, 1, 2] and set(tolokers.models) == {"ResNet", "GCN", "SAGE", "GAT-sep"}
-    assert cpu.benchmarks["chameleon"].folds == [0, 1, 2, 3, 4]
+    assert cpu.benchmarks["chameleon"].folds == [0, 1, 2, 3, 4] and set(cpu.benchmarks["squirrel"].models) == {
+        "ResNet", "GCN", "SAGE"}
     for benchmark in cpu.benchmarks.values():
         for label in benchmark.models:
             config = benchmark.models[label].config
