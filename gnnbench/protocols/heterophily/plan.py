@@ -144,8 +144,9 @@ class Heterophily(Protocol):
         """``seed``, ``num_layers`` (the candidate layer counts, default 1..5), ``folds`` (the splits to train,
         default all ten: fewer make a reduced run, which the tables' split counts show) and ``splits_per_stack``
         (default: all) of the block; per model the config (preset with ``set`` overrides) over the protocol's
-        training defaults, each candidate checked to build on the dataset. A model that takes the key ``num_layers`` is trained at every count unless its ``set`` (or the
-        block's) fixes it. Other settings are refused."""
+        training defaults, each candidate checked to build on the dataset. A model that takes the key
+        ``num_layers`` is trained at every count unless its ``set`` (or the block's) fixes it. Other settings are
+        refused."""
         for key in entry:
             if key not in SETTINGS:
                 raise ConfigError(f"{where}.{key}: not a setting of protocol {self.name}; its settings: "
