@@ -241,6 +241,8 @@ def test_tables_put_the_papers_number_beside_ours():
     assert out.loc[0, "setting"] == "published" and out.loc[0, "diff_vs_paper"] == pytest.approx(-0.64)
     assert out.loc[0, "z_vs_paper"] == pytest.approx(-0.64 / np.sqrt(0.7**2 / 10 + 0.67**2 / 10))
     assert out.loc[2, "setting"] == "reduced: hidden_dim 64 (paper 512), num_steps 100 (paper 1000)"
+    one_count = report.with_paper(table.iloc[:1].assign(layers_searched="2"), meta, configs, TRAINING_DEFAULTS)
+    assert one_count.loc[0, "setting"] == "reduced: layers searched 2 (paper 1..5)"
     other = report.with_paper(table.iloc[:1], meta, {"GCN": {**released, "variant": "shchur2018"}}, TRAINING_DEFAULTS)
     assert other["paper_mean"].isna().all()  # another zoo's GCN is not the paper's
     # the filtered graphs have the graph models' numbers (Ribeiro et al.'s reprint); the original graphs and ResNet none

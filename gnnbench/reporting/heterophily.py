@@ -24,6 +24,7 @@ from gnnbench.reporting.formatting import bold_best, mean_std, number
 PAPER = "platonov2023"
 DECIMALS = 2  # the paper prints two decimals
 SPLITS = 10
+PAPER_LAYERS = "1,2,3,4,5"  # the layer counts the paper chose among
 # train.py's architecture defaults, which every experiment of the paper kept (only num_layers and the input features
 # vary in scripts/run_all_experiments.sh)
 RELEASED = {"hidden_dim": 512, "hidden_dim_multiplier": 1.0, "num_heads": 8, "normalization": "LayerNorm",
@@ -65,7 +66,7 @@ def select_layers(table: pd.DataFrame) -> dict[str, int]:
 def dataset_table(records: pd.DataFrame) -> pd.DataFrame:
     """One row per model (suite order): the selected layer count, test and validation mean ± sample std over the
     splits of its scored runs (stage ``run``), splits, diverged runs, and every candidate's mean validation score
-    (``val_by_layers``: "L: score" pairs)."""
+    (``val_by_layers``: "L: score" pairs; ``layers_searched``: the candidate counts, "0" for a config as set)."""
     runs = records[records["stage"] == "run"]
     cands = candidates(records)
     rows = []
@@ -79,7 +80,8 @@ def dataset_table(records: pd.DataFrame) -> pd.DataFrame:
                      "test_mean": done["test_score"].mean(), "test_std": done["test_score"].std(ddof=1),
                      "val_mean": done["val_score"].mean(), "val_std": done["val_score"].std(ddof=1),
                      "val_by_layers": ", ".join(f"{int(r.layers) or 'as set'}: {number(r.val_mean, DECIMALS)}"
-                                                for r in mine.itertuples())})
+                                                for r in mine.itertuples()),
+                     "layers_searched": ",".join(str(int(r.layers)) for r in mine.itertuples())})
     return pd.DataFrame(rows)
 
 
@@ -108,10 +110,14 @@ def match(meta, config: dict) -> pub.Paper | None:
     return pub.Paper(float(value[0]), float(value[1]), int(section["runs"]), paper_family(config))
 
 
-def setting(config: dict, runs: int, training_defaults: dict) -> str:
-    """"published" or "reduced: ..." (module docstring)."""
+def setting(config: dict, runs: int, training_defaults: dict, searched: str = PAPER_LAYERS) -> str:
+    """"published" or "reduced: ..." (module docstring); ``searched``: the layer counts the model was chosen among
+    (comma-separated), a difference unless the paper's 1..5."""
     reference = {**RELEASED, **training_defaults}
     differences = [d for d in pub.config_differences(config, reference, ignore=("seed",)) if not d.endswith("(added)")]
+    if searched != PAPER_LAYERS:
+        layers = config.get("num_layers") if searched == "0" else searched  # "0": a count fixed by the config
+        differences.append(f"layers searched {layers} (paper 1..5)")
     return pub.setting_text(differences + pub.runs_difference(runs, SPLITS, "splits"))
 
 
@@ -123,7 +129,8 @@ def with_paper(table: pd.DataFrame, meta, configs: dict[str, dict], training_def
         config = configs[row["model"]]
         paper = match(meta, config)
         runs = int(row["runs"]) - int(row["diverged"])
-        text = "" if paper is None else setting(config, int(row["runs"]), training_defaults)
+        text = "" if paper is None else setting(config, int(row["runs"]), training_defaults,
+                                                str(row.get("layers_searched", PAPER_LAYERS)))
         out.append(pub.compare(row["test_mean"], row["test_std"], runs, paper, True, text))
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=pub.COLUMNS)], axis=1)
 
