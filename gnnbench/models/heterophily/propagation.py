@@ -6,9 +6,10 @@
 * :class:`HeadPlan` — per-head attention sums m_v^k = Σ_{u→v} α_uv^k x_u^k for H heads as one weighted
   ``embedding_bag`` over H·N bags (head-major rows), differentiable in x and in α.
 
-Why (docs/protocols/heterophily.md#cost): a gather–scatter keeps an edges × width message tensor per layer (1.04 M
-edges × 512 floats ≈ 2 GB on tolokers) and its scatter dominated a step; the products read x in place and keep, for
-attention, only the E × H coefficients. Sums run in another order than the scatter's: rounding differences only."""
+Why (docs/protocols/heterophily.md#reproducing-the-papers-tables): a gather–scatter keeps an edges × width message
+tensor per layer (1.04 M edges × 512 floats ≈ 2 GB on tolokers) and its scatter dominated a step; the products read
+x in place and keep, for attention, only the E × H coefficients. Sums run in another order than the scatter's:
+rounding differences only."""
 
 from __future__ import annotations
 
