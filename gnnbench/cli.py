@@ -50,6 +50,7 @@ from gnnbench.config.keys import check_label, check_seed
 from gnnbench.config.presets import all_presets, get_preset, preset_protocol, run_config
 from gnnbench.data.catalog import describe_dataset
 from gnnbench.data.generators import generator_names, get_generator
+from gnnbench.data.leakage import DEFAULT_THRESHOLD
 from gnnbench.data.tsp_solver import solve_instance
 from gnnbench.data.tsplib import read_tsplib
 from gnnbench.errors import INTERRUPTED, ConfigError, GnnbenchError
@@ -58,6 +59,7 @@ from gnnbench.packaged import SUITE_SUFFIXES, paper_suite, paper_suites, profile
 from gnnbench.papers import DEFAULT_PROTOCOL
 from gnnbench.pipeline import compute_pe, generate_dataset, leakage_text, make_split_file
 from gnnbench.protocols.registry import get_protocol, protocol_names
+from gnnbench.reporting.leakage import append_note
 from gnnbench.splits import PUBLISHED_SOURCES, SCHEME_DEFAULTS, SCHEMES, resolve_split
 
 
@@ -162,6 +164,9 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--path", metavar="FILE", help="scheme file: your JSON list of folds (docs/datasets.md, "
                    "\"Your own dataset\")")
     p.add_argument("--out", required=True)
+    p.add_argument("--leakage", metavar="FILE", help="also write the split's leakage report here (per fold, the "
+                                                    "validation and test items with a duplicate in training; "
+                                                    "docs/leakage.md)")
 
     p = sub.add_parser("leakage", help="print a dataset's duplicate nodes or graphs and, with --split, how many "
                                        "validation and test items of each fold have a duplicate in training")
@@ -179,6 +184,11 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("metrics", nargs="+", metavar="FILE")
     p.add_argument("--out", required=True, help="output prefix: writes PREFIX.csv, .md and .parquet (pitfalls: "
                                                 "also the box plot PREFIX.png and .svg)")
+    p.add_argument("--leakage", metavar="FILE", help="the split's leakage.json (results/splits/DATASET/leakage.json): "
+                                                    "its note goes under the Markdown table, as in a suite's")
+    p.add_argument("--leakage-threshold", type=float, default=DEFAULT_THRESHOLD, metavar="SHARE",
+                   help=f"share of a test part with a duplicate in training above which the note warns (default "
+                        f"{DEFAULT_THRESHOLD:g}, docs/leakage.md)")
 
     p = sub.add_parser("params", help="print the trainable-parameter count of a config")
     p.add_argument("--preset", help="published config name")
@@ -399,14 +409,21 @@ def _run(args: argparse.Namespace) -> int | None:
                  if k in ("folds", "val_fraction", "splits", "train_per_class", "val_per_class", "val_size",
                           "test_size", "seed", "source", "path") and v is not None}
         split = resolve_split({"scheme": args.scheme, **given}, "splits")
-        make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published)
+        make_split_file(args.dataset, split.pop("scheme"), split, args.out, args.published, leakage=args.leakage)
     elif args.command == "leakage":
         print(leakage_text(args.dataset, args.split))
     elif args.command == "train":
         args.records = args.records or str(Path(args.out) / "records")
         print(get_protocol(args.protocol).train_command(args, _key_values(args.set)))
     elif args.command == "aggregate":
+        if not 0 <= args.leakage_threshold <= 1:
+            raise ConfigError(f"--leakage-threshold {args.leakage_threshold:g}: give a share between 0 and 1")
+        if args.leakage is not None and not Path(args.leakage).is_file():
+            raise ConfigError(f"--leakage {args.leakage}: no such file; give the split's leakage.json "
+                              "(results/splits/DATASET/leakage.json, or `gnnbench splits ... --leakage FILE`)")
         get_protocol(args.protocol, "aggregate").aggregate_command(args.metrics, args.out)
+        if args.leakage is not None:
+            append_note(f"{args.out}.md", args.leakage, args.leakage_threshold)
     elif args.command == "params":
         preset = get_preset(args.preset, where="--preset") if args.preset else None
         dataset = args.dataset or (preset["dataset"] if preset else None)

@@ -256,3 +256,44 @@ def test_a_renumbered_graph_whose_spectrum_holds_zero_is_its_duplicate():
                              np.concatenate([dst0, dst1]), np.zeros(16, dtype=np.int64),
                              np.zeros(len(src0) + len(src1), dtype=np.int64))
     assert [g.tolist() for g in found.groups()] == [[0, 1]]
+
+
+def test_gnnbench_splits_and_aggregate_put_the_leakage_note_under_a_table_made_by_hand(datasets, tmp_path):
+    """Outside a suite: `gnnbench splits --leakage` writes the report, `gnnbench aggregate --leakage` puts its note
+    (and, above the threshold, its warning) under the table. Every test graph of CSL has a twin in training."""
+    from gnnbench.protocols.benchmarking_gnns.train import run_records
+    from gnnbench.records import write_records
+
+    split, report = tmp_path / "splits.json", tmp_path / "leakage.json"
+    assert main(["splits", str(datasets["CSL"]), "--scheme", "stratified_kfold", "--folds", "5", "--out", str(split),
+                 "--leakage", str(report)]) == 0
+    folds = json.loads(report.read_text())["folds"]
+    assert len(folds) == 5 and all(f["test_leaked"] == f["test"] > 0 for f in folds)
+    record = tmp_path / "run.parquet"
+    write_records(record, run_records({
+        "dataset": "CSL", "label": "GIN", "model": "GIN", "seed": 0, "fold": 0, "metric": "accuracy",
+        "higher_is_better": True, "data": {"split_scheme": "stratified_kfold"}, "test": {"metric": 50.0, "loss": 1.0},
+        "val": {"metric": 50.0, "loss": 1.0}, "train": {"metric": 60.0, "loss": 1.0}, "num_params": 10, "epochs": 1,
+        "seconds_per_epoch": 0.1, "total_seconds": 0.2, "total_hours": 0.0, "stop_reason": "epochs",
+        "status": "completed", "config": {"model": "GIN", "seed": 0}}))
+    out = tmp_path / "CSL"
+    assert main(["aggregate", "benchmarking-gnns", str(record), "--out", str(out), "--leakage", str(report)]) == 0
+    table = out.with_suffix(".md").read_text()
+    sizes = sorted({f["test"] for f in folds})
+    span = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
+    assert table.index("| GIN ") < table.index("Leakage check: 10 groups of duplicate graphs")  # table, then note
+    assert "**Warning: up to 100.0% of a test part of CSL has a duplicate in training (threshold 1%)" in table
+    assert f"Test graphs with a duplicate in training: {span} of {span} per fold" in table
+    assert main(["aggregate", "benchmarking-gnns", str(record), "--out", str(out), "--leakage", str(report),
+                 "--leakage-threshold", "1"]) == 0
+    assert "Warning" not in out.with_suffix(".md").read_text()  # at a threshold of 100 %: the note, no warning
+
+
+def test_aggregate_leakage_options_are_checked_before_any_table_is_written(tmp_path, capsys):
+    for extra, expected in ((["--leakage-threshold", "2"], "--leakage-threshold 2: give a share between 0 and 1"),
+                            (["--leakage", str(tmp_path / "none.json")], "no such file")):
+        assert main(["aggregate", "benchmarking-gnns", str(tmp_path / "r.parquet"), "--out", str(tmp_path / "T"),
+                     *extra]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("gnnbench: error: ") and expected in err and len(err.strip().splitlines()) == 1
+        assert not list(tmp_path.glob("T.*"))
