@@ -28,7 +28,7 @@ from test_download import closed_port_url
 
 from gnnbench.cli import main
 from gnnbench.data import archive, download
-from gnnbench.data.generators import molecules, npz, ogbl_collab, released, tu
+from gnnbench.data.generators import heterophily, molecules, npz, ogbl_collab, released, tu
 from gnnbench.errors import DataError
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real"
@@ -108,13 +108,14 @@ def _readers(zeros) -> dict[str, tuple]:
             *(entry(f"collab/raw/{m}.csv.gz", gzip.compress(b"1\n")) for m in ogbl_collab.RAW_MEMBERS[1:]),
             *(entry(f"collab/split/time/{p}.pt", pt({})) for p in ogbl_collab.SPLIT_PARTS)]),
         "npz": (npz.read_npz, [bomb(zeros, "adj_data.npy")]),
+        "heterophily": (lambda p: heterophily.read_heterophily(p, "tolokers"), [bomb(zeros, "node_features.npy")]),
     }
 
 
-READERS = ("tu", "released_pyg", "released_csl", "zinc", "aqsol", "ogbl_collab", "npz")
+READERS = ("tu", "released_pyg", "released_csl", "zinc", "aqsol", "ogbl_collab", "npz", "heterophily")
 BOMB_MEMBER = {"tu": "ENZYMES/ENZYMES_A.txt", "released_pyg": "PATTERN_v2.pt", "released_csl": released.CSL_GRAPHS,
                "zinc": "molecules/train.pickle", "aqsol": "asqol_graph_raw/train.pickle",
-               "ogbl_collab": "collab/raw/edge.csv.gz", "npz": "adj_data.npy"}
+               "ogbl_collab": "collab/raw/edge.csv.gz", "npz": "adj_data.npy", "heterophily": "node_features.npy"}
 
 
 def one_line(info) -> str:

@@ -12,6 +12,7 @@ A download is not trusted until it is read: a zip's central directory states eac
   than the declared size (a central directory that lies about ``file_size``); Python's :mod:`zipfile` cuts the output
   at the declared size and reports a bad CRC itself, the check here does not depend on that;
 * :func:`read_gzip` bounds a gzip stream held in memory (OGB's ``.csv.gz`` members) by the same rule;
+* :func:`open_npz` opens a NumPy ``.npz`` (a zip) after checking its members, without pickles;
 * :func:`check_zip` checks the records of a ``.pt`` file in ``torch.save``'s zip format before ``torch.load``, whose
   reader allocates what a record declares.
 
@@ -37,6 +38,8 @@ from __future__ import annotations
 import gzip
 import io
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -73,6 +76,27 @@ def check_member(info: zipfile.ZipInfo, where: str) -> None:
                 f"max({FLOOR >> 20} MiB, {RATIO} × compressed), at most {CAP >> 30} GiB")
         raise DataError(f"{member} declares {_size(info.file_size)} uncompressed from {_size(info.compress_size)}, "
                         f"more than the {_size(allowed)} allowed ({rule}): a zip bomb or a damaged zip; {FIX}")
+
+
+@contextmanager
+def open_npz(path: str | Path, what: str, fix: str) -> Iterator:
+    """``np.load(path, allow_pickle=False)`` (no object arrays, so no code runs) after :func:`check_member` on every
+    member. A missing file, a damaged zip or a member NumPy cannot read, inside the ``with`` block too, is a
+    one-line :class:`DataError` naming ``what`` and ``path`` and ending with ``fix``."""
+    import numpy as np
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} {path} does not exist; download it first")
+    try:
+        with zipfile.ZipFile(path) as bundle:  # refuse a bomb before NumPy decompresses a member
+            for info in bundle.infolist():
+                check_member(info, f"{what} {path}")
+        with np.load(path, allow_pickle=False) as archive:
+            yield archive
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise DataError(f"{what} {path} is not a readable npz archive ({reason}); {fix}") from None
 
 
 def check_zip(source: str | Path | BinaryIO, where: str) -> None:

@@ -38,14 +38,13 @@ Table 1 row where the paper prints one (``gnnbench/data/heterophily_table1.csv``
 from __future__ import annotations
 
 import csv
-import zipfile
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from gnnbench.data.archive import check_member
+from gnnbench.data.archive import open_npz
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
@@ -115,29 +114,22 @@ def published_statistics() -> dict[str, dict[str, float]]:
                                          else float(v)) for k, v in row.items()} for row in rows}
 
 
+FIX = "it is damaged or not the release — delete it (and its .sha256 record) and download it again"
+
+
 def _fail(path: Path, message: str) -> DataError:
-    return DataError(f"{WHAT} {path}: {message}; it is damaged or not the release — delete it (and its .sha256 "
-                     "record) and download it again")
+    return DataError(f"{WHAT} {path}: {message}; {FIX}")
 
 
 def read_heterophily(path: str | Path, name: str) -> GraphColumns:
     """The graph, features, labels and ten splits of one released npz file as graph columns (module docstring);
     ``name`` decides whether the edges are doubled (every dataset but ``*_directed``)."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{WHAT} {path} does not exist; download it first")
-    try:
-        with zipfile.ZipFile(path) as bundle:  # an npz is a zip: refuse a bomb before NumPy decompresses a member
-            for info in bundle.infolist():
-                check_member(info, f"{WHAT} {path}")
-        with np.load(path, allow_pickle=False) as archive:
-            missing = [key for key in KEYS if key not in archive.files]
-            if missing:
-                raise _fail(path, f"lacks the key {missing[0]!r} (expected {', '.join(KEYS)})")
-            x, y, edges, train, val, test = (archive[key] for key in KEYS)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        raise _fail(path, f"is not a readable npz archive ({reason})") from None
+    with open_npz(path, WHAT, FIX) as archive:
+        missing = [key for key in KEYS if key not in archive.files]
+        if missing:
+            raise _fail(path, f"lacks the key {missing[0]!r} (expected {', '.join(KEYS)})")
+        x, y, edges, train, val, test = (archive[key] for key in KEYS)
     n = y.shape[0] if y.ndim == 1 else -1
     if n < 0 or x.ndim != 2 or x.shape[0] != n or not np.issubdtype(y.dtype, np.integer) or y.min(initial=0) < 0:
         raise _fail(path, f"node_features {x.shape} and node_labels {y.shape} ({y.dtype}) must be (N, D) and N "

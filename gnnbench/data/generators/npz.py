@@ -35,13 +35,12 @@ column ``x``. ``seed`` is not used; ``mirror`` is tried before the canonical URL
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from gnnbench.data.archive import check_member
+from gnnbench.data.archive import open_npz
 from gnnbench.data.download import RawFile
 from gnnbench.data.generators.base import Generator
 from gnnbench.data.meta import DatasetMeta, FeatureSpec
@@ -82,35 +81,25 @@ def raw_files(params: dict) -> list[RawFile]:
 def read_npz(path: str | Path) -> RawGraph:
     """The graph of a gnn-benchmark npz file as stored (no preprocessing); labels int64."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{WHAT} {path} does not exist; download it first")
-    try:
-        with zipfile.ZipFile(path) as bundle:  # an npz is a zip: refuse a bomb before NumPy decompresses a member
-            for info in bundle.infolist():
-                check_member(info, f"{WHAT} {path}")
-        with np.load(path, allow_pickle=False) as archive:
-            keys = set(archive.files)
+    with open_npz(path, WHAT, "delete it and download it again") as archive:
+        keys = set(archive.files)
 
-            def get(key: str) -> np.ndarray:
-                if key not in keys:
-                    raise DataError(f"{WHAT} {path} lacks the key {key!r} (gnn-benchmark's npz format: adj_*, "
-                                    "attr_*, labels); the file is not a gnn-benchmark graph or is damaged — delete it "
-                                    "and download it again")
-                return archive[key]
+        def get(key: str) -> np.ndarray:
+            if key not in keys:
+                raise DataError(f"{WHAT} {path} lacks the key {key!r} (gnn-benchmark's npz format: adj_*, "
+                                "attr_*, labels); the file is not a gnn-benchmark graph or is damaged — delete it "
+                                "and download it again")
+            return archive[key]
 
-            adjacency = _csr(get, "adj", path)
-            if "attr_data" in keys or "attr_matrix" not in keys:
-                features = _csr(get, "attr", path)
-            else:
-                features = sp.csr_matrix(np.asarray(get("attr_matrix"), dtype=np.float32))
-            if "labels" not in keys and "labels_data" in keys:
-                raise DataError(f"{WHAT} {path} has multi-label labels (labels_data, ...); gnnbench reads single "
-                                "labels (the key 'labels') only")
-            labels = get("labels")
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-        raise DataError(f"{WHAT} {path} is not a readable npz archive ({reason}); delete it and download it "
-                        "again") from None
+        adjacency = _csr(get, "adj", path)
+        if "attr_data" in keys or "attr_matrix" not in keys:
+            features = _csr(get, "attr", path)
+        else:
+            features = sp.csr_matrix(np.asarray(get("attr_matrix"), dtype=np.float32))
+        if "labels" not in keys and "labels_data" in keys:
+            raise DataError(f"{WHAT} {path} has multi-label labels (labels_data, ...); gnnbench reads single "
+                            "labels (the key 'labels') only")
+        labels = get("labels")
     n = adjacency.shape[0]
     if adjacency.shape != (n, n):
         raise DataError(f"{WHAT} {path}: adj_shape {adjacency.shape} is not square; delete it and download it again")
