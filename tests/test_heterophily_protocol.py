@@ -334,4 +334,5 @@ def test_the_paper_suite_and_the_example_plan_every_model_at_every_layer_count()
             config = benchmark.models[label].config
             layers = [2, 4] if benchmark is tolokers else [2]
             assert benchmark.candidates[label] == layers and config["hidden_dim"] == 512 and config["dropout"] == 0.2
-            assert (config["num_steps"], config["lr"]) == (200, 1.5e-4)
+            steps = 400 if (benchmark, label) == (tolokers, "SAGE") else 200  # SAGE still rose at step 200
+            assert (config["num_steps"], config["lr"]) == (steps, 1.5e-4)
