@@ -32,9 +32,11 @@ from gnnbench.errors import INTERRUPTED
 from gnnbench.training.last_epoch import checkpoint_epochs
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-# Python's own Ctrl-C handling, even where the test runner was started in the background (a shell then makes its
-# children ignore SIGINT, and gnnbench leaves an ignored signal ignored)
-DEFAULT_SIGINT = "import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+# A terminal's signals: Python's own Ctrl-C handling and hang-ups not ignored, even where the test runner was started
+# in the background (a shell then makes its children ignore SIGINT) or under nohup (SIGHUP ignored): gnnbench leaves
+# an ignored signal ignored
+TERMINAL_SIGNALS = ("import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                    "signal.signal(signal.SIGHUP, signal.SIG_DFL)\n")
 
 
 def wait_for(condition: Callable[[], bool], proc: subprocess.Popen, what: str) -> None:
@@ -112,7 +114,7 @@ if role == "snakemake":
 sys.exit(1 if role == "snakemake" else 128 + stop[0])
 '''
 
-RUN_SNAKEMAKE = DEFAULT_SIGINT + """from gnnbench import cli
+RUN_SNAKEMAKE = TERMINAL_SIGNALS + """from gnnbench import cli
 cli.STOP_SECONDS = float(sys.argv[1])
 try:
     sys.exit(cli.run_snakemake(sys.argv[2:]))
@@ -241,7 +243,7 @@ SUITE = {"threads_per_run": 1,
                                 "models": {"Mine": {"model": "mine.py:Mine", "set": {"hidden_channels": 8}}}}}}
 RUN = Path("results/runs/CSL/Mine/seed1/fold0")
 JOB_LOG = Path("results/logs/train/CSL/Mine/seed1/fold0.log")
-GNNBENCH_RUN = DEFAULT_SIGINT + "from gnnbench.cli import main\nsys.exit(main())\n"
+GNNBENCH_RUN = TERMINAL_SIGNALS + "from gnnbench.cli import main\nsys.exit(main())\n"
 
 
 def project(folder: Path) -> Path:
